@@ -1,0 +1,127 @@
+# tq: one entry point. `make` builds lib/libtq.a and bin/tq-*; `make check` runs
+# every test; `make demo` runs a sample pipeline; `make bench` measures against
+# the peers; `make install PREFIX=...` installs. `make SAN=1 ...` builds and tests
+# under AddressSanitizer and UndefinedBehaviorSanitizer in build/san/.
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+VERSION := $(shell sed -n 's/^#define TQ_VERSION "\(.*\)"/\1/p' lib/tq.h)
+
+ifeq ($(SAN),1)
+OUT      := build/san
+SANFLAGS := -fsanitize=address,undefined
+OPT      := -O1 -g -fno-omit-frame-pointer $(SANFLAGS) -fno-sanitize-recover=undefined
+else
+OUT      := .
+OPT      := -O2 -g
+endif
+OBJDIR   := $(if $(filter .,$(OUT)),build/obj,$(OUT)/obj)
+LIBA     := $(OUT)/lib/libtq.a
+BINDIR   := $(OUT)/bin
+
+WARN     := -Wall -Wextra -Werror
+CPPFLAGS += -D_GNU_SOURCE -Ilib
+CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP
+LDLIBS   += -lz -ldl -lm -pthread
+LDFLAGS  += $(SANFLAGS)
+
+# ---- optional backends: each one needs its toolchain and its sources ----
+# A missing toolchain leaves the backend out with one line of explanation; it
+# never yields a backend that would fail at run time.
+HAVE_GLSLC := $(shell command -v glslc >/dev/null 2>&1 && echo 1)
+HAVE_NVCC  := $(shell command -v nvcc >/dev/null 2>&1 || test -x /usr/local/cuda/bin/nvcc && echo 1)
+HAVE_HIPCC := $(shell command -v hipcc >/dev/null 2>&1 && echo 1)
+VULKAN_SRC := $(wildcard lib/vulkan/*.c)
+CUDA_SRC   := $(wildcard lib/cuda/*.c)
+BACKEND_NOTES :=
+ifeq ($(VULKAN_SRC),)
+BACKEND_NOTES += "vulkan: left out (this tree has no Vulkan backend yet)"
+else ifneq ($(HAVE_GLSLC),1)
+BACKEND_NOTES += "vulkan: left out (glslc not found: apt-get install glslc)"
+VULKAN_SRC :=
+endif
+ifeq ($(CUDA_SRC),)
+BACKEND_NOTES += "cuda: left out (this tree has no CUDA backend yet)"
+BACKEND_NOTES += "hip: left out (this tree has no HIP backend yet)"
+endif
+
+LIB_SRC  := $(filter-out lib/vulkan/% lib/cuda/%,$(wildcard lib/*.c lib/*/*.c)) $(VULKAN_SRC)
+LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
+TOOLS    := $(patsubst cmd/%.c,%,$(wildcard cmd/tq-*.c))
+BINS     := $(TOOLS:%=$(BINDIR)/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/build/tests/%)
+
+.SECONDARY:
+.PHONY: all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
+all: notes $(LIBA) $(BINS)
+
+notes:
+	@for n in $(BACKEND_NOTES); do echo "note: $$n"; done
+
+$(OBJDIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
+$(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
+
+$(LIBA): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BINDIR)/%: $(OBJDIR)/cmd/%.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
+
+$(OUT)/build/tests/%: tests/unit/%.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
+
+# ---- set-up: system packages (apt-get as root, else the line to run) ----
+deps:
+	@sh scripts/deps.sh build
+deps-test:
+	@sh scripts/deps.sh build test
+
+# ---- tests ----
+check: deps-test
+	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory check-unit check-bats check-fuzz
+	@echo "check: all suites passed"
+
+check-unit: $(UNIT_BIN)
+	@sh tests/run-unit.sh $(UNIT_BIN)
+
+check-bats: all
+	TQ_BIN=$(abspath $(BINDIR)) bats tests/bats
+
+check-fuzz:
+	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)
+
+# ---- the sample pipeline ----
+demo: deps
+	@$(MAKE) --no-print-directory all >/dev/null
+	@sh samples/demo.sh $(abspath $(BINDIR))
+
+bench: deps-test all
+	@sh scripts/bench.sh $(abspath $(BINDIR))
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 lib/tq.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' scripts/tq.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tq.pc
+
+clean:
+	rm -rf build bin lib/libtq.a
+
+-include $(LIB_OBJ:.o=.d) $(TOOLS:%=$(OBJDIR)/cmd/%.d)

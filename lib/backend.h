@@ -1,0 +1,73 @@
+/* backend.h: the table a backend fills to plug into libtq (the way ggml and BLIS
+ * do it). Adding a backend = filling this table; adding an op = one entry here,
+ * its checks in op.c, a CPU implementation and a case in the cross-backend suite. */
+#ifndef TQ_BACKEND_H
+#define TQ_BACKEND_H
+
+#include "tq.h"
+
+typedef struct tq_device_info {
+    char name[128];       /* "AMD EPYC 9R14", "NVIDIA H100", "llvmpipe (LLVM 15)" */
+    int cpu_type;         /* a CPU-type device: `auto` never picks it */
+    uint64_t memory;      /* bytes of device memory, 0 if unknown */
+    char detail[256];     /* driver, kernel, threads...: one line */
+} tq_device_info;
+
+/* The op entries get tensors already checked by op.c (shapes, dtypes, device):
+ * a backend only computes. Each entry may be NULL: the op then fails with
+ * "not available on this backend". */
+typedef struct tq_backend_ops {
+    tq_status (*matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                        int trans_b, float alpha, float beta, tq_tensor *c);
+    tq_status (*rownorm)(void *ctx, const tq_tensor *x, tq_tensor *norms);
+    tq_status (*normalize)(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
+    tq_status (*topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
+                      tq_tensor *idx);
+    tq_status (*softmax)(void *ctx, const tq_tensor *x, tq_tensor *y);
+    tq_status (*layernorm)(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
+                           const tq_tensor *beta, float eps, tq_tensor *y);
+    tq_status (*gelu)(void *ctx, const tq_tensor *x, tq_tensor *y);
+    tq_status (*add)(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
+    tq_status (*scale)(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
+    tq_status (*gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
+    tq_status (*convert)(void *ctx, const tq_tensor *x, tq_tensor *y);
+} tq_backend_ops;
+
+typedef struct tq_backend {
+    tq_backend_kind kind;
+    const char *name; /* "cpu", "vulkan", "cuda", "hip": the --device word */
+    /* How many devices there are; on 0 or failure, the message says why
+     * (runtime library not found, no driver, no device). */
+    tq_status (*probe)(int *count);
+    tq_status (*info)(int index, tq_device_info *info);
+    tq_status (*open)(int index, void **ctx);
+    void (*close)(void *ctx);
+    tq_status (*alloc)(void *ctx, size_t nbytes, void **buf);
+    void (*free)(void *ctx, void *buf);
+    tq_status (*upload)(void *ctx, void *buf, size_t offset, const void *src, size_t n);
+    tq_status (*download)(void *ctx, const void *buf, size_t offset, void *dst, size_t n);
+    tq_status (*sync)(void *ctx);
+    tq_backend_ops ops;
+} tq_backend;
+
+struct tq_device {
+    const tq_backend *backend;
+    int index;
+    void *ctx;
+    char name[32];
+    char describe[512];
+};
+
+/* The backends compiled into this build; the CPU one always is. */
+extern const tq_backend tq_backend_cpu;
+#ifdef TQ_HAVE_VULKAN
+extern const tq_backend tq_backend_vulkan;
+#endif
+#ifdef TQ_HAVE_CUDA
+extern const tq_backend tq_backend_cuda;
+#endif
+#ifdef TQ_HAVE_HIP
+extern const tq_backend tq_backend_hip;
+#endif
+
+#endif

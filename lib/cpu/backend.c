@@ -1,0 +1,102 @@
+/* backend.c: the CPU backend's table: host memory, and the ops of lib/cpu/. */
+#include "../backend.h"
+#include "../internal.h"
+#include "cpu.h"
+
+#include <unistd.h>
+
+static tq_status cpu_probe(int *count)
+{
+    *count = 1;
+    return TQ_OK;
+}
+
+static void cpu_model(char *out, size_t n)
+{
+    snprintf(out, n, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10))
+            continue;
+        char *v = strchr(line, ':');
+        if (v) {
+            v += 1 + (v[1] == ' ');
+            v[strcspn(v, "\n")] = 0;
+            snprintf(out, n, "%s", v);
+        }
+        break;
+    }
+    fclose(f);
+}
+
+static tq_status cpu_info(int index, tq_device_info *info)
+{
+    (void)index;
+    cpu_model(info->name, sizeof info->name);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    info->memory = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    char blas[160];
+    tq_cpu_blas_describe(blas, sizeof blas);
+    snprintf(info->detail, sizeof info->detail, "%d threads, %s", tq_threads_get(), blas);
+    return TQ_OK;
+}
+
+static tq_status cpu_open(int index, void **ctx)
+{
+    (void)index;
+    *ctx = NULL;
+    return TQ_OK;
+}
+
+static void cpu_close(void *ctx) { (void)ctx; }
+
+static tq_status cpu_alloc(void *ctx, size_t nbytes, void **buf)
+{
+    (void)ctx;
+    /* 64-byte aligned for vector loads; a zero-size tensor still gets a pointer */
+    size_t n = (nbytes + 63) & ~(size_t)63;
+    *buf = aligned_alloc(64, n ? n : 64);
+    if (!*buf)
+        return tq_fail(TQ_ERR_NOMEM, "cpu: out of memory for %zu bytes", nbytes);
+    return TQ_OK;
+}
+
+static void cpu_free(void *ctx, void *buf)
+{
+    (void)ctx;
+    free(buf);
+}
+
+static tq_status cpu_upload(void *ctx, void *buf, size_t off, const void *src, size_t n)
+{
+    (void)ctx;
+    if (n)
+        memcpy((char *)buf + off, src, n);
+    return TQ_OK;
+}
+
+static tq_status cpu_download(void *ctx, const void *buf, size_t off, void *dst, size_t n)
+{
+    (void)ctx;
+    if (n)
+        memcpy(dst, (const char *)buf + off, n);
+    return TQ_OK;
+}
+
+const tq_backend tq_backend_cpu = {
+    .kind = TQ_BACKEND_CPU,
+    .name = "cpu",
+    .probe = cpu_probe,
+    .info = cpu_info,
+    .open = cpu_open,
+    .close = cpu_close,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .sync = NULL,
+    .ops = {0},
+};

@@ -1,0 +1,219 @@
+/* device.c: the backend registry: which backends this build has, which devices
+ * they find at run time, how --device and TQ_DEVICE choose, and the report of
+ * --list-devices that says why a backend is missing. */
+#include "backend.h"
+#include "internal.h"
+
+#include <ctype.h>
+
+/* Order of preference for `auto`: CUDA, HIP, a Vulkan GPU, then the CPU. */
+static const struct {
+    const char *name;
+    const tq_backend *backend; /* NULL when not built */
+} registry[] = {
+#ifdef TQ_HAVE_CUDA
+    {"cuda", &tq_backend_cuda},
+#else
+    {"cuda", NULL},
+#endif
+#ifdef TQ_HAVE_HIP
+    {"hip", &tq_backend_hip},
+#else
+    {"hip", NULL},
+#endif
+#ifdef TQ_HAVE_VULKAN
+    {"vulkan", &tq_backend_vulkan},
+#else
+    {"vulkan", NULL},
+#endif
+    {"cpu", &tq_backend_cpu},
+};
+#define N_REGISTRY (sizeof registry / sizeof registry[0])
+
+static tq_status device_make(const tq_backend *b, int index, tq_device **out)
+{
+    tq_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    tq_status st = b->open(index, &d->ctx);
+    if (st) {
+        free(d);
+        return tq_fail_context(st, "%s:%d", b->name, index);
+    }
+    d->backend = b;
+    d->index = index;
+    if (b->kind == TQ_BACKEND_CPU)
+        snprintf(d->name, sizeof d->name, "cpu");
+    else
+        snprintf(d->name, sizeof d->name, "%s:%d", b->name, index);
+    tq_device_info info;
+    memset(&info, 0, sizeof info);
+    if (b->info(index, &info) == TQ_OK)
+        snprintf(d->describe, sizeof d->describe, "%s: %s%s%s", d->name, info.name,
+                 info.detail[0] ? ", " : "", info.detail);
+    else
+        snprintf(d->describe, sizeof d->describe, "%s", d->name);
+    *out = d;
+    return TQ_OK;
+}
+
+/* For auto: the first device of b that is not a CPU-type device. */
+static int first_real_device(const tq_backend *b)
+{
+    int n = 0;
+    if (b->probe(&n) || n <= 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        tq_device_info info;
+        memset(&info, 0, sizeof info);
+        if (b->info(i, &info) == TQ_OK && !info.cpu_type)
+            return i;
+    }
+    return -1;
+}
+
+tq_status tq_device_open(const char *spec, tq_device **dev)
+{
+    if (!spec || !*spec)
+        spec = getenv("TQ_DEVICE");
+    if (!spec || !*spec)
+        spec = "auto";
+    char word[32];
+    const char *colon = strchr(spec, ':');
+    size_t wl = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (wl >= sizeof word)
+        return tq_fail(TQ_ERR_USAGE, "unknown device '%s' (auto, cpu, vulkan, cuda, hip[:N])", spec);
+    memcpy(word, spec, wl);
+    word[wl] = 0;
+    int index = -1;
+    if (colon) {
+        char *end;
+        long v = strtol(colon + 1, &end, 10);
+        if (!colon[1] || *end || v < 0 || v > 1000 || !isdigit((unsigned char)colon[1]))
+            return tq_fail(TQ_ERR_USAGE, "bad device index in '%s'", spec);
+        index = (int)v;
+    }
+    if (!strcmp(word, "auto")) {
+        if (colon)
+            return tq_fail(TQ_ERR_USAGE, "'auto' takes no index");
+        for (size_t i = 0; i < N_REGISTRY; i++) {
+            const tq_backend *b = registry[i].backend;
+            if (!b)
+                continue;
+            int idx = b->kind == TQ_BACKEND_CPU ? 0 : first_real_device(b);
+            if (idx >= 0 && device_make(b, idx, dev) == TQ_OK)
+                return TQ_OK;
+        }
+        return tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
+    }
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        if (strcmp(word, registry[i].name))
+            continue;
+        const tq_backend *b = registry[i].backend;
+        if (!b)
+            return tq_fail(TQ_ERR_RUNTIME, "%s: not built into this binary", word);
+        int n = 0;
+        tq_status st = b->probe(&n);
+        if (st)
+            return tq_fail_context(TQ_ERR_RUNTIME, "%s", word);
+        if (n <= 0)
+            return tq_fail(TQ_ERR_RUNTIME, "%s: no device found", word);
+        if (index < 0)
+            index = 0;
+        if (index >= n)
+            return tq_fail(TQ_ERR_RUNTIME, "%s: no device %d (there %s %d)", word, index,
+                           n == 1 ? "is" : "are", n);
+        return device_make(b, index, dev);
+    }
+    return tq_fail(TQ_ERR_USAGE, "unknown device '%s' (auto, cpu, vulkan, cuda, hip[:N])", spec);
+}
+
+void tq_device_close(tq_device *dev)
+{
+    if (!dev)
+        return;
+    dev->backend->close(dev->ctx);
+    free(dev);
+}
+
+tq_backend_kind tq_device_backend(const tq_device *dev) { return dev->backend->kind; }
+const char *tq_device_name(const tq_device *dev) { return dev->name; }
+const char *tq_device_describe(const tq_device *dev) { return dev->describe; }
+
+tq_status tq_device_sync(tq_device *dev)
+{
+    return dev->backend->sync ? dev->backend->sync(dev->ctx) : TQ_OK;
+}
+
+static void human_bytes(char *out, size_t n, uint64_t b)
+{
+    if (b >= (1ull << 30))
+        snprintf(out, n, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else
+        snprintf(out, n, "%llu MiB", (unsigned long long)(b >> 20));
+}
+
+tq_status tq_device_list(char **report)
+{
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    s[0] = 0;
+#define ADD(...)                                                                   \
+    do {                                                                           \
+        int k_ = snprintf(s + len, cap - len, __VA_ARGS__);                        \
+        if (k_ > 0 && (size_t)k_ >= cap - len) {                                   \
+            cap = 2 * cap + (size_t)k_;                                            \
+            char *n_ = realloc(s, cap);                                            \
+            if (!n_) {                                                             \
+                free(s);                                                           \
+                return tq_fail(TQ_ERR_NOMEM, "out of memory");                    \
+            }                                                                      \
+            s = n_;                                                                \
+            k_ = snprintf(s + len, cap - len, __VA_ARGS__);                        \
+        }                                                                          \
+        if (k_ > 0)                                                                \
+            len += (size_t)k_;                                                     \
+    } while (0)
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        const tq_backend *b = registry[i].backend;
+        if (!b) {
+            ADD("%-7s unavailable: not built into this binary\n", registry[i].name);
+            continue;
+        }
+        int n = 0;
+        tq_status st = b->probe(&n);
+        if (st) {
+            ADD("%-7s unavailable: %s\n", b->name, tq_errmsg());
+            continue;
+        }
+        if (n <= 0) {
+            ADD("%-7s unavailable: no device found\n", b->name);
+            continue;
+        }
+        for (int d = 0; d < n; d++) {
+            tq_device_info info;
+            memset(&info, 0, sizeof info);
+            if (b->info(d, &info)) {
+                ADD("%s:%d  unavailable: %s\n", b->name, d, tq_errmsg());
+                continue;
+            }
+            char mem[32] = "";
+            if (info.memory)
+                human_bytes(mem, sizeof mem, info.memory);
+            char id[32];
+            if (b->kind == TQ_BACKEND_CPU)
+                snprintf(id, sizeof id, "cpu");
+            else
+                snprintf(id, sizeof id, "%s:%d", b->name, d);
+            ADD("%-9s %s%s%s%s%s%s\n", id, info.name, info.cpu_type && b->kind != TQ_BACKEND_CPU
+                                                       ? " (CPU-type device: only by name)"
+                                                       : "",
+                mem[0] ? ", " : "", mem, info.detail[0] ? ", " : "", info.detail);
+        }
+    }
+#undef ADD
+    *report = s;
+    return TQ_OK;
+}

@@ -1,0 +1,74 @@
+/* internal.h: what the files of libtq share and the public API does not show. */
+#ifndef TQ_INTERNAL_H
+#define TQ_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* the Makefile sets it; for files built alone */
+#endif
+#include "tq.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- frame header layout (tq-format.5 is the specification) ---- */
+
+#define TQ_MAGIC "\x89TQF"
+#define TQ_FORMAT_VERSION 1
+#define TQ_FIXED_HEADER 48
+/* The largest header: fixed part, dims, name and metadata, padded. */
+#define TQ_MAX_HEADER \
+    (TQ_FIXED_HEADER + 8 * TQ_MAX_RANK + TQ_MAX_NAME + TQ_MAX_META + TQ_ALIGN)
+
+static inline uint64_t tq_align_up(uint64_t n) { return (n + TQ_ALIGN - 1) & ~(uint64_t)(TQ_ALIGN - 1); }
+
+/* Little-endian field access, independent of the host's byte order. */
+static inline uint16_t tq_le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t tq_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t tq_le64(const unsigned char *p) { return tq_le32(p) | (uint64_t)tq_le32(p + 4) << 32; }
+static inline void tq_put16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
+static inline void tq_put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void tq_put64(unsigned char *p, uint64_t v)
+{
+    tq_put32(p, (uint32_t)v);
+    tq_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* CRC of a header: every byte of it but the header_crc field itself (44..47). */
+uint32_t tq_header_crc(const unsigned char *hdr, size_t header_len);
+
+/* Encodes a frame header into hdr (at least TQ_MAX_HEADER bytes); returns its
+ * length (a multiple of 64). The frame's fields must already be valid. */
+size_t tq_header_encode(unsigned char *hdr, const tq_frame *f, uint32_t payload_crc);
+
+/* Checks the offsets of a str payload of n rows and raw bytes; 0 if fine, else
+ * fills the error message (without context). */
+tq_status tq_str_check(const void *raw, uint64_t raw_size, int64_t n);
+
+/* Checks a frame name and a metadata block; fills the message on failure. */
+tq_status tq_name_check(const char *name, size_t len);
+tq_status tq_meta_check(const char *meta, size_t len);
+
+/* ---- output files written atomically ---- */
+
+/* Registers a temporary path to remove if the process is interrupted. */
+void tq_tempfile_add(const char *path);
+void tq_tempfile_remove(const char *path);
+/* Async-signal-safe: unlinks every registered temporary file. */
+void tq_tempfile_cleanup_all(void);
+
+/* Makes a pipe's buffer large (1 MiB) when fd is a pipe; ignores failure. */
+void tq_pipe_grow(int fd);
+
+/* Reads exactly n bytes unless EOF comes first; returns bytes read or -1. */
+ssize_t tq_read_full(int fd, void *buf, size_t n);
+
+#endif

@@ -1,0 +1,185 @@
+/* op.c: the op API. Every op checks its arguments here, once for all backends,
+ * then calls the entry of the tensors' backend, which only computes. */
+#include "backend.h"
+#include "internal.h"
+
+#define CHECK(cond, ...)                                                           \
+    do {                                                                           \
+        if (!(cond))                                                               \
+            return tq_fail(TQ_ERR_USAGE, __VA_ARGS__);                            \
+    } while (0)
+
+static int same_shape(const tq_tensor *a, const tq_tensor *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+static int64_t last_dim(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
+static int64_t n_rows(const tq_tensor *t)
+{
+    int64_t d = last_dim(t);
+    return d ? tq_tensor_numel(t) / d : 0;
+}
+
+static tq_status dispatch_missing(const tq_tensor *t, const char *op)
+{
+    return tq_fail(TQ_ERR_RUNTIME, "%s: op %s is not available on this backend",
+                   t->dev->name, op);
+}
+
+#define ENTRY(t, op) ((t)->dev->backend->ops.op)
+#define CALL(t, op, ...)                                                           \
+    (ENTRY(t, op) ? ENTRY(t, op)((t)->dev->ctx, __VA_ARGS__) : dispatch_missing(t, #op))
+
+#define SAME_DEV(a, b) CHECK((a)->dev == (b)->dev, "tensors on different devices")
+#define F32(t, what) CHECK((t)->dtype == TQ_DTYPE_F32, "%s must be f32, not %s", what, tq_dtype_name((t)->dtype))
+
+tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
+                       float alpha, float beta, tq_tensor *c)
+{
+    F32(a, "matmul A");
+    F32(b, "matmul B");
+    F32(c, "matmul C");
+    SAME_DEV(a, b);
+    SAME_DEV(a, c);
+    CHECK(a->rank >= 2 && a->rank <= 3 && b->rank >= 2 && b->rank <= 3 &&
+              c->rank == (a->rank > b->rank ? a->rank : b->rank),
+          "matmul takes rank 2 or 3 (batched) tensors");
+    int64_t batch = c->rank == 3 ? c->dims[0] : 1;
+    CHECK(a->rank == 2 || a->dims[0] == batch, "matmul: A's batch differs from C's");
+    CHECK(b->rank == 2 || b->dims[0] == batch, "matmul: B's batch differs from C's");
+    const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2,
+                  *cd = c->dims + c->rank - 2;
+    int64_t m = trans_a ? ad[1] : ad[0], k = trans_a ? ad[0] : ad[1];
+    int64_t kb = trans_b ? bd[1] : bd[0], n = trans_b ? bd[0] : bd[1];
+    CHECK(k == kb, "matmul: inner dims differ (%lld and %lld)", (long long)k, (long long)kb);
+    CHECK(cd[0] == m && cd[1] == n, "matmul: C is %lldx%lld, the product is %lldx%lld",
+          (long long)cd[0], (long long)cd[1], (long long)m, (long long)n);
+    CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "matmul: dims over 2^31");
+    return CALL(c, matmul, a, trans_a, b, trans_b, alpha, beta, c);
+}
+
+tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms)
+{
+    F32(x, "rownorm x");
+    F32(norms, "rownorm norms");
+    SAME_DEV(x, norms);
+    CHECK(x->rank >= 1 && tq_tensor_numel(norms) == n_rows(x),
+          "rownorm: norms must hold one value per row");
+    return CALL(x, rownorm, x, norms);
+}
+
+tq_status tq_op_normalize(const tq_tensor *x, float eps, tq_tensor *y)
+{
+    F32(x, "normalize x");
+    F32(y, "normalize y");
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "normalize: x and y differ in shape");
+    CHECK(eps >= 0, "normalize: eps must be >= 0");
+    return CALL(x, normalize, x, eps, y);
+}
+
+tq_status tq_op_topk(const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx)
+{
+    F32(x, "topk x");
+    F32(vals, "topk vals");
+    CHECK(idx->dtype == TQ_DTYPE_I64, "topk idx must be i64");
+    SAME_DEV(x, vals);
+    SAME_DEV(x, idx);
+    CHECK(x->rank == 2, "topk takes a rank 2 tensor");
+    CHECK(k >= 0 && k <= x->dims[1], "topk: k=%lld is not within 0..%lld", (long long)k,
+          (long long)x->dims[1]);
+    int64_t want[2] = {x->dims[0], k};
+    CHECK(vals->rank == 2 && idx->rank == 2 && vals->dims[0] == want[0] &&
+              vals->dims[1] == k && idx->dims[0] == want[0] && idx->dims[1] == k,
+          "topk: vals and idx must be [%lld, %lld]", (long long)want[0], (long long)k);
+    return CALL(x, topk, x, k, vals, idx);
+}
+
+tq_status tq_op_softmax(const tq_tensor *x, tq_tensor *y)
+{
+    F32(x, "softmax x");
+    F32(y, "softmax y");
+    SAME_DEV(x, y);
+    CHECK(x->rank >= 1 && same_shape(x, y), "softmax: x and y differ in shape");
+    return CALL(x, softmax, x, y);
+}
+
+tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
+                          float eps, tq_tensor *y)
+{
+    F32(x, "layernorm x");
+    F32(y, "layernorm y");
+    SAME_DEV(x, y);
+    CHECK(x->rank >= 1 && same_shape(x, y), "layernorm: x and y differ in shape");
+    int64_t d = last_dim(x);
+    if (gamma) {
+        F32(gamma, "layernorm gamma");
+        SAME_DEV(x, gamma);
+        CHECK(tq_tensor_numel(gamma) == d, "layernorm: gamma must have %lld values", (long long)d);
+    }
+    if (beta) {
+        F32(beta, "layernorm beta");
+        SAME_DEV(x, beta);
+        CHECK(tq_tensor_numel(beta) == d, "layernorm: beta must have %lld values", (long long)d);
+    }
+    CHECK(eps >= 0, "layernorm: eps must be >= 0");
+    return CALL(x, layernorm, x, gamma, beta, eps, y);
+}
+
+tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y)
+{
+    F32(x, "gelu x");
+    F32(y, "gelu y");
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "gelu: x and y differ in shape");
+    return CALL(x, gelu, x, y);
+}
+
+tq_status tq_op_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y)
+{
+    F32(a, "add a");
+    F32(b, "add b");
+    F32(y, "add y");
+    SAME_DEV(a, b);
+    SAME_DEV(a, y);
+    CHECK(same_shape(a, y), "add: a and y differ in shape");
+    CHECK(same_shape(a, b) || (b->rank == 1 && b->dims[0] == last_dim(a)),
+          "add: b must match a, or be a row of %lld values", (long long)last_dim(a));
+    return CALL(a, add, a, b, y);
+}
+
+tq_status tq_op_scale(const tq_tensor *x, float alpha, tq_tensor *y)
+{
+    F32(x, "scale x");
+    F32(y, "scale y");
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "scale: x and y differ in shape");
+    return CALL(x, scale, x, alpha, y);
+}
+
+tq_status tq_op_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y)
+{
+    CHECK(tq_dtype_size(x->dtype) > 0, "gather: x must have a plain dtype");
+    CHECK(x->dtype == y->dtype, "gather: x and y differ in dtype");
+    CHECK(idx->dtype == TQ_DTYPE_I64 && idx->rank == 1, "gather: idx must be i64 [n]");
+    SAME_DEV(x, idx);
+    SAME_DEV(x, y);
+    CHECK(x->rank >= 1 && y->rank == x->rank && y->dims[0] == idx->dims[0],
+          "gather: y must have one row per index");
+    for (int i = 1; i < x->rank; i++)
+        CHECK(x->dims[i] == y->dims[i], "gather: x and y rows differ in shape");
+    return CALL(x, gather, x, idx, y);
+}
+
+tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y)
+{
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "convert: x and y differ in shape");
+    return CALL(x, convert, x, y);
+}

@@ -1,0 +1,416 @@
+/* reader.c: reads and verifies TQ streams from pipes or files, frame by frame.
+ * Every check of tq-format.5 happens here, so a tool only ever sees frames that
+ * are whole, consistent with earlier batches of the same name, and CRC-clean. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define READ_BUF (4u << 20)
+
+typedef struct input {
+    int fd;
+    int own;
+    char label[256];
+} input;
+
+/* What the first batch of a name fixed: later batches must agree. */
+typedef struct batch_shape {
+    char name[TQ_MAX_NAME + 1];
+    tq_dtype dtype;
+    int rank;
+    int64_t dims[TQ_MAX_RANK];
+} batch_shape;
+
+struct tq_reader {
+    input *inputs;
+    size_t n_inputs, cur;
+    unsigned char *buf;   /* read-ahead buffer */
+    size_t pos, len;
+    int eof;              /* the current input reported end of file */
+    uint64_t offset;      /* bytes of the current input consumed */
+    uint64_t index;       /* frames read, over all inputs */
+    unsigned char *hdr;   /* header bytes of the current frame */
+    tq_frame frame;
+    batch_shape *shapes;
+    size_t n_shapes, cap_shapes;
+};
+
+static tq_status fill(tq_reader *r)
+{
+    if (r->pos == r->len)
+        r->pos = r->len = 0;
+    while (!r->eof && r->len < READ_BUF) {
+        ssize_t n = read(r->inputs[r->cur].fd, r->buf + r->len, READ_BUF - r->len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return tq_fail(TQ_ERR_IO, "%s: read failed: %s", r->inputs[r->cur].label,
+                           strerror(errno));
+        }
+        if (n == 0)
+            r->eof = 1;
+        r->len += (size_t)n;
+        break; /* one read at a time keeps latency low on pipes */
+    }
+    return TQ_OK;
+}
+
+/* Copies n bytes from the input to dst; *got says how many arrived before EOF. */
+static tq_status take(tq_reader *r, void *dst, size_t n, size_t *got)
+{
+    unsigned char *d = dst;
+    *got = 0;
+    while (*got < n) {
+        if (r->pos == r->len) {
+            if (r->eof)
+                return TQ_OK;
+            /* a large rest goes straight to its destination, skipping a copy */
+            if (n - *got >= READ_BUF / 2) {
+                ssize_t k = tq_read_full(r->inputs[r->cur].fd, d + *got, n - *got);
+                if (k < 0)
+                    return tq_fail(TQ_ERR_IO, "%s: read failed: %s",
+                                   r->inputs[r->cur].label, strerror(errno));
+                *got += (size_t)k;
+                r->offset += (uint64_t)k;
+                if (*got < n)
+                    r->eof = 1;
+                continue;
+            }
+            tq_status st = fill(r);
+            if (st)
+                return st;
+            continue;
+        }
+        size_t k = r->len - r->pos;
+        if (k > n - *got)
+            k = n - *got;
+        memcpy(d + *got, r->buf + r->pos, k);
+        r->pos += k;
+        *got += k;
+        r->offset += k;
+    }
+    return TQ_OK;
+}
+
+static tq_status add_input(tq_reader *r, int fd, const char *label, int own)
+{
+    input *n = realloc(r->inputs, (r->n_inputs + 1) * sizeof *n);
+    if (!n)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    r->inputs = n;
+    input *in = &r->inputs[r->n_inputs++];
+    in->fd = fd;
+    in->own = own;
+    snprintf(in->label, sizeof in->label, "%s", !label || !strcmp(label, "-") ? "stdin" : label);
+    tq_pipe_grow(fd);
+    return TQ_OK;
+}
+
+tq_status tq_reader_open_fd(tq_reader **out, int fd, const char *label)
+{
+    tq_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    r->buf = malloc(READ_BUF);
+    r->hdr = malloc(TQ_MAX_HEADER);
+    if (!r->buf || !r->hdr || add_input(r, fd, label, 0)) {
+        tq_reader_close(r);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    *out = r;
+    return TQ_OK;
+}
+
+static tq_status open_input_path(const char *path, int *fd)
+{
+    if (!strcmp(path, "-")) {
+        *fd = 0;
+        return TQ_OK;
+    }
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    return TQ_OK;
+}
+
+tq_status tq_reader_open_path(tq_reader **out, const char *path)
+{
+    int fd;
+    tq_status st = open_input_path(path, &fd);
+    if (st)
+        return st;
+    st = tq_reader_open_fd(out, fd, path);
+    if (st) {
+        if (fd > 0)
+            close(fd);
+        return st;
+    }
+    (*out)->inputs[0].own = fd > 0;
+    return TQ_OK;
+}
+
+tq_status tq_reader_chain_fd(tq_reader *r, int fd, const char *label)
+{
+    return add_input(r, fd, label, 0);
+}
+
+void tq_reader_close(tq_reader *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_inputs; i++)
+        if (r->inputs[i].own)
+            close(r->inputs[i].fd);
+    free(r->inputs);
+    free(r->buf);
+    free(r->hdr);
+    free(r->shapes);
+    tq_frame_release(&r->frame);
+    free(r);
+}
+
+/* "stdin: frame 3 "emb", byte 4096: " before the current message. */
+static tq_status where(tq_reader *r, tq_status st, uint64_t at)
+{
+    if (r->frame.name[0])
+        return tq_fail_context(st, "%s: frame %llu \"%s\", byte %llu",
+                               r->inputs[r->cur].label, (unsigned long long)r->index,
+                               r->frame.name, (unsigned long long)at);
+    return tq_fail_context(st, "%s: frame %llu, byte %llu", r->inputs[r->cur].label,
+                           (unsigned long long)r->index, (unsigned long long)at);
+}
+
+static tq_status check_batch(tq_reader *r, const tq_frame *f)
+{
+    for (size_t i = 0; i < r->n_shapes; i++) {
+        batch_shape *b = &r->shapes[i];
+        if (strcmp(b->name, f->name))
+            continue;
+        if (b->dtype != f->dtype)
+            return tq_fail(TQ_ERR_DATA, "dtype %s differs from the earlier batches (%s)",
+                           tq_dtype_name(f->dtype), tq_dtype_name(b->dtype));
+        if (b->rank != f->rank)
+            return tq_fail(TQ_ERR_DATA, "rank %d differs from the earlier batches (%d)",
+                           f->rank, b->rank);
+        for (int d = 1; d < f->rank; d++)
+            if (b->dims[d] != f->dims[d])
+                return tq_fail(TQ_ERR_DATA,
+                               "dim %d is %lld, the earlier batches have %lld", d,
+                               (long long)f->dims[d], (long long)b->dims[d]);
+        return TQ_OK;
+    }
+    if (r->n_shapes == r->cap_shapes) {
+        size_t cap = r->cap_shapes ? 2 * r->cap_shapes : 16;
+        batch_shape *n = realloc(r->shapes, cap * sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->shapes = n;
+        r->cap_shapes = cap;
+    }
+    batch_shape *b = &r->shapes[r->n_shapes++];
+    memcpy(b->name, f->name, sizeof b->name);
+    b->dtype = f->dtype;
+    b->rank = f->rank;
+    memcpy(b->dims, f->dims, sizeof b->dims);
+    return TQ_OK;
+}
+
+/* Parses and checks the header now in r->hdr (header_len bytes). */
+static tq_status parse_header(tq_reader *r, size_t header_len, uint64_t start)
+{
+    const unsigned char *h = r->hdr;
+    tq_frame *f = &r->frame;
+    uint32_t want = tq_le32(h + 44), got = tq_header_crc(h, header_len);
+    if (want != got)
+        return where(r, tq_fail(TQ_ERR_DATA, "header CRC mismatch (stored %08x, computed %08x)",
+                                want, got), start + 44);
+    unsigned rank = h[8];
+    size_t name_len = tq_le16(h + 10), meta_len = tq_le32(h + 12);
+    const unsigned char *p = h + TQ_FIXED_HEADER;
+    /* name first, so that later messages can name the frame */
+    const char *name = (const char *)p + 8 * rank;
+    if (tq_name_check(name, name_len))
+        return where(r, TQ_ERR_DATA, start + TQ_FIXED_HEADER + 8 * rank);
+    memcpy(f->name, name, name_len);
+    f->name[name_len] = 0;
+    f->dtype = (tq_dtype)tq_le16(h + 6);
+    if (!tq_dtype_name(f->dtype))
+        return where(r, tq_fail(TQ_ERR_DATA, "unknown dtype code %u", tq_le16(h + 6)), start + 6);
+    f->rank = (int)rank;
+    f->flags = h[9];
+    if (f->flags & ~TQ_FLAG_ZLIB)
+        return where(r, tq_fail(TQ_ERR_DATA, "unknown flags 0x%02x", f->flags), start + 9);
+    if (tq_le32(h + 40))
+        return where(r, tq_fail(TQ_ERR_DATA, "reserved header field is not zero"), start + 40);
+    for (unsigned i = 0; i < rank; i++) {
+        uint64_t d = tq_le64(p + 8 * i);
+        if (d > (uint64_t)INT64_MAX)
+            return where(r, tq_fail(TQ_ERR_DATA, "dim %u is too large", i),
+                         start + TQ_FIXED_HEADER + 8 * i);
+        f->dims[i] = (int64_t)d;
+    }
+    f->meta = meta_len ? (const char *)p + 8 * rank + name_len : NULL;
+    f->meta_len = meta_len;
+    if (tq_meta_check(f->meta, meta_len))
+        return where(r, TQ_ERR_DATA, start + TQ_FIXED_HEADER + 8 * rank + name_len);
+    for (size_t i = TQ_FIXED_HEADER + 8 * rank + name_len + meta_len; i < header_len; i++)
+        if (h[i])
+            return where(r, tq_fail(TQ_ERR_DATA, "header padding is not zero"), start + i);
+    f->stored_size = tq_le64(h + 24);
+    f->raw_size = tq_le64(h + 32);
+    if (f->dtype == TQ_DTYPE_STR) {
+        if (rank != 1)
+            return where(r, tq_fail(TQ_ERR_DATA, "str frames have rank 1, not %u", rank), start + 8);
+        if (f->raw_size > TQ_MAX_FRAME_BYTES ||
+            (uint64_t)f->dims[0] >= f->raw_size / 8)
+            return where(r, tq_fail(TQ_ERR_DATA,
+                                    "str payload of %llu bytes does not fit %lld rows",
+                                    (unsigned long long)f->raw_size, (long long)f->dims[0]),
+                         start + 32);
+    } else {
+        uint64_t bytes;
+        if (tq_dtype_payload_bytes(f->dtype, f->rank, f->dims, &bytes))
+            return where(r, TQ_ERR_DATA, start + TQ_FIXED_HEADER);
+        if (bytes != f->raw_size)
+            return where(r, tq_fail(TQ_ERR_DATA,
+                                    "raw size %llu does not match the shape (%llu bytes)",
+                                    (unsigned long long)f->raw_size,
+                                    (unsigned long long)bytes),
+                         start + 32);
+    }
+    if (!(f->flags & TQ_FLAG_ZLIB) && f->stored_size != f->raw_size)
+        return where(r, tq_fail(TQ_ERR_DATA, "stored size %llu differs from raw size %llu "
+                                             "in an uncompressed frame",
+                                (unsigned long long)f->stored_size,
+                                (unsigned long long)f->raw_size),
+                     start + 24);
+    if (f->stored_size > TQ_MAX_FRAME_BYTES)
+        return where(r, tq_fail(TQ_ERR_DATA, "stored size %llu is over the frame limit",
+                                (unsigned long long)f->stored_size),
+                     start + 24);
+    return check_batch(r, f) ? where(r, TQ_ERR_DATA, start) : TQ_OK;
+}
+
+/* Reads the stored payload into the frame's buffer. The buffer grows with the
+ * bytes that actually arrive, so a truncated stream that claims a huge payload
+ * fails at its real end instead of allocating the claim. */
+static tq_status read_payload(tq_reader *r, uint64_t start)
+{
+    tq_frame *f = &r->frame;
+    uint64_t want = tq_align_up(f->stored_size), have = 0;
+    while (have < want) {
+        if (f->priv_cap < want) {
+            uint64_t cap = f->priv_cap ? 2 * (uint64_t)f->priv_cap : (1u << 20);
+            if (cap < have + (1u << 20))
+                cap = have + (1u << 20);
+            if (cap > want)
+                cap = want;
+            void *n = realloc(f->priv_buf, (size_t)cap);
+            if (!n)
+                return where(r, tq_fail(TQ_ERR_NOMEM, "out of memory for a %llu-byte payload",
+                                        (unsigned long long)want),
+                             start);
+            f->priv_buf = n;
+            f->priv_cap = (size_t)cap;
+        }
+        uint64_t chunk = (f->priv_cap < want ? f->priv_cap : want) - have;
+        size_t got;
+        tq_status st = take(r, (char *)f->priv_buf + have, (size_t)chunk, &got);
+        if (st)
+            return st;
+        have += got;
+        if (got < chunk)
+            return where(r, tq_fail(TQ_ERR_DATA, "truncated payload: %llu of %llu bytes",
+                                    (unsigned long long)(have < f->stored_size ? have : f->stored_size),
+                                    (unsigned long long)f->stored_size),
+                         r->offset);
+    }
+    const unsigned char *pad = (const unsigned char *)f->priv_buf + f->stored_size;
+    for (uint64_t i = 0; i < want - f->stored_size; i++)
+        if (pad[i])
+            return where(r, tq_fail(TQ_ERR_DATA, "payload padding is not zero"),
+                         start + f->stored_size + i);
+    f->stored = f->priv_buf;
+    uint32_t crc = tq_crc32c(0, f->stored, (size_t)f->stored_size);
+    uint32_t stored_crc = tq_le32(r->hdr + 20);
+    if (crc != stored_crc)
+        return where(r, tq_fail(TQ_ERR_DATA, "payload CRC mismatch (stored %08x, computed %08x)",
+                                stored_crc, crc),
+                     start);
+    if (f->dtype == TQ_DTYPE_STR && !(f->flags & TQ_FLAG_ZLIB))
+        if (tq_str_check(f->stored, f->raw_size, f->dims[0]))
+            return where(r, TQ_ERR_DATA, start);
+    return TQ_OK;
+}
+
+tq_status tq_reader_next(tq_reader *r, tq_frame **out)
+{
+    tq_frame *f = &r->frame;
+    free(f->priv_raw);
+    f->priv_raw = NULL;
+    f->name[0] = 0;
+    for (;;) {
+        size_t got;
+        uint64_t start = r->offset;
+        tq_status st = take(r, r->hdr, TQ_FIXED_HEADER, &got);
+        if (st)
+            return st;
+        if (got == 0) {
+            if (r->cur + 1 < r->n_inputs) { /* next input of a concatenation */
+                r->cur++;
+                r->eof = 0;
+                r->pos = r->len = 0;
+                r->offset = 0;
+                continue;
+            }
+            return TQ_EOF;
+        }
+        const unsigned char *h = r->hdr;
+        if (memcmp(h, TQ_MAGIC, got < 4 ? got : 4))
+            return where(r, tq_fail(TQ_ERR_DATA, "bad magic: not a TQ stream"), start);
+        if (got < TQ_FIXED_HEADER)
+            return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %d bytes", got,
+                                    TQ_FIXED_HEADER),
+                         start);
+        if (tq_le16(h + 4) != TQ_FORMAT_VERSION)
+            return where(r, tq_fail(TQ_ERR_DATA, "unknown format version %u (this reads %d)",
+                                    tq_le16(h + 4), TQ_FORMAT_VERSION),
+                         start + 4);
+        unsigned rank = h[8];
+        size_t name_len = tq_le16(h + 10), meta_len = tq_le32(h + 12);
+        size_t header_len = tq_le32(h + 16);
+        if (rank > TQ_MAX_RANK)
+            return where(r, tq_fail(TQ_ERR_DATA, "rank %u is over the limit of %d", rank,
+                                    TQ_MAX_RANK),
+                         start + 8);
+        if (name_len > TQ_MAX_NAME || meta_len > TQ_MAX_META)
+            return where(r, tq_fail(TQ_ERR_DATA, "name or metadata length over its limit"),
+                         start + 10);
+        if (header_len != tq_align_up(TQ_FIXED_HEADER + 8 * rank + name_len + meta_len))
+            return where(r, tq_fail(TQ_ERR_DATA, "header length %zu does not match its fields",
+                                    header_len),
+                         start + 16);
+        st = take(r, r->hdr + TQ_FIXED_HEADER, header_len - TQ_FIXED_HEADER, &got);
+        if (st)
+            return st;
+        if (got < header_len - TQ_FIXED_HEADER)
+            return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %zu bytes",
+                                    TQ_FIXED_HEADER + got, header_len),
+                         start);
+        f->index = r->index;
+        f->offset = start;
+        st = parse_header(r, header_len, start);
+        if (st)
+            return st;
+        st = read_payload(r, start + header_len);
+        if (st)
+            return st;
+        f->priv_hdr = r->hdr;
+        f->priv_hdr_len = header_len;
+        r->index++;
+        *out = f;
+        return TQ_OK;
+    }
+}

@@ -1,0 +1,67 @@
+/* tensor.c: dense tensors in a device's memory, and moving their bytes between
+ * the host and the device. */
+#include "backend.h"
+#include "internal.h"
+
+tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
+                        tq_tensor **out)
+{
+    if (dt == TQ_DTYPE_STR)
+        return tq_fail(TQ_ERR_USAGE, "str tensors live in frames, not on devices");
+    uint64_t bytes;
+    tq_status st = tq_dtype_payload_bytes(dt, rank, dims, &bytes);
+    if (st)
+        return tq_fail_context(TQ_ERR_USAGE, "new tensor");
+    tq_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    t->dtype = dt;
+    t->rank = rank;
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    t->dev = dev;
+    t->nbytes = (size_t)bytes;
+    st = dev->backend->alloc(dev->ctx, t->nbytes, &t->buf);
+    if (st) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return TQ_OK;
+}
+
+void tq_tensor_free(tq_tensor *t)
+{
+    if (!t)
+        return;
+    t->dev->backend->free(t->dev->ctx, t->buf);
+    free(t);
+}
+
+int64_t tq_tensor_numel(const tq_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+void *tq_tensor_host(const tq_tensor *t)
+{
+    return t->dev->backend->kind == TQ_BACKEND_CPU ? t->buf : NULL;
+}
+
+tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes)
+{
+    if (nbytes != t->nbytes)
+        return tq_fail(TQ_ERR_USAGE, "upload of %zu bytes into a tensor of %zu", nbytes,
+                       t->nbytes);
+    return t->dev->backend->upload(t->dev->ctx, t->buf, 0, src, nbytes);
+}
+
+tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes)
+{
+    if (nbytes != t->nbytes)
+        return tq_fail(TQ_ERR_USAGE, "download of %zu bytes from a tensor of %zu", nbytes,
+                       t->nbytes);
+    return t->dev->backend->download(t->dev->ctx, t->buf, 0, dst, nbytes);
+}

@@ -1,0 +1,276 @@
+/* tool.c: the manners every tq tool shares (CONVENTIONS.md): common options,
+ * one-line errors with sysexits codes, terminal refusal, atomic text output,
+ * progress only on a terminal. */
+#include "tool.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static tq_tool *the_tool; /* for the signal handler */
+static int progress_shown;
+static double progress_last;
+
+static void on_signal(int sig)
+{
+    tq_tempfile_cleanup_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int parse_log_env(void)
+{
+    const char *e = getenv("TQ_LOG");
+    if (!e || !*e)
+        return TQ_LOG_WARN;
+    if (!strcmp(e, "error"))
+        return TQ_LOG_ERROR;
+    if (!strcmp(e, "info"))
+        return TQ_LOG_INFO;
+    if (!strcmp(e, "debug"))
+        return TQ_LOG_DEBUG;
+    return TQ_LOG_WARN;
+}
+
+void tq_tool_init(tq_tool *t, const char *name)
+{
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->log_level = parse_log_env();
+    t->progress = -1; /* auto */
+    the_tool = t;
+    /* A closed pipe downstream shows up as EPIPE from write, handled quietly. */
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+static long long parse_int(tq_tool *t, const char *opt, const char *arg, long long lo,
+                           long long hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        tq_tool_usage(t, "%s wants an integer in %lld..%lld, not '%s'", opt, lo, hi, arg);
+    return v;
+}
+
+int tq_tool_option(tq_tool *t, int opt, const char *arg, void (*help)(void))
+{
+    switch (opt) {
+    case 'o':
+        t->output = arg;
+        return 1;
+    case 'f':
+        t->force = 1;
+        return 1;
+    case 'q':
+        t->log_level = TQ_LOG_ERROR;
+        return 1;
+    case 'v':
+        t->log_level = t->log_level < TQ_LOG_INFO ? TQ_LOG_INFO : TQ_LOG_DEBUG;
+        return 1;
+    case 'h':
+        help();
+        exit(fflush(stdout) ? 74 : 0);
+    case 'V':
+        printf("%s %s\n", t->name, TQ_VERSION);
+        exit(fflush(stdout) ? 74 : 0);
+    case TQ_OPT_DEVICE:
+        t->device = arg;
+        return 1;
+    case TQ_OPT_LIST_DEVICES:
+        t->list_devices = 1;
+        return 1;
+    case TQ_OPT_THREADS:
+        t->threads = (int)parse_int(t, "--threads", arg, 1, 1024);
+        return 1;
+    case TQ_OPT_SEED:
+        t->seed = (uint64_t)parse_int(t, "--seed", arg, 0, INT64_MAX);
+        t->seed_set = 1;
+        return 1;
+    case TQ_OPT_PROGRESS:
+        if (!strcmp(arg, "auto"))
+            t->progress = -1;
+        else if (!strcmp(arg, "always"))
+            t->progress = 1;
+        else if (!strcmp(arg, "never"))
+            t->progress = 0;
+        else
+            tq_tool_usage(t, "--progress wants auto, always or never, not '%s'", arg);
+        return 1;
+    case '?':
+        /* getopt printed nothing (opterr = 0): say it our way */
+        tq_tool_usage(t, "unknown or incomplete option");
+    }
+    return 0;
+}
+
+void tq_tool_ready(tq_tool *t)
+{
+    if (t->threads)
+        tq_threads_set(t->threads);
+    if (t->progress < 0)
+        t->progress = isatty(2) && t->log_level > TQ_LOG_ERROR;
+    if (t->log_level == TQ_LOG_ERROR)
+        t->progress = 0;
+    if (t->list_devices) {
+        char *report;
+        tq_status st = tq_device_list(&report);
+        if (st)
+            tq_tool_fail(t, st);
+        fputs(report, stdout);
+        free(report);
+        exit(fflush(stdout) ? 74 : 0);
+    }
+}
+
+void tq_tool_fail(tq_tool *t, tq_status st)
+{
+    tq_tool_progress_done(t);
+    if (st == TQ_ERR_PIPE)
+        exit(0);
+    fprintf(stderr, "%s: error: %s\n", t->name, tq_errmsg()[0] ? tq_errmsg() : "failed");
+    exit(tq_status_exit_code(st));
+}
+
+void tq_tool_usage(tq_tool *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: error: ", t->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "; see '%s --help'\n", t->name);
+    va_end(ap);
+    exit(2);
+}
+
+void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
+{
+    if (level > t->log_level)
+        return;
+    tq_tool_progress_done(t);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", t->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+tq_status tq_tool_open_output(tq_tool *t, tq_writer **w)
+{
+    if (!t->output || !strcmp(t->output, "-")) {
+        if (isatty(1) && !t->force)
+            return tq_fail(TQ_ERR_USAGE,
+                           "refusing to write a binary stream to a terminal; pipe it or use "
+                           "-o, or tq-cat to view it");
+        return tq_writer_open_fd(w, 1, "stdout");
+    }
+    return tq_writer_open_path(w, t->output);
+}
+
+tq_status tq_tool_open_text(tq_tool *t, FILE **out, char **tmp_path)
+{
+    *tmp_path = NULL;
+    if (!t->output || !strcmp(t->output, "-")) {
+        *out = stdout;
+        return TQ_OK;
+    }
+    size_t n = strlen(t->output) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    const char *base = strrchr(t->output, '/');
+    snprintf(tmp, n, "%.*s.%s.tmp-XXXXXX", base ? (int)(base - t->output + 1) : 0,
+             t->output, base ? base + 1 : t->output);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        tq_status st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", t->output,
+                               strerror(errno));
+        free(tmp);
+        return st;
+    }
+    tq_tempfile_add(tmp);
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    *out = fdopen(fd, "w");
+    if (!*out) {
+        close(fd);
+        unlink(tmp);
+        tq_tempfile_remove(tmp);
+        free(tmp);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    *tmp_path = tmp;
+    return TQ_OK;
+}
+
+tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp, int commit)
+{
+    tq_status st = TQ_OK;
+    if (fflush(out) || ferror(out)) {
+        if (errno == EPIPE)
+            st = tq_fail(TQ_ERR_PIPE, "reader went away");
+        else
+            st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", tmp ? t->output : "stdout",
+                         strerror(errno));
+    }
+    if (!tmp)
+        return st;
+    if (fclose(out) && !st)
+        st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", t->output, strerror(errno));
+    if (commit && !st && rename(tmp, t->output))
+        st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", t->output, strerror(errno));
+    if (!commit || st)
+        unlink(tmp);
+    tq_tempfile_remove(tmp);
+    free(tmp);
+    return st;
+}
+
+double tq_tool_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tq_tool_progress(tq_tool *t, const char *fmt, ...)
+{
+    if (t->progress <= 0)
+        return;
+    double now = tq_tool_now();
+    if (now - progress_last < 0.25)
+        return;
+    progress_last = now;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "\r\033[K%s: ", t->name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    progress_shown = 1;
+}
+
+void tq_tool_progress_done(tq_tool *t)
+{
+    (void)t;
+    if (progress_shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        progress_shown = 0;
+    }
+}

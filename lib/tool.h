@@ -1,0 +1,98 @@
+/* tool.h: what every tq tool shares: the common options, messages and exit
+ * status of CONVENTIONS.md, output that refuses a terminal, and progress. The
+ * tools in cmd/ parse their own options, call libtq, and report through this. */
+#ifndef TQ_TOOL_H
+#define TQ_TOOL_H
+
+#include "tq.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+enum tq_log_level { TQ_LOG_ERROR = 0, TQ_LOG_WARN, TQ_LOG_INFO, TQ_LOG_DEBUG };
+
+typedef struct tq_tool {
+    const char *name;        /* "tq-cat" */
+    const char *output;      /* -o FILE, or NULL for stdout */
+    int force;               /* -f: binary output to a terminal */
+    int log_level;           /* -q: error, default warn, -v info, -vv debug */
+    const char *device;      /* --device, or NULL for TQ_DEVICE / auto */
+    int threads;             /* --threads (0: TQ_THREADS or all cores) */
+    uint64_t seed;           /* --seed */
+    int seed_set;
+    int progress;            /* resolved --progress: 1 show, 0 not */
+    int list_devices;        /* --list-devices was given */
+} tq_tool;
+
+/* Long options every tool accepts; a tool lists TQ_COMMON_LONGOPTS in its own
+ * table and TQ_COMMON_SHORTOPTS in its short option string. */
+enum {
+    TQ_OPT_DEVICE = 0x1000,
+    TQ_OPT_LIST_DEVICES,
+    TQ_OPT_THREADS,
+    TQ_OPT_SEED,
+    TQ_OPT_PROGRESS,
+    TQ_OPT_TOOL_BASE = 0x1100 /* first code free for a tool's own long options */
+};
+#define TQ_COMMON_SHORTOPTS "o:qvhVf"
+#define TQ_COMMON_LONGOPTS                                                         \
+    {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},   \
+        {"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},     \
+        {"version", no_argument, NULL, 'V'}, {"force", no_argument, NULL, 'f'},    \
+        {"device", required_argument, NULL, TQ_OPT_DEVICE},                        \
+        {"list-devices", no_argument, NULL, TQ_OPT_LIST_DEVICES},                  \
+        {"threads", required_argument, NULL, TQ_OPT_THREADS},                      \
+        {"seed", required_argument, NULL, TQ_OPT_SEED},                            \
+        {"progress", required_argument, NULL, TQ_OPT_PROGRESS}
+
+/* The lines of --help that describe the common options. */
+#define TQ_COMMON_HELP                                                                 \
+    "Common options:\n"                                                                \
+    "  -o, --output FILE     write to FILE atomically (default: standard output)\n"  \
+    "  -f, --force           write binary output even to a terminal\n"              \
+    "  -q, --quiet           print errors only\n"                                    \
+    "  -v, --verbose         say what was chosen and totals (-vv: debug)\n"          \
+    "      --device DEV      auto|cpu|vulkan|cuda|hip[:N] (default: $TQ_DEVICE or auto)\n" \
+    "      --list-devices    list every backend and device, or why it is missing\n" \
+    "      --threads N       CPU threads (default: $TQ_THREADS or all cores)\n"      \
+    "      --seed N          seed for anything random (default: 0)\n"                \
+    "      --progress WHEN   auto|always|never (default: auto, when stderr is a terminal)\n" \
+    "  -h, --help            this help;  -V, --version: the version\n"
+
+/* Sets the tool's name, signal handling (quiet SIGPIPE, temporary files removed
+ * on SIGINT/SIGTERM/SIGHUP) and the defaults from the environment. */
+void tq_tool_init(tq_tool *t, const char *name);
+
+/* Handles a common option; returns 1 if it was one (and exits for -h/-V via the
+ * callbacks given), 0 if the tool must handle opt itself. Bad values exit 2. */
+int tq_tool_option(tq_tool *t, int opt, const char *arg, void (*help)(void));
+
+/* After option parsing: applies --threads, prints --list-devices and exits if
+ * it was asked, resolves --progress. */
+void tq_tool_ready(tq_tool *t);
+
+/* Prints "tq-X: error: MESSAGE" and exits with the status's code; a PIPE status
+ * exits 0 quietly. */
+_Noreturn void tq_tool_fail(tq_tool *t, tq_status st);
+/* A usage error: "tq-X: error: ...; see 'tq-X --help'", exit 2. */
+_Noreturn void tq_tool_usage(tq_tool *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Messages at a level (shown when the level is enabled): "tq-X: ...". */
+void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Opens the binary output (-o FILE or stdout), refusing a terminal without -f. */
+tq_status tq_tool_open_output(tq_tool *t, tq_writer **w);
+/* Opens the text output (-o FILE atomically, or stdout): a FILE* to fclose via
+ * tq_tool_close_text. */
+tq_status tq_tool_open_text(tq_tool *t, FILE **out, char **tmp_path);
+tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp_path, int commit);
+
+/* Progress on stderr, at most 4 updates a second, erased by progress_done. */
+void tq_tool_progress(tq_tool *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tq_tool_progress_done(tq_tool *t);
+
+/* Seconds since an arbitrary start, monotonic. */
+double tq_tool_now(void);
+
+#endif

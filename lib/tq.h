@@ -1,0 +1,269 @@
+/* tq.h: the public API of libtq, the core library under every tq tool.
+ * One error convention everywhere: functions return a tq_status (0 = TQ_OK) and
+ * leave a one-line message for the caller in tq_errmsg(); the library never prints
+ * and never exits. */
+#ifndef TQ_H
+#define TQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TQ_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum tq_status {
+    TQ_OK = 0,
+    TQ_EOF = 1,          /* clean end of stream at a frame boundary: not an error */
+    TQ_ERR_USAGE,        /* bad option, argument or API use            -> exit 2  */
+    TQ_ERR_DATA,         /* corrupt, truncated or inconsistent input   -> exit 65 */
+    TQ_ERR_NOINPUT,      /* an input file cannot be opened             -> exit 66 */
+    TQ_ERR_CANTCREATE,   /* an output file cannot be created           -> exit 73 */
+    TQ_ERR_IO,           /* read or write failure                      -> exit 74 */
+    TQ_ERR_RUNTIME,      /* device failure or other runtime failure    -> exit 1  */
+    TQ_ERR_NOMEM,        /* out of memory                              -> exit 1  */
+    TQ_ERR_PIPE          /* the reader downstream went away: quiet stop -> exit 0 */
+} tq_status;
+
+/* The message of the last error set on this thread ("" when none). */
+const char *tq_errmsg(void);
+/* Sets the thread's message (printf format) and returns st, so that error paths
+ * read `return tq_fail(TQ_ERR_DATA, "...", ...);`. */
+tq_status tq_fail(tq_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prefixes the current message with "CONTEXT: " and returns st. */
+tq_status tq_fail_context(tq_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The process exit status (sysexits) for a status. */
+int tq_status_exit_code(tq_status st);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* The numeric codes are part of the stream format (tq-format.5): never renumber. */
+typedef enum tq_dtype {
+    TQ_DTYPE_INVALID = 0,
+    TQ_DTYPE_F32 = 1,
+    TQ_DTYPE_F64 = 2,
+    TQ_DTYPE_F16 = 3,
+    TQ_DTYPE_BF16 = 4,
+    TQ_DTYPE_I8 = 5,
+    TQ_DTYPE_U8 = 6,
+    TQ_DTYPE_I16 = 7,
+    TQ_DTYPE_I32 = 8,
+    TQ_DTYPE_I64 = 9,
+    TQ_DTYPE_STR = 10,   /* rank 1: u64 offsets[n+1] then the UTF-8 bytes      */
+    TQ_DTYPE_Q8_0 = 11,  /* ggml block_q8_0: f16 d, i8 q[32]      (34 bytes)   */
+    TQ_DTYPE_Q4_0 = 12,  /* ggml block_q4_0: f16 d, u8 q[16]      (18 bytes)   */
+    TQ_DTYPE_BIT = 13,   /* sign bits, MSB first, each row padded to a byte    */
+    TQ_DTYPE_COUNT
+} tq_dtype;
+
+#define TQ_QK 32 /* elements per q8_0 / q4_0 block */
+
+const char *tq_dtype_name(tq_dtype dt);        /* "f32", ..., NULL if invalid */
+tq_dtype tq_dtype_from_name(const char *name); /* TQ_DTYPE_INVALID if unknown */
+/* Bytes per element for plain dtypes; 0 for str and the block/bit codes. */
+size_t tq_dtype_size(tq_dtype dt);
+int tq_dtype_is_float(tq_dtype dt);            /* f32 f64 f16 bf16 */
+int tq_dtype_is_int(tq_dtype dt);              /* i8 u8 i16 i32 i64 */
+
+/* Bytes of a payload for dims of a fixed-size dtype (all but str); fails on a
+ * shape the dtype cannot hold (block codes need the last dim % 32 == 0), on
+ * overflow, or above TQ_MAX_FRAME_BYTES. */
+tq_status tq_dtype_payload_bytes(tq_dtype dt, int rank, const int64_t *dims,
+                                 uint64_t *bytes);
+
+/* Scalar conversions, round to nearest even, NaN kept quiet, as IEEE 754 says. */
+uint16_t tq_f32_to_f16(float x);
+float tq_f16_to_f32(uint16_t h);
+uint16_t tq_f32_to_bf16(float x);
+float tq_bf16_to_f32(uint16_t h);
+
+/* Converts n elements between plain dtypes and the block/bit codes.
+ * Float -> integer rounds to nearest even and saturates; NaN -> 0.
+ * To q8_0/q4_0/bit from a float type quantizes as ggml does; n must then be a
+ * multiple of the block (or, for bit, of the row length given in bit_row). */
+tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
+                     size_t n, int64_t bit_row);
+
+/* ---------------------------------------------------------------- format */
+
+#define TQ_MAX_RANK 8
+#define TQ_MAX_NAME 255               /* bytes of a frame name          */
+#define TQ_MAX_META 65536             /* bytes of a frame's metadata    */
+#define TQ_MAX_FRAME_BYTES (1ull << 36) /* 64 GiB of raw payload a frame */
+#define TQ_ALIGN 64
+
+#define TQ_FLAG_ZLIB 0x1u
+
+/* A frame as read from or about to be written to a stream. Owned by its reader
+ * (valid until the next tq_reader_next) or by whoever made it. */
+typedef struct tq_frame {
+    char name[TQ_MAX_NAME + 1];
+    tq_dtype dtype;
+    int rank;
+    int64_t dims[TQ_MAX_RANK];
+    uint32_t flags;           /* TQ_FLAG_* as stored                      */
+    const char *meta;         /* "k=v\0k=v\0", meta_len bytes, may be NULL */
+    size_t meta_len;
+    const void *stored;       /* the payload bytes as stored (maybe zlib) */
+    uint64_t stored_size;
+    uint64_t raw_size;        /* payload bytes once decompressed          */
+    uint64_t index;           /* position in the stream, from 0           */
+    uint64_t offset;          /* byte offset of the frame in the stream   */
+    /* private */
+    const unsigned char *priv_hdr; /* the header bytes as read (pass-through) */
+    size_t priv_hdr_len;
+    void *priv_raw;           /* decompressed payload, owned              */
+    void *priv_buf;           /* owned storage behind stored/meta         */
+    size_t priv_cap;
+} tq_frame;
+
+/* Rows of a frame: dims[0], or 1 for rank 0. */
+int64_t tq_frame_rows(const tq_frame *f);
+/* The payload decompressed (decompresses once, on first use). */
+tq_status tq_frame_data(tq_frame *f, const void **data);
+/* Value of metadata KEY, or NULL. */
+const char *tq_frame_meta_get(const tq_frame *f, const char *key);
+/* For str frames: string i (not NUL-terminated) and its length. */
+tq_status tq_frame_str(tq_frame *f, int64_t i, const char **s, size_t *len);
+/* Frees what a frame owns (not the struct itself). */
+void tq_frame_release(tq_frame *f);
+
+/* Reader. LABEL names the input in messages ("-" reads as "stdin"). */
+typedef struct tq_reader tq_reader;
+tq_status tq_reader_open_fd(tq_reader **r, int fd, const char *label);
+tq_status tq_reader_open_path(tq_reader **r, const char *path); /* "-" = stdin */
+/* Next frame, verified (magic, version, dtype, dims, CRCs, batch consistency).
+ * TQ_EOF at a clean end. The frame is valid until the next call. */
+tq_status tq_reader_next(tq_reader *r, tq_frame **f);
+void tq_reader_close(tq_reader *r);
+/* Adds another input to the same consistency check (concatenation of streams):
+ * frames keep their indices counting up across inputs. */
+tq_status tq_reader_chain_fd(tq_reader *r, int fd, const char *label);
+
+/* Writer. Output is buffered; tq_writer_close flushes. For a path, the file is
+ * written atomically (temporary file, then rename) and removed on failure. */
+typedef struct tq_writer tq_writer;
+tq_status tq_writer_open_fd(tq_writer **w, int fd, const char *label);
+tq_status tq_writer_open_path(tq_writer **w, const char *path);
+/* 0 store payloads raw, 1..9 zlib level for frames written from data. */
+void tq_writer_set_compress(tq_writer *w, int level);
+/* Writes a frame exactly as read (pass-through: bytes unchanged). */
+tq_status tq_writer_put(tq_writer *w, const tq_frame *f);
+/* Writes a new frame from raw (uncompressed) data; compresses if asked. */
+tq_status tq_writer_write(tq_writer *w, const char *name, tq_dtype dt, int rank,
+                          const int64_t *dims, const char *meta, size_t meta_len,
+                          const void *data, uint64_t nbytes);
+/* Writes a str frame of n strings. */
+tq_status tq_writer_write_str(tq_writer *w, const char *name, int64_t n,
+                              const char *const *s, const size_t *len);
+/* Rewrites a read frame with a different compression: level 0 decompresses. */
+tq_status tq_writer_recompress(tq_writer *w, tq_frame *f, int level);
+tq_status tq_writer_flush(tq_writer *w);
+/* Flushes and closes; commit=0 abandons (removes a path's temporary file). */
+tq_status tq_writer_close(tq_writer *w, int commit);
+
+/* CRC-32C (Castagnoli), as the format uses; crc starts at 0. */
+uint32_t tq_crc32c(uint32_t crc, const void *data, size_t n);
+
+/* ---------------------------------------------------------------- threads */
+
+/* Worker threads for the CPU paths: 0 = all cores (the default). */
+void tq_threads_set(int n);
+int tq_threads_get(void);
+/* Runs fn(ctx, begin, end) over [0, n) split into contiguous chunks of at least
+ * min_chunk items, on the pool; returns when all chunks are done. The split
+ * depends on n only, never on timing, so results stay deterministic. */
+typedef void (*tq_range_fn)(void *ctx, int64_t begin, int64_t end);
+void tq_parallel_for(int64_t n, int64_t min_chunk, tq_range_fn fn, void *ctx);
+
+/* ---------------------------------------------------------------- devices */
+
+typedef enum tq_backend_kind {
+    TQ_BACKEND_CPU = 0,
+    TQ_BACKEND_VULKAN,
+    TQ_BACKEND_CUDA,
+    TQ_BACKEND_HIP,
+    TQ_BACKEND_COUNT
+} tq_backend_kind;
+
+typedef struct tq_device tq_device;
+
+/* Opens a device by spec: "auto", "cpu", "vulkan", "cuda", "hip", optionally
+ * ":N". NULL or "" means TQ_DEVICE from the environment, else "auto". auto
+ * prefers CUDA, then HIP, then a Vulkan GPU (never a CPU-type Vulkan device),
+ * then the CPU. A named device that is unavailable fails with the reason. */
+tq_status tq_device_open(const char *spec, tq_device **dev);
+void tq_device_close(tq_device *dev);
+tq_backend_kind tq_device_backend(const tq_device *dev);
+const char *tq_device_name(const tq_device *dev);   /* "cpu", "vulkan:0" ... */
+const char *tq_device_describe(const tq_device *dev); /* one line of detail */
+/* Waits for queued work on the device. */
+tq_status tq_device_sync(tq_device *dev);
+
+/* Writes the --list-devices report (every backend, its devices, or why it is
+ * missing) into a malloc'd string. */
+tq_status tq_device_list(char **report);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* A dense tensor in a device's memory. Plain dtypes and the block codes. */
+typedef struct tq_tensor {
+    tq_dtype dtype;
+    int rank;
+    int64_t dims[TQ_MAX_RANK];
+    tq_device *dev;
+    void *buf;          /* backend buffer handle (host pointer on the CPU) */
+    size_t nbytes;
+} tq_tensor;
+
+tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
+                        tq_tensor **t);
+void tq_tensor_free(tq_tensor *t);
+int64_t tq_tensor_numel(const tq_tensor *t);
+/* Host pointer of a CPU tensor; NULL on other devices. */
+void *tq_tensor_host(const tq_tensor *t);
+tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes);
+tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes);
+
+/* ---------------------------------------------------------------- ops */
+/* Every op checks shapes and dtypes here, then runs on the tensors' device.
+ * Unless an op says otherwise, tensors are f32 and all on one device. */
+
+/* C = alpha * op(A) op(B) + beta * C, op = transpose when trans_* is set.
+ * Rank 2, or rank 3 for a batch (A or B may be rank 2 and shared by the batch). */
+tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b,
+                       int trans_b, float alpha, float beta, tq_tensor *c);
+/* norms[i] = ||x[i,:]||_2 over the last dim (x viewed as rows). */
+tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms);
+/* y[i,:] = x[i,:] / max(||x[i,:]||, eps); y may be x. */
+tq_status tq_op_normalize(const tq_tensor *x, float eps, tq_tensor *y);
+/* The k largest of each row of x [n, m]: vals f32 [n, k] descending, idx i64
+ * [n, k]. Ties go to the lower index; NaN ranks below every number. k <= m. */
+tq_status tq_op_topk(const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx);
+/* Softmax over the last dim, max-subtracted; y may be x. */
+tq_status tq_op_softmax(const tq_tensor *x, tq_tensor *y);
+/* Layer norm over the last dim d: (x - mean) / sqrt(var + eps) * gamma + beta,
+ * gamma and beta [d] (either may be NULL: 1 and 0). y may be x. */
+tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma,
+                          const tq_tensor *beta, float eps, tq_tensor *y);
+/* GELU, the exact erf form BERT uses; y may be x. */
+tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y);
+/* y = a + b, b the same shape as a or a row [d] broadcast over a's rows. */
+tq_status tq_op_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
+/* y = alpha * x; y may be x. */
+tq_status tq_op_scale(const tq_tensor *x, float alpha, tq_tensor *y);
+/* y[i,:] = x[idx[i],:], idx i64 [n]; any plain dtype. Out-of-range idx fails. */
+tq_status tq_op_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
+/* y = x converted to y's dtype (same shape); any pair tq_convert handles. */
+tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
