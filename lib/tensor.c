@@ -20,6 +20,7 @@ tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *di
     memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
     t->dev = dev;
     t->nbytes = (size_t)bytes;
+    t->owns = 1;
     st = dev->backend->alloc(dev->ctx, t->nbytes, &t->buf);
     if (st) {
         free(t);
@@ -29,11 +30,35 @@ tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *di
     return TQ_OK;
 }
 
+tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, int rank,
+                         const int64_t *dims, tq_tensor **out)
+{
+    uint64_t bytes;
+    if (dt == TQ_DTYPE_STR || tq_dtype_payload_bytes(dt, rank, dims, &bytes))
+        return tq_fail(TQ_ERR_USAGE, "view: bad dtype or shape");
+    if (offset % 16 || offset > parent->nbytes || bytes > parent->nbytes - offset)
+        return tq_fail(TQ_ERR_USAGE, "view of %llu bytes at %zu does not fit a tensor of %zu",
+                       (unsigned long long)bytes, offset, parent->nbytes);
+    tq_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    t->dtype = dt;
+    t->rank = rank;
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    t->dev = parent->dev;
+    t->buf = parent->buf;
+    t->offset = parent->offset + offset;
+    t->nbytes = (size_t)bytes;
+    *out = t;
+    return TQ_OK;
+}
+
 void tq_tensor_free(tq_tensor *t)
 {
     if (!t)
         return;
-    t->dev->backend->free(t->dev->ctx, t->buf);
+    if (t->owns)
+        t->dev->backend->free(t->dev->ctx, t->buf);
     free(t);
 }
 
@@ -47,7 +72,7 @@ int64_t tq_tensor_numel(const tq_tensor *t)
 
 void *tq_tensor_host(const tq_tensor *t)
 {
-    return t->dev->backend->kind == TQ_BACKEND_CPU ? t->buf : NULL;
+    return t->dev->backend->kind == TQ_BACKEND_CPU ? (char *)t->buf + t->offset : NULL;
 }
 
 tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes)
@@ -55,7 +80,7 @@ tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes)
     if (nbytes != t->nbytes)
         return tq_fail(TQ_ERR_USAGE, "upload of %zu bytes into a tensor of %zu", nbytes,
                        t->nbytes);
-    return t->dev->backend->upload(t->dev->ctx, t->buf, 0, src, nbytes);
+    return t->dev->backend->upload(t->dev->ctx, t->buf, t->offset, src, nbytes);
 }
 
 tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes)
@@ -63,5 +88,5 @@ tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes)
     if (nbytes != t->nbytes)
         return tq_fail(TQ_ERR_USAGE, "download of %zu bytes from a tensor of %zu", nbytes,
                        t->nbytes);
-    return t->dev->backend->download(t->dev->ctx, t->buf, 0, dst, nbytes);
+    return t->dev->backend->download(t->dev->ctx, t->buf, t->offset, dst, nbytes);
 }

@@ -219,14 +219,20 @@ typedef struct tq_tensor {
     int64_t dims[TQ_MAX_RANK];
     tq_device *dev;
     void *buf;          /* backend buffer handle (host pointer on the CPU) */
+    size_t offset;      /* bytes into buf where this tensor starts (views) */
     size_t nbytes;
+    int owns;           /* 1: frees buf; 0: a view into another tensor */
 } tq_tensor;
 
 tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
                         tq_tensor **t);
+/* A tensor over bytes [offset, offset + its size) of parent's buffer, sharing
+ * it (no copy); free it before the parent. offset must be a multiple of 16. */
+tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, int rank,
+                         const int64_t *dims, tq_tensor **t);
 void tq_tensor_free(tq_tensor *t);
 int64_t tq_tensor_numel(const tq_tensor *t);
-/* Host pointer of a CPU tensor; NULL on other devices. */
+/* Host pointer of a CPU tensor (buf + offset); NULL on other devices. */
 void *tq_tensor_host(const tq_tensor *t);
 tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes);
 tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes);
