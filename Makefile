@@ -95,7 +95,7 @@ check-unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
 
 check-bats: all
-	TQ_BIN=$(abspath $(BINDIR)) bats tests/bats
+	TQ_BIN=$(abspath $(BINDIR)) sh tests/run-bats.sh tests/bats
 
 check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)

@@ -72,12 +72,9 @@ static int first_real_device(const tq_backend *b)
     return -1;
 }
 
-tq_status tq_device_open(const char *spec, tq_device **dev)
+/* Splits "word[:N]" and finds the backend; *b = NULL for auto. */
+static tq_status spec_parse(const char *spec, const tq_backend **b, int *index, int *is_auto)
 {
-    if (!spec || !*spec)
-        spec = getenv("TQ_DEVICE");
-    if (!spec || !*spec)
-        spec = "auto";
     char word[32];
     const char *colon = strchr(spec, ':');
     size_t wl = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -85,17 +82,74 @@ tq_status tq_device_open(const char *spec, tq_device **dev)
         return tq_fail(TQ_ERR_USAGE, "unknown device '%s' (auto, cpu, vulkan, cuda, hip[:N])", spec);
     memcpy(word, spec, wl);
     word[wl] = 0;
-    int index = -1;
     if (colon) {
         char *end;
         long v = strtol(colon + 1, &end, 10);
         if (!colon[1] || *end || v < 0 || v > 1000 || !isdigit((unsigned char)colon[1]))
             return tq_fail(TQ_ERR_USAGE, "bad device index in '%s'", spec);
-        index = (int)v;
+        *index = (int)v;
     }
-    if (!strcmp(word, "auto")) {
+    *is_auto = !strcmp(word, "auto");
+    if (*is_auto) {
         if (colon)
             return tq_fail(TQ_ERR_USAGE, "'auto' takes no index");
+        *b = NULL;
+        return TQ_OK;
+    }
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        if (strcmp(word, registry[i].name))
+            continue;
+        *b = registry[i].backend;
+        if (!*b)
+            return tq_fail(TQ_ERR_RUNTIME, "%s: not built into this binary", word);
+        return TQ_OK;
+    }
+    return tq_fail(TQ_ERR_USAGE, "unknown device '%s' (auto, cpu, vulkan, cuda, hip[:N])", spec);
+}
+
+static const char *spec_or_env(const char *spec)
+{
+    if (!spec || !*spec)
+        spec = getenv("TQ_DEVICE");
+    return spec && *spec ? spec : "auto";
+}
+
+/* The device index of a named backend, checked against what it finds. */
+static tq_status named_index(const tq_backend *b, int index, int *out)
+{
+    int n = 0;
+    if (b->probe(&n))
+        return tq_fail_context(TQ_ERR_RUNTIME, "%s", b->name);
+    if (n <= 0)
+        return tq_fail(TQ_ERR_RUNTIME, "%s: no device found", b->name);
+    if (index < 0)
+        index = 0;
+    if (index >= n)
+        return tq_fail(TQ_ERR_RUNTIME, "%s: no device %d (there %s %d)", b->name, index,
+                       n == 1 ? "is" : "are", n);
+    *out = index;
+    return TQ_OK;
+}
+
+tq_status tq_device_check(const char *spec)
+{
+    const tq_backend *b;
+    int index = -1, is_auto, idx;
+    tq_status st = spec_parse(spec_or_env(spec), &b, &index, &is_auto);
+    if (st || is_auto)
+        return st;
+    return named_index(b, index, &idx);
+}
+
+tq_status tq_device_open(const char *spec, tq_device **dev)
+{
+    const tq_backend *named;
+    int index = -1, is_auto;
+    spec = spec_or_env(spec);
+    tq_status st = spec_parse(spec, &named, &index, &is_auto);
+    if (st)
+        return st;
+    if (is_auto) {
         for (size_t i = 0; i < N_REGISTRY; i++) {
             const tq_backend *b = registry[i].backend;
             if (!b)
@@ -106,26 +160,10 @@ tq_status tq_device_open(const char *spec, tq_device **dev)
         }
         return tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
     }
-    for (size_t i = 0; i < N_REGISTRY; i++) {
-        if (strcmp(word, registry[i].name))
-            continue;
-        const tq_backend *b = registry[i].backend;
-        if (!b)
-            return tq_fail(TQ_ERR_RUNTIME, "%s: not built into this binary", word);
-        int n = 0;
-        tq_status st = b->probe(&n);
-        if (st)
-            return tq_fail_context(TQ_ERR_RUNTIME, "%s", word);
-        if (n <= 0)
-            return tq_fail(TQ_ERR_RUNTIME, "%s: no device found", word);
-        if (index < 0)
-            index = 0;
-        if (index >= n)
-            return tq_fail(TQ_ERR_RUNTIME, "%s: no device %d (there %s %d)", word, index,
-                           n == 1 ? "is" : "are", n);
-        return device_make(b, index, dev);
-    }
-    return tq_fail(TQ_ERR_USAGE, "unknown device '%s' (auto, cpu, vulkan, cuda, hip[:N])", spec);
+    int idx;
+    if ((st = named_index(named, index, &idx)))
+        return st;
+    return device_make(named, idx, dev);
 }
 
 void tq_device_close(tq_device *dev)

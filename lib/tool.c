@@ -121,13 +121,19 @@ void tq_tool_ready(tq_tool *t)
 {
     if (t->threads)
         tq_threads_set(t->threads);
+    /* A device the user named must exist, whatever the tool (CONVENTIONS.md). */
+    tq_status st = tq_device_check(t->device);
+    if (st == TQ_ERR_USAGE)
+        tq_tool_usage(t, "%s", tq_errmsg());
+    if (st)
+        tq_tool_fail(t, st);
     if (t->progress < 0)
         t->progress = isatty(2) && t->log_level > TQ_LOG_ERROR;
     if (t->log_level == TQ_LOG_ERROR)
         t->progress = 0;
     if (t->list_devices) {
         char *report;
-        tq_status st = tq_device_list(&report);
+        st = tq_device_list(&report);
         if (st)
             tq_tool_fail(t, st);
         fputs(report, stdout);

@@ -199,6 +199,10 @@ typedef struct tq_device tq_device;
  * prefers CUDA, then HIP, then a Vulkan GPU (never a CPU-type Vulkan device),
  * then the CPU. A named device that is unavailable fails with the reason. */
 tq_status tq_device_open(const char *spec, tq_device **dev);
+/* Checks a spec as tq_device_open would, without opening the device: TQ_ERR_USAGE
+ * for a malformed spec, TQ_ERR_RUNTIME (with the reason) for a named device
+ * that is not available. */
+tq_status tq_device_check(const char *spec);
 void tq_device_close(tq_device *dev);
 tq_backend_kind tq_device_backend(const tq_device *dev);
 const char *tq_device_name(const tq_device *dev);   /* "cpu", "vulkan:0" ... */

@@ -14,4 +14,5 @@ for t in "$@"; do
     fi
 done
 echo "unit: $pass passed, $fail failed"
+[ -n "${TQ_COUNTS:-}" ] && echo "$pass $fail 0" >> "$TQ_COUNTS"
 exit $status

@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# The manners every tool shares (CONVENTIONS.md), checked on each built tool:
+# help, version, usage errors, devices, terminal refusal, atomic -o, quiet EPIPE.
+load helpers
+bats_require_minimum_version 1.5.0
+
+tools() { for t in "$TQ_BIN"/tq-*; do basename "$t"; done; }
+
+@test "--help goes to stdout, exits 0, lists the common options and examples" {
+    for t in $(tools); do
+        run --separate-stderr "$t" --help
+        assert_success
+        [ -z "$stderr" ] || fail "$t --help wrote to stderr"
+        for opt in --output --force --quiet --verbose --device --list-devices --threads --seed --progress --help --version; do
+            [[ "$output" == *"$opt"* ]] || fail "$t --help does not mention $opt"
+        done
+        [[ "$output" == *"Examples:"* ]] || fail "$t --help has no examples"
+    done
+}
+
+@test "--version prints the library version" {
+    v=$(sed -n 's/^#define TQ_VERSION "\(.*\)"/\1/p' "$ROOT_DIR/lib/tq.h")
+    for t in $(tools); do
+        run "$t" --version
+        assert_success
+        assert_output "$t $v"
+    done
+}
+
+@test "unknown options and bad values: one line on stderr, exit 2" {
+    for t in $(tools); do
+        for args in "--no-such-option" "--threads 0" "--threads x" "--progress sometimes" "--device tpu" "--device cpu:x"; do
+            run --separate-stderr "$t" $args </dev/null
+            [ "$status" -eq 2 ] || fail "$t $args: status $status"
+            [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ] || fail "$t $args: stderr: $stderr"
+            [[ "$stderr" == "$t: error: "* ]] || fail "$t $args: stderr: $stderr"
+        done
+    done
+}
+
+@test "--list-devices names every backend, the CPU's BLAS kernel, and why the others are missing" {
+    for t in $(tools); do
+        run --separate-stderr "$t" --list-devices
+        assert_success
+        for b in cuda hip vulkan; do
+            printf '%s\n' "$output" | grep -Eq "^$b(:[0-9]+)? " || fail "$t: no line for $b: $output"
+        done
+        cpu=$(printf '%s\n' "$output" | grep '^cpu ')
+        [[ "$cpu" == *threads* ]] || fail "no thread count in: $cpu"
+        [[ "$cpu" == *OpenBLAS*kernel* || "$cpu" == *built-in* ]] || fail "no BLAS kernel in: $cpu"
+        # a backend that is not there always says why
+        printf '%s\n' "$output" | grep unavailable | grep -Eqv 'unavailable: .+' && fail "bare unavailable"
+        true
+    done
+}
+
+@test "a named device that is not available is an error that says why (exit 1)" {
+    if "$TQ_BIN/tq-cat" --list-devices | grep -q '^cuda:'; then skip "this machine has a CUDA device"; fi
+    run --separate-stderr tq-cat --device cuda </dev/null
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "tq-cat: error: cuda"* ]]
+    TQ_DEVICE=cuda run --separate-stderr tq-cat </dev/null
+    [ "$status" -eq 1 ]
+    # the command line beats the environment
+    TQ_DEVICE=cuda run --separate-stderr tq-cat --device cpu </dev/null
+    assert_success
+}
+
+@test "binary output to a terminal is refused with a hint; -f overrides" {
+    command -v script >/dev/null || skip "script(1) from util-linux is not installed"
+    run script -qec "$TQ_BIN/tq-cat < /dev/null" /dev/null
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"refusing to write a binary stream to a terminal"* ]]
+    run script -qec "$TQ_BIN/tq-cat -f < /dev/null" /dev/null
+    assert_success
+}
+
+@test "-o writes atomically: a failed run leaves no file and no temporary behind" {
+    needs_numpy
+    d="$BATS_TEST_TMPDIR/out"; mkdir "$d"
+    py -c "
+import tqstream as t, numpy as np, sys
+good = t.array_frame('x', np.ones((4, 3), np.float32))
+sys.stdout.buffer.write(good + b'garbage that is not a frame')" > "$BATS_TEST_TMPDIR/bad.tq"
+    run tq-cat -o "$d/result.tq" "$BATS_TEST_TMPDIR/bad.tq"
+    [ "$status" -eq 65 ]
+    [ -z "$(ls -A "$d")" ] || fail "left behind: $(ls -A "$d")"
+    # and an existing file is left as it was
+    echo previous > "$d/result.tq"
+    run tq-cat -o "$d/result.tq" "$BATS_TEST_TMPDIR/bad.tq"
+    [ "$status" -eq 65 ]
+    [ "$(cat "$d/result.tq")" = previous ]
+    [ "$(ls -A "$d")" = result.tq ]
+}
+
+@test "an interrupted run leaves no temporary file behind" {
+    d="$BATS_TEST_TMPDIR/int"; mkdir "$d"
+    mkfifo "$d/in"
+    tq-cat -o "$d/result.tq" "$d/in" &
+    pid=$!
+    exec 7>"$d/in"       # keep the fifo open: tq-cat waits for data (bats owns fd 3)
+    sleep 0.5
+    kill -TERM "$pid"
+    wait "$pid" || true
+    exec 7>&-
+    [ "$(ls -A "$d")" = in ] || fail "left behind: $(ls -A "$d")"
+}
+
+@test "a closed pipe downstream ends the tool quietly" {
+    needs_numpy
+    py -c "
+import tqstream as t, numpy as np, sys
+f = t.array_frame('x', np.zeros((4096, 1024), np.float32))
+sys.stdout.buffer.write(f * 64)" > "$BATS_TEST_TMPDIR/big.tq"
+    run --separate-stderr bash -c "tq-cat '$BATS_TEST_TMPDIR/big.tq' | head -c 10 > /dev/null; echo \${PIPESTATUS[0]}"
+    assert_output 0
+    [ -z "$stderr" ] || fail "stderr: $stderr"
+}

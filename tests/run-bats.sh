@@ -1,0 +1,14 @@
+#!/bin/sh
+# run-bats.sh DIR: runs the Bats suites and closes with "bats: N passed, N failed,
+# N skipped"; appends the counts to $TQ_COUNTS when set, for the CI's total.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+bats --tap "$@" | tee "$out"
+status=$?
+[ -s "$out" ] || status=1
+skip=$(grep -c '^ok .* # skip' "$out")
+pass=$(($(grep -c '^ok ' "$out") - skip))
+fail=$(grep -c '^not ok ' "$out")
+echo "bats: $pass passed, $fail failed, $skip skipped"
+[ -n "${TQ_COUNTS:-}" ] && echo "$pass $fail $skip" >> "$TQ_COUNTS"
+[ "$fail" -eq 0 ] && [ "$status" -eq 0 ]
