@@ -51,7 +51,7 @@ static void help(void)
         "\nExamples:\n"
         "  tq-cat -t tsv --head 5 emb.tq\n"
         "  tq-cat --from npy --as k --as v k.npy v.npy | tq-cat -z -o kv.tq\n"
-        "  tq-cat --from csv --as emb vectors.csv | tq-cat --to safetensors -o emb.safetensors\n",
+        "  tq-cat --from npy --as emb emb.npy | tq-cat --to safetensors -o emb.safetensors\n",
         stdout);
 }
 

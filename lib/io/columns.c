@@ -20,7 +20,7 @@ void tq_column_init(tq_column *c, const char *name, tq_dtype dt, int rank,
 void *tq_column_next_row(tq_column *c)
 {
     uint64_t need = ((uint64_t)c->dims[0] + 1) * c->row_bytes;
-    if (need > c->cap) {
+    if (need > c->cap || !c->data) { /* rows of 0 bytes still get a pointer */
         size_t cap = c->cap ? 2 * c->cap : 4096;
         while (cap < need)
             cap *= 2;

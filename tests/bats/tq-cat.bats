@@ -775,7 +775,8 @@ EOF
     done
     [[ "$output" == *"Examples:"*"tq-cat --from npy"* ]]
     # and the man page documents the same options
-    for o in info text head tail no\\-header to compress decompress name from as batch dtype; do
-        grep -q -e "\\\\-\\\\-$o" "$ROOT_DIR/man/tq-cat.1" || { echo "man page misses --$o"; false; }
+    for o in info text head tail no-header to compress decompress name from as batch dtype; do
+        pat="\\-\\-${o//-/\\-}"   # troff writes --no-header as \-\-no\-header
+        grep -qF -e "$pat" "$ROOT_DIR/man/tq-cat.1" || { echo "man page misses $pat"; false; }
     done
 }
