@@ -26,7 +26,7 @@ typedef struct table {
     char *header;       /* the header line ("" for JSON lines or --no-header) */
     int64_t shown;      /* rows printed so far (--head) */
     int started;        /* its header was printed */
-    char **ring;        /* --tail: the last rows, formatted */
+    struct kept **ring; /* --tail: the last rows, formatted */
     int64_t ring_len, ring_cap, ring_next;
 } table;
 
@@ -306,31 +306,38 @@ static void start_table(text_sink *k, table *t)
     t->started = 1;
 }
 
+/* A formatted row kept for --tail (rows may hold NUL bytes: keep the length). */
+typedef struct kept {
+    size_t len;
+    char s[];
+} kept;
+
 static tq_status ring_push(table *t, int64_t cap, const tq_buf *line)
 {
-    char *s = malloc(line->len + 1);
-    if (!s)
+    kept *r = malloc(sizeof *r + line->len);
+    if (!r)
         return tq_fail(TQ_ERR_NOMEM, "out of memory for --tail");
-    memcpy(s, line->p, line->len + 1);
+    r->len = line->len;
+    memcpy(r->s, line->p, line->len);
     if (t->ring_len < cap) {
         if (t->ring_len == t->ring_cap) { /* grows with the rows seen, up to --tail */
             int64_t nc = t->ring_cap ? 2 * t->ring_cap : 64;
             if (nc > cap)
                 nc = cap;
-            char **n = realloc(t->ring, (size_t)nc * sizeof *n);
+            kept **n = realloc(t->ring, (size_t)nc * sizeof *n);
             if (!n) {
-                free(s);
+                free(r);
                 return tq_fail(TQ_ERR_NOMEM, "out of memory for --tail");
             }
             t->ring = n;
             t->ring_cap = nc;
         }
-        t->ring[t->ring_len++] = s;
+        t->ring[t->ring_len++] = r;
         t->ring_next = t->ring_len % cap;
         return TQ_OK;
     }
     free(t->ring[t->ring_next]);
-    t->ring[t->ring_next] = s;
+    t->ring[t->ring_next] = r;
     t->ring_next = (t->ring_next + 1) % cap;
     return TQ_OK;
 }
@@ -506,9 +513,10 @@ static tq_status text_close(tq_sink *s, int commit)
         table *t = &k->tables[i];
         if (commit && !st && k->o.tail >= 0) {
             start_table(k, t);
-            for (int64_t j = 0; j < t->ring_len; j++)
-                fputs(t->ring[t->ring_len < k->o.tail ? j : (t->ring_next + j) % t->ring_len],
-                      k->out);
+            for (int64_t j = 0; j < t->ring_len; j++) {
+                const kept *r = t->ring[(t->ring_next + j) % t->ring_len];
+                fwrite(r->s, 1, r->len, k->out);
+            }
             st = tq_io_file_status(k->out);
         }
         for (int64_t j = 0; j < t->ring_len; j++)

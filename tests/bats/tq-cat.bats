@@ -94,7 +94,7 @@ from ref import *
 a = interesting_f32(4 * 5 * 3, 1).reshape(20, 3)
 keys = ["k%d" % i for i in range(20)]
 keys[3] = "tab\there"; keys[4] = "new\nline"; keys[5] = "back\\slash"; keys[6] = ""
-keys[7] = "caf\u00e9 \U0001F600"
+keys[7] = "caf\u00e9 \U0001F600"; keys[8] = "nul\0byte"
 fr = []
 for b in range(4):  # data frame before its key: the key column still comes first
     fr.append(tq.array_frame("emb", a[5*b:5*b+5]))
@@ -104,7 +104,9 @@ EOF
     run --separate-stderr tq-cat -t tsv s.tq
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
-    printf '%s\n' "$output" > out.tsv
+    tq-cat -t tsv s.tq > out.tsv
+    tq-cat -t tsv --tail 20 s.tq > tail.tsv
+    cmp out.tsv tail.tsv   # --tail keeps rows whole, NUL bytes included
     py - <<'EOF'
 from ref import *
 a = interesting_f32(60, 1).reshape(20, 3)
@@ -113,7 +115,7 @@ assert lines[0] == "key\temb[0]\temb[1]\temb[2]", lines[0]
 rows = [l.split("\t") for l in lines[1:]]
 assert len(rows) == 20 and all(len(r) == 4 for r in rows), len(rows)
 keys = [tsv_unescape(r[0]) for r in rows]
-assert keys[3:8] == ["tab\there", "new\nline", "back\\slash", "", "caf\u00e9 \U0001F600"], keys[3:8]
+assert keys[3:9] == ["tab\there", "new\nline", "back\\slash", "", "caf\u00e9 \U0001F600", "nul\0byte"], keys[3:9]
 assert keys[10] == "k10"
 got = np.array([[text_value(v, "f32") for v in r[1:]] for r in rows], dtype=np.float32)
 same(got, a, nan_payload=False)
