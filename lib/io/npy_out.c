@@ -23,7 +23,7 @@ static tq_status npy_put(tq_sink *s, tq_frame *f)
     if (!tq_npy_descr(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame \"%s\" is %s, which .npy cannot hold%s", f->name,
                        tq_dtype_name(f->dtype),
-                       f->dtype == TQ_DTYPE_STR ? "" : " (--to safetensors keeps bf16)");
+                       f->dtype == TQ_DTYPE_BF16 ? " (--to safetensors keeps bf16)" : "");
     size_t idx;
     tq_status st = tq_catalog_add(&k->cat, f, &idx);
     if (st)
