@@ -53,7 +53,7 @@ int main(int argc, char **argv)
             double dt = now() - t0;
             best = dt < best ? dt : best;
         }
-        printf("sgemm %lld^3, %d threads, %s: %.1f GFLOP/s\n", (long long)n, tq_threads_get(),
+        printf("sgemm %lld^3, threads %d, %s: %.1f GFLOP/s\n", (long long)n, tq_threads_get(),
                name, 2.0 * (double)n * (double)n * (double)n / best / 1e9);
     }
     tq_cpu_blas_force_builtin(0);
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         double dt = now() - t0;
         best = dt < best ? dt : best;
     }
-    printf("topk 1000 x 100000, k=10, %d threads: %.1f ms\n", tq_threads_get(), best * 1e3);
+    printf("topk 1000 x 100000, k=10, threads %d: %.1f ms\n", tq_threads_get(), best * 1e3);
     tq_tensor_free(x);
     tq_tensor_free(v);
     tq_tensor_free(ix);
