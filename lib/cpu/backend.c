@@ -38,9 +38,9 @@ static tq_status cpu_info(int index, tq_device_info *info)
     cpu_model(info->name, sizeof info->name);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     info->memory = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    char blas[160];
+    char blas[256];
     tq_cpu_blas_describe(blas, sizeof blas);
-    snprintf(info->detail, sizeof info->detail, "%d threads, %s", tq_threads_get(), blas);
+    snprintf(info->detail, sizeof info->detail, "%d thread%s, %.220s", tq_threads_get(), tq_threads_get() == 1 ? "" : "s", blas);
     return TQ_OK;
 }
 
@@ -98,5 +98,18 @@ const tq_backend tq_backend_cpu = {
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = NULL,
-    .ops = {0},
+    .ops =
+        {
+            .matmul = tq_cpu_matmul,
+            .rownorm = tq_cpu_rownorm,
+            .normalize = tq_cpu_normalize,
+            .topk = tq_cpu_topk,
+            .softmax = tq_cpu_softmax,
+            .layernorm = tq_cpu_layernorm,
+            .gelu = tq_cpu_gelu,
+            .add = tq_cpu_add,
+            .scale = tq_cpu_scale,
+            .gather = tq_cpu_gather,
+            .convert = tq_cpu_convert,
+        },
 };

@@ -7,7 +7,56 @@
 /* Host address of a tensor's first element (tensors may be views). */
 static inline void *tq_cpu_ptr(const tq_tensor *t) { return (char *)t->buf + t->offset; }
 
-/* One line on the matrix-product engine: "OpenBLAS 0.3.21 (SkylakeX kernel, checked)". */
+/* A single-threaded row-major sgemm: C = alpha op(A) op(B) + beta C, with
+ * C m x n, op(A) m x k, op(B) k x n, leading dims as in CBLAS. beta == 0
+ * overwrites C (NaN in C does not survive). k >= 1 and alpha != 0: the caller
+ * handles the degenerate products. */
+typedef void (*tq_cpu_sgemm_fn)(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                const float *a, int lda, const float *b, int ldb, float beta,
+                                float *c, int ldc);
+
+/* The built-in sgemm (gemm.c): blocked, vectorized for the running CPU. */
+void tq_cpu_sgemm_builtin(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta,
+                          float *c, int ldc);
+/* Which kernel the built-in sgemm runs here: "avx512", "avx2" or "portable". */
+const char *tq_cpu_sgemm_builtin_isa(void);
+
+/* OpenBLAS's sgemm, loaded and checked on first use (blas.c), or NULL when it is
+ * missing or failed its check; single-threaded: the matmul op parallelizes. */
+tq_cpu_sgemm_fn tq_cpu_blas_sgemm(void);
+/* One line on the matrix-product engine:
+ * "OpenBLAS 0.3.21, SkylakeX kernel (chosen by tq), checked". */
 void tq_cpu_blas_describe(char *out, size_t n);
+/* For the tests: 1 makes matmul use the built-in sgemm even where OpenBLAS
+ * works, 0 restores the normal choice. */
+void tq_cpu_blas_force_builtin(int on);
+/* The sgemm matmul uses now, and its name ("OpenBLAS" or "built-in"). */
+tq_cpu_sgemm_fn tq_cpu_sgemm_current(const char **name);
+
+/* The ops, as the backend table takes them (matmul.c, norm.c, topk.c,
+ * elementwise.c). */
+tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                        int trans_b, float alpha, float beta, tq_tensor *c);
+tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);
+tq_status tq_cpu_normalize(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
+tq_status tq_cpu_softmax(void *ctx, const tq_tensor *x, tq_tensor *y);
+tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
+                           const tq_tensor *beta, float eps, tq_tensor *y);
+tq_status tq_cpu_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
+                      tq_tensor *idx);
+tq_status tq_cpu_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
+tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
+tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
+tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
+tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
+
+/* Rows of a tensor seen as [rows, last dim]. */
+static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
+static inline int64_t tq_cpu_rows(const tq_tensor *t)
+{
+    int64_t d = tq_cpu_cols(t);
+    return d ? tq_tensor_numel(t) / d : 0;
+}
 
 #endif

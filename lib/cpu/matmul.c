@@ -1,0 +1,108 @@
+/* matmul.c: the matmul op on the CPU: splits C (and the batch) into blocks
+ * fixed by the shape alone, and runs a single-threaded sgemm (OpenBLAS, or the
+ * built-in one) on each block from the worker pool. Because the blocks never
+ * depend on the thread count, neither do the results, bit for bit (OpenBLAS's
+ * own threading splits by thread count, and its results then differ). */
+#include "../internal.h"
+#include "cpu.h"
+
+typedef struct mm {
+    tq_cpu_sgemm_fn sgemm;
+    int ta, tb;
+    int64_t m, n, k, lda, ldb;
+    const float *a, *b;
+    float *c;
+    int64_t a_stride, b_stride; /* elements between batch items; 0 = shared */
+    int64_t bm, bn, row_blocks, col_blocks;
+    float alpha, beta;
+} mm;
+
+/* Block sizes: at most 512 x 512, halved (rows first when taller) until there
+ * are 16 blocks to share out or a block would drop below ~4 MFLOP or 64 rows
+ * and columns. Multiples of 16 keep block columns 64-byte aligned. */
+static void plan(mm *p)
+{
+    int64_t r = p->m < 512 ? p->m : 512, c = p->n < 512 ? p->n : 512;
+    for (;;) {
+        int64_t blocks = ((p->m + r - 1) / r) * ((p->n + c - 1) / c);
+        if (blocks >= 16 || r * c * p->k < (1 << 21))
+            break;
+        if (r >= c && r > 64)
+            r = (r / 2 + 15) & ~(int64_t)15;
+        else if (c > 64)
+            c = (c / 2 + 15) & ~(int64_t)15;
+        else
+            break;
+    }
+    p->bm = r;
+    p->bn = c;
+    p->row_blocks = (p->m + r - 1) / r;
+    p->col_blocks = (p->n + c - 1) / c;
+}
+
+static void mm_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    const mm *p = ctx;
+    int64_t per_item = p->row_blocks * p->col_blocks;
+    for (int64_t j = begin; j < end; j++) {
+        int64_t item = j / per_item, rb = j % per_item / p->col_blocks,
+                cb = j % p->col_blocks;
+        int64_t i0 = rb * p->bm, j0 = cb * p->bn;
+        int64_t mb = p->m - i0 < p->bm ? p->m - i0 : p->bm;
+        int64_t nb = p->n - j0 < p->bn ? p->n - j0 : p->bn;
+        const float *a = p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda);
+        const float *b = p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0);
+        float *c = p->c + item * p->m * p->n + i0 * p->n + j0;
+        p->sgemm(p->ta, p->tb, (int)mb, (int)nb, (int)p->k, p->alpha, a, (int)p->lda, b,
+                 (int)p->ldb, p->beta, c, (int)p->n);
+    }
+}
+
+/* k == 0 or alpha == 0: C = beta C, A and B unread (as BLAS does). */
+static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
+{
+    const mm *p = ctx;
+    for (int64_t i = begin * p->n; i < end * p->n; i++)
+        p->c[i] = p->beta == 0.0f ? 0.0f : p->beta * p->c[i];
+}
+
+tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                        int trans_b, float alpha, float beta, tq_tensor *c)
+{
+    (void)ctx;
+    mm p;
+    memset(&p, 0, sizeof p);
+    const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2;
+    int64_t batch = c->rank == 3 ? c->dims[0] : 1;
+    p.ta = trans_a != 0;
+    p.tb = trans_b != 0;
+    p.m = p.ta ? ad[1] : ad[0];
+    p.k = p.ta ? ad[0] : ad[1];
+    p.n = p.tb ? bd[0] : bd[1];
+    p.lda = ad[1];
+    p.ldb = bd[1];
+    p.a = tq_cpu_ptr(a);
+    p.b = tq_cpu_ptr(b);
+    p.c = tq_cpu_ptr(c);
+    p.a_stride = a->rank == 3 ? ad[0] * ad[1] : 0;
+    p.b_stride = b->rank == 3 ? bd[0] * bd[1] : 0;
+    p.alpha = alpha;
+    p.beta = beta;
+    if (batch == 0 || p.m == 0 || p.n == 0)
+        return TQ_OK;
+    if (p.k == 0 || alpha == 0.0f) {
+        tq_parallel_for(batch * p.m, 1 + 65536 / p.n, mm_scale_c, &p);
+        return TQ_OK;
+    }
+    const char *engine;
+    p.sgemm = tq_cpu_sgemm_current(&engine);
+    plan(&p);
+    int64_t jobs = batch * p.row_blocks * p.col_blocks;
+    /* OpenBLAS serves concurrent callers from a fixed table of buffers (twice
+     * its MAX_THREADS, 64 in Debian's build; older releases have no more) and
+     * prints "too many memory regions", then crashes, when they run out: at
+     * most 64 chunks, so at most 64 threads call it at once. */
+    int64_t min_chunk = engine[0] == 'O' ? (jobs + 63) / 64 : 1;
+    tq_parallel_for(jobs, min_chunk, mm_blocks, &p);
+    return TQ_OK;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/python3
+"""gelu-fit.py: derives the polynomial of lib/cpu/gelu.c.
+
+erfc(t) = exp(-t^2) g(t), and g is smooth and slowly varying on t >= 0. On
+u = 1 / (1 + t/2), t in [0, T], mapped to s in [-1, 1], g is fitted by a
+Chebyshev series (weighted least squares for relative error), then turned
+into plain power-series coefficients in s for Horner's rule. Prints the C
+table and the largest relative error of the fit on a fine grid.
+Needs numpy (Debian's python3-numpy)."""
+import math
+
+import numpy as np
+from numpy.polynomial import chebyshev as cheb
+from numpy.polynomial import polynomial as poly
+
+T, A, DEG = 10.5, 0.5, 12
+UMIN = 1 / (1 + A * T)
+
+
+def g(t):
+    return math.erfc(t) * math.exp(t * t)
+
+
+def t_of_s(s):
+    u = UMIN + (s + 1) / 2 * (1 - UMIN)
+    return (1 / u - 1) / A
+
+
+n = 4000
+s = np.cos(np.pi * (np.arange(n) + 0.5) / n)
+y = np.array([g(t) for t in t_of_s(s)])
+p = cheb.cheb2poly(cheb.chebfit(s, y, DEG, w=1 / y))
+grid = np.linspace(-1, 1, 400001)
+exact = np.array([g(t) for t in t_of_s(grid)])
+err = np.max(np.abs(poly.polyval(grid, p) / exact - 1))
+print("/* T = %g, u = 1 / (1 + %g t), degree %d: max relative error %.2g */" % (T, A, DEG, err))
+print("static const double erfc_poly[%d] = {" % (DEG + 1))
+for c in p:
+    print("    %.17g," % c)
+print("};")

@@ -1,0 +1,1259 @@
+/* test_ops.c: the cross-backend op suite. Every op on every device that opens
+ * (cpu, vulkan, cuda, hip), on seeded random inputs of odd shapes and edge
+ * values, against float64 references written here, by NMSE
+ * (sum (y - ref)^2 / sum ref^2). Every tensor is a view inside a larger parent
+ * whose bytes around it hold sentinels, checked after each op. On the CPU it
+ * also runs matmul on every sgemm engine and kernel, and checks that results
+ * are bit-identical with 1 and 2 threads. */
+#include "../../lib/cpu/cpu.h"
+#include "../../lib/cpu/gemm.h"
+#include "check.h"
+#include "tq.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* Tolerances, NMSE.
+ * TOL_EW, elementwise and row-reduction ops in f32: a correctly rounded f32
+ * result is within 2^-24 relative of the float64 reference, NMSE <= 4e-15; a
+ * few ulp more for a device's exp/erfc stay below 1e-12. 1e-10 leaves room
+ * for that, yet catches real mistakes: even the tanh approximation of GELU,
+ * close as it is, gives NMSE ~1e-9 on these inputs; a wrong constant, a
+ * skipped element or a cancelling variance give far more.
+ * TOL_MM, matmul with k up to 1000: rounding errors of an f32 dot product grow
+ * about as eps * sqrt(k) relative to the result, NMSE ~1e-12 at k = 1000;
+ * 1e-9 allows blocked and tree orders, and fails on TF32 (NMSE ~1e-7) or
+ * on any element computed from the wrong operands. */
+#define TOL_EW 1e-10
+#define TOL_MM 1e-9
+
+static tq_device *dev;
+static const char *dev_name;
+
+/* ------------------------------------------------------------ random data */
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+static float randf(double lo, double hi) { return (float)(lo + (hi - lo) * unif()); }
+static void fill(float *x, int64_t n, double lo, double hi)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = randf(lo, hi);
+}
+
+static int64_t numel(int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* ------------------------------------------------- tensors with sentinels */
+
+#define PAD 256 /* sentinel bytes before and after each tensor */
+
+typedef struct gt {
+    tq_tensor *parent, *t;
+    size_t bytes, total;
+    unsigned salt;
+} gt;
+
+static unsigned char sentinel(size_t i, unsigned salt)
+{
+    return (unsigned char)(0xa5u ^ (i * 131u + salt));
+}
+
+/* A tensor at byte PAD of a u8 parent filled with sentinels. data NULL fills
+ * the tensor with 0xff bytes (NaN in f32, -1 in i64): an op must overwrite
+ * them all. */
+static gt *gt_new(tq_dtype dt, int rank, const int64_t *dims, const void *data)
+{
+    static unsigned salt;
+    uint64_t bytes;
+    if (tq_dtype_payload_bytes(dt, rank, dims, &bytes)) {
+        fprintf(stderr, "test: bad shape: %s\n", tq_errmsg());
+        exit(2);
+    }
+    gt *g = calloc(1, sizeof *g);
+    g->bytes = (size_t)bytes;
+    g->total = PAD + ((g->bytes + 15) & ~(size_t)15) + PAD;
+    g->salt = ++salt;
+    unsigned char *host = malloc(g->total);
+    for (size_t i = 0; i < g->total; i++)
+        host[i] = sentinel(i, g->salt);
+    if (data)
+        memcpy(host + PAD, data, g->bytes);
+    else
+        memset(host + PAD, 0xff, g->bytes);
+    int64_t pd = (int64_t)g->total;
+    if (tq_tensor_new(dev, TQ_DTYPE_U8, 1, &pd, &g->parent) ||
+        tq_tensor_upload(g->parent, host, g->total) ||
+        tq_tensor_view(g->parent, PAD, dt, rank, dims, &g->t)) {
+        fprintf(stderr, "test: %s: cannot make a tensor: %s\n", dev_name, tq_errmsg());
+        exit(2);
+    }
+    free(host);
+    return g;
+}
+
+/* Downloads the parent, checks the sentinels on both sides and copies the
+ * tensor's bytes out. */
+static void gt_get(const gt *g, void *out, const char *what)
+{
+    unsigned char *host = malloc(g->total);
+    tq_status st = tq_tensor_download(g->parent, host, g->total);
+    CHECK(st == TQ_OK, "%s %s: download failed: %s", dev_name, what, tq_errmsg());
+    size_t bad = 0, at = 0;
+    for (size_t i = 0; i < g->total; i++)
+        if ((i < PAD || i >= PAD + g->bytes) && host[i] != sentinel(i, g->salt) && !bad++)
+            at = i;
+    CHECK(bad == 0, "%s %s: %zu sentinel bytes changed, first at %s%zd", dev_name, what, bad,
+          at < PAD ? "-" : "+", at < PAD ? (ssize_t)(PAD - at) : (ssize_t)(at - PAD - g->bytes));
+    if (out)
+        memcpy(out, host + PAD, g->bytes);
+    free(host);
+}
+
+/* gt_get for an input: sentinels intact and the bytes as uploaded. */
+static void gt_unchanged(const gt *g, const void *orig, const char *what)
+{
+    unsigned char *now = malloc(g->bytes + 1);
+    gt_get(g, now, what);
+    CHECK(memcmp(now, orig, g->bytes) == 0, "%s %s: an input was modified", dev_name, what);
+    free(now);
+}
+
+static void gt_free(gt *g)
+{
+    if (!g)
+        return;
+    tq_tensor_free(g->t);
+    tq_tensor_free(g->parent);
+    free(g);
+}
+
+/* ------------------------------------------------------------ comparison */
+
+/* NMSE of y against ref. Non-finite references must be matched exactly
+ * (NaN by NaN, inf by the same inf); a non-finite y elsewhere fails. */
+static double nmse(const float *y, const double *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(ref[i])) {
+            if (isnan(ref[i]) ? !isnan(y[i]) : (double)y[i] != ref[i])
+                return INFINITY;
+            continue;
+        }
+        if (!isfinite(y[i]))
+            return INFINITY;
+        double e = (double)y[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+#define CHECK_NMSE(y, ref, n, tol, what)                                           \
+    do {                                                                           \
+        double e_ = nmse(y, ref, n);                                               \
+        CHECK(e_ <= (tol), "%s: %s: NMSE %.3g > %.0e", dev_name, what, e_, (tol)); \
+    } while (0)
+
+static void shape_str(char *out, size_t n, int rank, const int64_t *dims)
+{
+    int k = snprintf(out, n, "[");
+    for (int i = 0; i < rank && k > 0 && (size_t)k < n; i++)
+        k += snprintf(out + k, n - (size_t)k, "%s%lld", i ? "," : "", (long long)dims[i]);
+    if (k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "]");
+}
+
+/* ------------------------------------------------------------ matmul */
+
+static void ref_matmul(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const float *a, const float *b, double beta, const float *c0,
+                       double *ref)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (double)(ta ? a[p * m + i] : a[i * k + p]) *
+                     (double)(tb ? b[j * k + p] : b[p * n + j]);
+            ref[i * n + j] = alpha * s + (beta == 0 ? 0 : beta * c0[i * n + j]);
+        }
+}
+
+/* One product, batch items of A and/or B (a_batch/b_batch 0: rank 2, shared),
+ * against the reference; beta == 0 starts C as NaN. */
+static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_batched,
+                       int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta)
+{
+    if (!batch) /* batch 0: plain rank-2 product */
+        a_batched = b_batched = 0;
+    int64_t ad[3] = {batch, ta ? k : m, ta ? m : k}, bd[3] = {batch, tb ? n : k, tb ? k : n},
+            cd[3] = {batch, m, n};
+    int ar = a_batched ? 3 : 2, br = b_batched ? 3 : 2, cr = batch ? 3 : 2;
+    int64_t items = batch ? batch : 1;
+    int64_t an = m * k * (a_batched ? items : 1), bn = k * n * (b_batched ? items : 1),
+            cn = m * n * items;
+    float *a = malloc((size_t)(an + 1) * 4), *b = malloc((size_t)(bn + 1) * 4),
+          *c = malloc((size_t)(cn + 1) * 4), *out = malloc((size_t)(cn + 1) * 4);
+    double *ref = malloc((size_t)(cn + 1) * 8);
+    fill(a, an, -1, 1);
+    fill(b, bn, -1, 1);
+    if (beta == 0)
+        for (int64_t i = 0; i < cn; i++)
+            c[i] = NAN;
+    else
+        fill(c, cn, -2, 2);
+    for (int64_t it = 0; it < items; it++)
+        ref_matmul(ta, tb, m, n, k, alpha, a + (a_batched ? it * m * k : 0),
+                   b + (b_batched ? it * k * n : 0), beta, c + it * m * n, ref + it * m * n);
+    gt *ga = gt_new(TQ_DTYPE_F32, ar, a_batched ? ad : ad + 1, a);
+    gt *gb = gt_new(TQ_DTYPE_F32, br, b_batched ? bd : bd + 1, b);
+    gt *gc = gt_new(TQ_DTYPE_F32, cr, batch ? cd : cd + 1, c);
+    tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, beta, gc->t);
+    char what[160];
+    snprintf(what, sizeof what, "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g",
+             engine, (long long)batch, batch && !a_batched ? " A shared" : "",
+             batch && !b_batched ? " B shared" : "",
+             (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gc, out, what);
+    gt_unchanged(ga, a, what);
+    gt_unchanged(gb, b, what);
+    CHECK_NMSE(out, ref, cn, TOL_MM, what);
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(gc);
+    free(a);
+    free(b);
+    free(c);
+    free(out);
+    free(ref);
+}
+
+static void test_matmul(const char *engine)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1}, {7, 33, 5}, {33, 7, 1000}, {67, 45, 33}, {200, 130, 257}, {1, 300, 64},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            one_matmul(engine, 0, 1, 1, shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
+                       1.0f, 0.0f);
+            one_matmul(engine, 0, 1, 1, shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
+                       -0.5f, 1.5f);
+        }
+    for (int t = 0; t < 4; t++) {
+        one_matmul(engine, 3, 1, 1, 17, 9, 40, t & 1, t >> 1, 1.0f, 0.0f);
+        one_matmul(engine, 3, 0, 1, 17, 9, 40, t & 1, t >> 1, 2.0f, 0.0f);
+        one_matmul(engine, 4, 1, 0, 5, 70, 33, t & 1, t >> 1, 1.0f, -1.0f);
+        one_matmul(engine, 2, 1, 1, 130, 90, 300, t & 1, t >> 1, 1.0f, 0.5f);
+    }
+    one_matmul(engine, 1, 1, 1, 3, 4, 5, 0, 0, 1.0f, 0.0f);  /* a batch of one */
+    one_matmul(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f);  /* k = 0: C = 0 */
+    one_matmul(engine, 0, 1, 1, 6, 5, 0, 1, 1, 1.0f, -2.0f); /* k = 0: C = beta C */
+}
+
+/* --------------------------------------------------- row ops: references */
+
+static void ref_rownorm(const float *x, int64_t rows, int64_t d, double *ref)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t i = 0; i < d; i++)
+            s += (double)x[r * d + i] * x[r * d + i];
+        ref[r] = sqrt(s);
+    }
+}
+
+static void ref_normalize(const float *x, int64_t rows, int64_t d, double eps, double *ref)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t i = 0; i < d; i++)
+            s += (double)x[r * d + i] * x[r * d + i];
+        double den = fmax(sqrt(s), eps);
+        for (int64_t i = 0; i < d; i++)
+            ref[r * d + i] = x[r * d + i] / den;
+    }
+}
+
+/* all -inf rows: zeros, the choice documented in lib/cpu/norm.c */
+static void ref_softmax(const float *x, int64_t rows, int64_t d, double *ref)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        double m = -INFINITY, s = 0;
+        for (int64_t i = 0; i < d; i++)
+            m = fmax(m, xr[i]);
+        for (int64_t i = 0; i < d; i++)
+            s += m == -INFINITY ? 0 : exp(xr[i] - m);
+        for (int64_t i = 0; i < d; i++)
+            ref[r * d + i] = m == -INFINITY ? 0 : exp(xr[i] - m) / s;
+    }
+}
+
+static void ref_layernorm(const float *x, int64_t rows, int64_t d, const float *g,
+                          const float *b, double eps, double *ref)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < d; i++)
+            mean += xr[i];
+        mean /= (double)d;
+        for (int64_t i = 0; i < d; i++)
+            var += (xr[i] - mean) * (xr[i] - mean);
+        var /= (double)d;
+        for (int64_t i = 0; i < d; i++)
+            ref[r * d + i] = (xr[i] - mean) / sqrt(var + eps) * (g ? g[i] : 1) + (b ? b[i] : 0);
+    }
+}
+
+/* Rows of test data: random of several spreads, plus rows of edge values. */
+static void fill_rows(float *x, int64_t rows, int64_t d, int kind)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float *xr = x + r * d;
+        switch ((r + kind) % 6) {
+        case 0: fill(xr, d, -1, 1); break;
+        case 1: fill(xr, d, -30, 30); break;
+        case 2: fill(xr, d, -1e30, 1e30); break;  /* squares overflow f32 */
+        case 3: fill(xr, d, -1e-30, 1e-30); break; /* squares underflow f32 */
+        case 4: fill(xr, d, 1e4 - 1, 1e4 + 1); break; /* large mean, small spread */
+        default: fill(xr, d, 0, 5); break;
+        }
+    }
+}
+
+static const int64_t row_shapes[][4] = {
+    /* rank, dims */
+    {2, 1, 1}, {2, 7, 33}, {2, 1000, 7}, {3, 3, 5, 33}, {1, 1000}, {2, 40, 1000}, {2, 6, 1},
+};
+
+/* A unary row op on every shape, out of place and in place (y = x). */
+typedef tq_status (*row_op)(const tq_tensor *x, tq_tensor *y, const void *arg);
+typedef void (*row_ref)(const float *x, int64_t rows, int64_t d, double *ref, const void *arg);
+
+static void run_row_op(const char *name, row_op op, row_ref rf, const void *arg, int kind,
+                       void (*tweak)(float *x, int64_t rows, int64_t d), double tol)
+{
+    for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int rank = (int)row_shapes[s][0];
+            const int64_t *dims = row_shapes[s] + 1;
+            int64_t n = numel(rank, dims), d = dims[rank - 1], rows = n / d;
+            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+            double *ref = malloc((size_t)n * 8);
+            fill_rows(x, rows, d, kind + inplace);
+            if (tweak)
+                tweak(x, rows, d);
+            rf(x, rows, d, ref, arg);
+            gt *gx = gt_new(TQ_DTYPE_F32, rank, dims, x);
+            gt *gy = inplace ? gx : gt_new(TQ_DTYPE_F32, rank, dims, NULL);
+            char what[96], sh[48];
+            shape_str(sh, sizeof sh, rank, dims);
+            snprintf(what, sizeof what, "%s %s%s", name, sh, inplace ? " in place" : "");
+            tq_status st = op(gx->t, gy->t, arg);
+            CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+            gt_get(gy, y, what);
+            if (!inplace)
+                gt_unchanged(gx, x, what);
+            CHECK_NMSE(y, ref, n, tol, what);
+            gt_free(gx);
+            if (!inplace)
+                gt_free(gy);
+            free(x);
+            free(y);
+            free(ref);
+        }
+}
+
+/* --------------------------------------------------------- rownorm etc. */
+
+static void test_rownorm(void)
+{
+    for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
+        int rank = (int)row_shapes[s][0];
+        const int64_t *dims = row_shapes[s] + 1;
+        int64_t n = numel(rank, dims), d = dims[rank - 1], rows = n / d;
+        float *x = malloc((size_t)n * 4), *y = malloc((size_t)rows * 4);
+        double *ref = malloc((size_t)rows * 8);
+        fill_rows(x, rows, d, (int)s);
+        if (rows > 3)
+            memset(x + d, 0, (size_t)d * 4); /* a zero row */
+        ref_rownorm(x, rows, d, ref);
+        gt *gx = gt_new(TQ_DTYPE_F32, rank, dims, x);
+        gt *gy = gt_new(TQ_DTYPE_F32, 1, &rows, NULL);
+        char what[96], sh[48];
+        shape_str(sh, sizeof sh, rank, dims);
+        snprintf(what, sizeof what, "rownorm %s", sh);
+        tq_status st = tq_op_rownorm(gx->t, gy->t);
+        CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+        gt_get(gy, y, what);
+        gt_unchanged(gx, x, what);
+        CHECK_NMSE(y, ref, rows, TOL_EW, what);
+        gt_free(gx);
+        gt_free(gy);
+        free(x);
+        free(y);
+        free(ref);
+    }
+}
+
+static tq_status op_normalize(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    return tq_op_normalize(x, *(const float *)arg, y);
+}
+static void rf_normalize(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    ref_normalize(x, rows, d, *(const float *)arg, ref);
+}
+static void zero_row(float *x, int64_t rows, int64_t d)
+{
+    if (rows > 3)
+        memset(x + 2 * d, 0, (size_t)d * 4);
+}
+
+static tq_status op_softmax(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    (void)arg;
+    return tq_op_softmax(x, y);
+}
+static void rf_softmax(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    (void)arg;
+    ref_softmax(x, rows, d, ref);
+}
+/* masked entries: some -inf in row 0, a whole row of -inf in row 3 */
+static void mask_rows(float *x, int64_t rows, int64_t d)
+{
+    for (int64_t i = 0; i < d; i += 3)
+        if (i)
+            x[i] = -INFINITY;
+    if (rows > 3)
+        for (int64_t i = 0; i < d; i++)
+            x[3 * d + i] = -INFINITY;
+}
+
+typedef struct ln_arg {
+    const float *g, *b; /* host copies, NULL for none */
+    int64_t d;
+    float eps;
+} ln_arg;
+
+static tq_status op_layernorm(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    const ln_arg *a = arg;
+    gt *gg = a->g ? gt_new(TQ_DTYPE_F32, 1, &a->d, a->g) : NULL;
+    gt *gb = a->b ? gt_new(TQ_DTYPE_F32, 1, &a->d, a->b) : NULL;
+    tq_status st = tq_op_layernorm(x, gg ? gg->t : NULL, gb ? gb->t : NULL, a->eps, y);
+    if (gg)
+        gt_unchanged(gg, a->g, "layernorm gamma");
+    if (gb)
+        gt_unchanged(gb, a->b, "layernorm beta");
+    gt_free(gg);
+    gt_free(gb);
+    return st;
+}
+static void constant_row(float *x, int64_t rows, int64_t d)
+{
+    if (rows > 3)
+        for (int64_t i = 0; i < d; i++)
+            x[2 * d + i] = 3.25f;
+}
+
+static void test_rows(void)
+{
+    test_rownorm();
+    float eps[] = {1e-12f, 1.0f};
+    for (int e = 0; e < 2; e++) {
+        char name[32];
+        snprintf(name, sizeof name, "normalize eps=%g", eps[e]);
+        run_row_op(name, op_normalize, rf_normalize, &eps[e], e, zero_row, TOL_EW);
+    }
+    run_row_op("softmax", op_softmax, rf_softmax, NULL, 0, NULL, TOL_EW);
+    run_row_op("softmax masked", op_softmax, rf_softmax, NULL, 3, mask_rows, TOL_EW);
+    /* layernorm with gamma and beta each present or NULL, over row lengths
+     * 1, 7, 33 and 1000; a constant row checks var = 0 */
+    static const int64_t lens[] = {1, 7, 33, 1000};
+    for (int variant = 0; variant < 4; variant++)
+        for (size_t s = 0; s < sizeof lens / sizeof lens[0]; s++) {
+            int64_t d = lens[s], dims[2] = {5, d}, n = 5 * d;
+            float *g = malloc((size_t)d * 4), *b = malloc((size_t)d * 4);
+            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+            double *ref = malloc((size_t)n * 8);
+            fill(g, d, 0.5, 2);
+            fill(b, d, -1, 1);
+            ln_arg a = {variant & 1 ? g : NULL, variant & 2 ? b : NULL, d, 1e-5f};
+            fill_rows(x, 5, d, variant);
+            constant_row(x, 5, d);
+            ref_layernorm(x, 5, d, a.g, a.b, a.eps, ref);
+            gt *gx = gt_new(TQ_DTYPE_F32, 2, dims, x);
+            gt *gy = gt_new(TQ_DTYPE_F32, 2, dims, NULL);
+            char what[64];
+            snprintf(what, sizeof what, "layernorm%s%s [5,%lld]", a.g ? " gamma" : "",
+                     a.b ? " beta" : "", (long long)d);
+            tq_status st = op_layernorm(gx->t, gy->t, &a);
+            CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+            gt_get(gy, y, what);
+            gt_unchanged(gx, x, what);
+            CHECK_NMSE(y, ref, n, TOL_EW, what);
+            gt_free(gx);
+            gt_free(gy);
+            free(g);
+            free(b);
+            free(x);
+            free(y);
+            free(ref);
+        }
+}
+
+/* layernorm over every shape needs gamma/beta of each row length: done per
+ * shape inside the op wrapper */
+typedef struct ln_all {
+    float eps;
+} ln_all;
+static tq_status op_layernorm_all(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    int64_t d = x->dims[x->rank - 1];
+    float *g = malloc((size_t)d * 4), *b = malloc((size_t)d * 4);
+    uint64_t keep = rng;
+    rng = (uint64_t)d * 77; /* the reference below draws the same values */
+    fill(g, d, 0.5, 2);
+    fill(b, d, -1, 1);
+    rng = keep;
+    ln_arg a = {g, b, d, ((const ln_all *)arg)->eps};
+    tq_status st = op_layernorm(x, y, &a);
+    free(g);
+    free(b);
+    return st;
+}
+static void rf_layernorm_all(const float *x, int64_t rows, int64_t d, double *ref,
+                             const void *arg)
+{
+    float *g = malloc((size_t)d * 4), *b = malloc((size_t)d * 4);
+    uint64_t keep = rng;
+    rng = (uint64_t)d * 77;
+    fill(g, d, 0.5, 2);
+    fill(b, d, -1, 1);
+    rng = keep;
+    ref_layernorm(x, rows, d, g, b, ((const ln_all *)arg)->eps, ref);
+    free(g);
+    free(b);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+static tq_status op_gelu(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    (void)arg;
+    return tq_op_gelu(x, y);
+}
+static void rf_gelu(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    (void)arg;
+    for (int64_t i = 0; i < rows * d; i++)
+        /* 1 + erf(z) = erfc(-z): the same function, without the cancellation
+         * of 1 + erf(z) in double for z < -6 */
+        ref[i] = x[i] == -INFINITY ? 0 : 0.5 * x[i] * erfc(-x[i] / sqrt(2.0));
+}
+static void gelu_values(float *x, int64_t rows, int64_t d)
+{
+    static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, -50.0f, 50.0f, -5.5f, 1e-20f};
+    for (int64_t i = 0; i < rows * d; i++)
+        x[i] = randf(-10, 10);
+    for (int64_t i = 0; i < rows * d && i < 8; i++)
+        x[i] = edge[i];
+}
+
+static tq_status op_scale(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    return tq_op_scale(x, *(const float *)arg, y);
+}
+static void rf_scale(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    for (int64_t i = 0; i < rows * d; i++)
+        ref[i] = (double)*(const float *)arg * x[i];
+}
+
+static void test_add(void)
+{
+    static const int64_t shapes[][4] = {{2, 7, 33}, {2, 300, 100}, {1, 5, 0}, {3, 3, 4, 33}, {0}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = 0; mode < 4; mode++) { /* same shape / row; out / in place */
+            int rank = (int)shapes[s][0];
+            const int64_t *dims = shapes[s] + 1;
+            int64_t n = numel(rank, dims), d = rank ? dims[rank - 1] : 1;
+            int row = mode & 1, inplace = mode >> 1;
+            if (row && rank == 0)
+                continue;
+            int64_t bn = row ? d : n;
+            float *a = malloc((size_t)n * 4), *b = malloc((size_t)bn * 4), *y = malloc((size_t)n * 4);
+            double *ref = malloc((size_t)n * 8);
+            fill(a, n, -100, 100);
+            fill(b, bn, -1, 1);
+            for (int64_t i = 0; i < n; i++)
+                ref[i] = (double)a[i] + b[row ? i % d : i];
+            gt *ga = gt_new(TQ_DTYPE_F32, rank, dims, a);
+            gt *gb = row ? gt_new(TQ_DTYPE_F32, 1, &d, b) : gt_new(TQ_DTYPE_F32, rank, dims, b);
+            gt *gy = inplace ? ga : gt_new(TQ_DTYPE_F32, rank, dims, NULL);
+            char what[96], sh[48];
+            shape_str(sh, sizeof sh, rank, dims);
+            snprintf(what, sizeof what, "add %s%s%s", sh, row ? " + row" : "", inplace ? " in place" : "");
+            tq_status st = tq_op_add(ga->t, gb->t, gy->t);
+            CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+            gt_get(gy, y, what);
+            gt_unchanged(gb, b, what);
+            CHECK_NMSE(y, ref, n, TOL_EW, what);
+            gt_free(ga);
+            gt_free(gb);
+            if (!inplace)
+                gt_free(gy);
+            free(a);
+            free(b);
+            free(y);
+            free(ref);
+        }
+}
+
+static void test_elementwise(void)
+{
+    run_row_op("gelu", op_gelu, rf_gelu, NULL, 0, gelu_values, TOL_EW);
+    float alphas[] = {-2.5f, 0.0f, 1e-3f};
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "scale %g", alphas[i]);
+        run_row_op(name, op_scale, rf_scale, &alphas[i], i, NULL, TOL_EW);
+    }
+    test_add();
+    ln_all la = {1e-5f};
+    run_row_op("layernorm (all shapes)", op_layernorm_all, rf_layernorm_all, &la, 4, constant_row,
+               TOL_EW);
+}
+
+/* ------------------------------------------------------------ topk */
+
+/* The ranking the API specifies: larger first, ties to the lower index, NaN
+ * after every number (NaNs by index). */
+static const float *cmp_row;
+static int rank_cmp(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    float va = cmp_row[a], vb = cmp_row[b];
+    int na = isnan(va), nb = isnan(vb);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && va != vb)
+        return va > vb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static void topk_case(int64_t rows, int64_t m, int64_t k, int kind)
+{
+    int64_t xd[2] = {rows, m}, kd[2] = {rows, k};
+    float *x = malloc((size_t)(rows * m + 1) * 4), *v = malloc((size_t)(rows * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(rows * k + 1) * 8), *order = malloc((size_t)(m + 1) * 8);
+    for (int64_t r = 0; r < rows; r++) {
+        float *xr = x + r * m;
+        for (int64_t i = 0; i < m; i++) {
+            switch ((kind + r) % 5) {
+            case 0: xr[i] = randf(-1, 1); break;
+            case 1: xr[i] = (float)(rnd() % 5); break;          /* many ties */
+            case 2: xr[i] = (float)i; break;                     /* rising: every item enters */
+            case 3: xr[i] = (float)(m - i); break;               /* falling */
+            default: {                                           /* edge values */
+                static const float e[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f};
+                xr[i] = e[rnd() % 7];
+            }
+            }
+        }
+        if ((kind + r) % 5 == 0 && m > 3) /* a few NaN among the numbers */
+            xr[rnd() % m] = NAN, xr[m - 1] = NAN;
+    }
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, xd, x);
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, NULL);
+    gt *gi = gt_new(TQ_DTYPE_I64, 2, kd, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "topk [%lld,%lld] k=%lld kind %d", (long long)rows, (long long)m,
+             (long long)k, kind);
+    tq_status st = tq_op_topk(gx->t, k, gv->t, gi->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gv, v, what);
+    gt_get(gi, ix, what);
+    gt_unchanged(gx, x, what);
+    int64_t bad = 0, first = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < m; i++)
+            order[i] = i;
+        cmp_row = x + r * m;
+        qsort(order, (size_t)m, sizeof *order, rank_cmp);
+        for (int64_t j = 0; j < k; j++) {
+            float want = x[r * m + order[j]], got = v[r * k + j];
+            int same_v = isnan(want) ? isnan(got) : memcmp(&want, &got, 4) == 0;
+            if (ix[r * k + j] != order[j] || !same_v) {
+                if (!bad++)
+                    first = r * k + j;
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %s: %lld wrong entries, first at row %lld rank %lld (idx %lld, val %g)",
+          dev_name, what, (long long)bad, first < 0 ? -1LL : (long long)(first / (k ? k : 1)),
+          first < 0 ? -1LL : (long long)(first % (k ? k : 1)), first < 0 ? -1LL : (long long)ix[first],
+          first < 0 ? 0.0 : (double)v[first]);
+    gt_free(gx);
+    gt_free(gv);
+    gt_free(gi);
+    free(x);
+    free(v);
+    free(ix);
+    free(order);
+}
+
+static void test_topk(void)
+{
+    for (int kind = 0; kind < 5; kind++) {
+        topk_case(1, 1, 1, kind);
+        topk_case(7, 33, 5, kind);
+        topk_case(5, 1000, 10, kind);
+        topk_case(5, 100, 100, kind);
+        topk_case(4, 50, 0, kind);
+        topk_case(5, 70, 60, kind);
+        topk_case(3, 4097, 33, kind);
+    }
+}
+
+/* ------------------------------------------------------------ gather */
+
+static void gather_case(tq_dtype dt, int rank, const int64_t *dims, const int64_t *idx, int64_t n)
+{
+    size_t es = tq_dtype_size(dt);
+    int64_t rows = dims[0], per = numel(rank - 1, dims + 1);
+    size_t row = (size_t)per * es;
+    unsigned char *x = malloc((size_t)rows * row + 1), *y = malloc((size_t)n * row + 1),
+                  *want = malloc((size_t)n * row + 1);
+    for (size_t i = 0; i < (size_t)rows * row; i++)
+        x[i] = (unsigned char)rnd();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(want + (size_t)i * row, x + (size_t)idx[i] * row, row);
+    int64_t yd[TQ_MAX_RANK];
+    memcpy(yd, dims, (size_t)rank * 8);
+    yd[0] = n;
+    gt *gx = gt_new(dt, rank, dims, x);
+    gt *gi = gt_new(TQ_DTYPE_I64, 1, &n, idx);
+    gt *gy = gt_new(dt, rank, yd, NULL);
+    char what[96], sh[48];
+    shape_str(sh, sizeof sh, rank, dims);
+    snprintf(what, sizeof what, "gather %s %s, %lld rows", tq_dtype_name(dt), sh, (long long)n);
+    tq_status st = tq_op_gather(gx->t, gi->t, gy->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gy, y, what);
+    gt_unchanged(gx, x, what);
+    gt_unchanged(gi, idx, what);
+    CHECK(memcmp(y, want, (size_t)n * row) == 0, "%s: %s: rows differ", dev_name, what);
+    gt_free(gx);
+    gt_free(gi);
+    gt_free(gy);
+    free(x);
+    free(y);
+    free(want);
+}
+
+static void test_gather(void)
+{
+    int64_t idx[] = {0, 9, 3, 3, 5, 9, 1, 0, 2, 8, 7, 6, 4};
+    int64_t d1[2] = {10, 7}, d2[2] = {10, 3}, d3[3] = {10, 5, 3}, d4[1] = {10}, d5[2] = {10, 1000};
+    gather_case(TQ_DTYPE_F32, 2, d1, idx, 13);
+    gather_case(TQ_DTYPE_I8, 2, d2, idx, 13);  /* 3-byte rows */
+    gather_case(TQ_DTYPE_F16, 3, d3, idx, 13); /* 30-byte rows */
+    gather_case(TQ_DTYPE_I64, 1, d4, idx, 13);
+    gather_case(TQ_DTYPE_F64, 2, d5, idx, 13);
+    gather_case(TQ_DTYPE_U8, 2, d2, idx, 0); /* no rows */
+
+    /* a bad index fails with a usage error and a message, and writes nothing
+     * outside y */
+    int64_t bad_idx[][3] = {{0, 10, 1}, {-1, 0, 0}, {3, 4, INT64_MIN}};
+    for (int b = 0; b < 3; b++) {
+        int64_t n = 3, yd[2] = {3, 7};
+        float x[70];
+        fill(x, 70, -1, 1);
+        gt *gx = gt_new(TQ_DTYPE_F32, 2, d1, x);
+        gt *gi = gt_new(TQ_DTYPE_I64, 1, &n, bad_idx[b]);
+        gt *gy = gt_new(TQ_DTYPE_F32, 2, yd, NULL);
+        tq_status st = tq_op_gather(gx->t, gi->t, gy->t);
+        CHECK(st == TQ_ERR_USAGE, "%s: gather with idx %lld,%lld,%lld: status %d, not a usage error",
+              dev_name, (long long)bad_idx[b][0], (long long)bad_idx[b][1],
+              (long long)bad_idx[b][2], (int)st);
+        CHECK(st == TQ_OK || strstr(tq_errmsg(), "idx"),
+              "%s: gather's message should name idx: '%s'", dev_name, tq_errmsg());
+        gt_get(gy, NULL, "gather with a bad index");
+        gt_free(gx);
+        gt_free(gi);
+        gt_free(gy);
+    }
+}
+
+/* ------------------------------------------------------------ convert */
+
+/* Independent encoders: round to nearest even in double, then the bits. */
+static uint16_t ref_f16(float f)
+{
+    uint16_t sign = signbit(f) ? 0x8000 : 0;
+    double x = fabs((double)f);
+    if (isnan(f))
+        return sign | 0x7e00; /* any quiet NaN: compared as NaN */
+    int e;
+    frexp(x, &e); /* x = m 2^e, m in [0.5, 1) */
+    int ex = e - 1 < -14 ? -14 : e - 1;
+    double ulp = ldexp(1, ex - 10);
+    double r = nearbyint(x / ulp) * ulp;
+    if (r >= 65520.0 || isinf(x))
+        return sign | 0x7c00;
+    if (r < ldexp(1, -14))
+        return sign | (uint16_t)(r / ldexp(1, -24));
+    frexp(r, &e);
+    return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(r / ldexp(1, e - 1 - 10) - 1024);
+}
+
+static double f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static uint16_t ref_bf16(float f)
+{
+    if (isnan(f))
+        return signbit(f) ? 0xffc0 : 0x7fc0;
+    double x = fabs((double)f);
+    int e;
+    frexp(x, &e);
+    int ex = e - 1 < -126 ? -126 : e - 1;
+    double ulp = ldexp(1, ex - 7);
+    double r = nearbyint(x / ulp) * ulp;
+    float rf = r > 0x1.fep127 ? INFINITY : (float)r;
+    if (signbit(f))
+        rf = -rf;
+    uint32_t u;
+    memcpy(&u, &rf, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static float convert_inputs(int64_t i)
+{
+    static const float edge[] = {0.0f, -0.0f, 1.0f, -2.5f, 2.5f, 3.5f, -0.5f, 65504.0f,
+                                 65519.0f, 65520.0f, 1e5f, -1e30f, 6e-8f, 3e-8f, 1e-8f,
+                                 2.98e-8f, 127.5f, -128.5f, 300.0f, -129.0f, INFINITY,
+                                 -INFINITY, NAN, 1e-40f, 0x1.fffffep127f, 1.00390625f,
+                                 1.01171875f, 0.33333334f};
+    if (i < (int64_t)(sizeof edge / sizeof edge[0]))
+        return edge[i];
+    return (float)((unif() - 0.5) * ldexp(1, (int)(rnd() % 40) - 20));
+}
+
+static int same_f16(uint16_t a, uint16_t b)
+{
+    int an = (a & 0x7c00) == 0x7c00 && (a & 0x3ff), bn = (b & 0x7c00) == 0x7c00 && (b & 0x3ff);
+    return an || bn ? an && bn : a == b;
+}
+
+/* Converts x (dtype from) to dtype to on the device; out gets the bytes. */
+static void run_convert(tq_dtype from, tq_dtype to, int rank, const int64_t *dims, const void *x,
+                        void *out, const char *what)
+{
+    gt *gx = gt_new(from, rank, dims, x);
+    gt *gy = gt_new(to, rank, dims, NULL);
+    tq_status st = tq_op_convert(gx->t, gy->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gy, out, what);
+    gt_unchanged(gx, x, what);
+    gt_free(gx);
+    gt_free(gy);
+}
+
+static void test_convert(void)
+{
+    int64_t dims[2] = {9, 64}, n = 9 * 64;
+    float *x = malloc((size_t)n * 4), *back = malloc((size_t)n * 4);
+    uint16_t *h = malloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = convert_inputs(i);
+
+    run_convert(TQ_DTYPE_F32, TQ_DTYPE_F16, 2, dims, x, h, "convert f32 -> f16");
+    int64_t bad = 0, at = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (!same_f16(h[i], ref_f16(x[i])) && !bad++)
+            at = i;
+    CHECK(!bad, "%s: f32 -> f16: %lld wrong, first %.9g -> 0x%04x, want 0x%04x", dev_name,
+          (long long)bad, at < 0 ? 0.0 : x[at], at < 0 ? 0 : h[at], at < 0 ? 0 : ref_f16(x[at]));
+
+    run_convert(TQ_DTYPE_F16, TQ_DTYPE_F32, 2, dims, h, back, "convert f16 -> f32");
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = f16_value(h[i]);
+        if (isnan(want) ? !isnan(back[i]) : (double)back[i] != want || !signbit(back[i]) != !signbit(want))
+            bad++;
+    }
+    CHECK(!bad, "%s: f16 -> f32: %lld values not exact", dev_name, (long long)bad);
+
+    run_convert(TQ_DTYPE_F32, TQ_DTYPE_BF16, 2, dims, x, h, "convert f32 -> bf16");
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t want = ref_bf16(x[i]);
+        int nan_ok = isnan(x[i]) && (h[i] & 0x7f80) == 0x7f80 && (h[i] & 0x7f);
+        if (h[i] != want && !nan_ok && !bad++)
+            at = i;
+    }
+    CHECK(!bad, "%s: f32 -> bf16: %lld wrong, first %.9g -> 0x%04x, want 0x%04x", dev_name,
+          (long long)bad, x[at > 0 ? at : 0], h[at > 0 ? at : 0], ref_bf16(x[at > 0 ? at : 0]));
+    run_convert(TQ_DTYPE_BF16, TQ_DTYPE_F32, 2, dims, h, back, "convert bf16 -> f32");
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)h[i] << 16, w;
+        memcpy(&w, &back[i], 4);
+        if (isnan(x[i]) ? !isnan(back[i]) : u != w)
+            bad++;
+    }
+    CHECK(!bad, "%s: bf16 -> f32: %lld values not exact", dev_name, (long long)bad);
+
+    /* to i8: round to nearest even, saturate, NaN -> 0 */
+    int8_t *q = malloc((size_t)n);
+    run_convert(TQ_DTYPE_F32, TQ_DTYPE_I8, 2, dims, x, q, "convert f32 -> i8");
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = isnan(x[i]) ? 0 : fmin(127, fmax(-128, nearbyint(x[i])));
+        if (q[i] != want && !bad++)
+            at = i;
+    }
+    CHECK(!bad, "%s: f32 -> i8: %lld wrong, first %.9g -> %d", dev_name, (long long)bad,
+          x[at > 0 ? at : 0], q[at > 0 ? at : 0]);
+    /* from i32: exact below 2^24 */
+    int32_t *iv = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        iv[i] = (int32_t)(rnd() % 33554432) - 16777216;
+    run_convert(TQ_DTYPE_I32, TQ_DTYPE_F32, 2, dims, iv, back, "convert i32 -> f32");
+    bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += back[i] != (float)iv[i];
+    CHECK(!bad, "%s: i32 -> f32: %lld values not exact", dev_name, (long long)bad);
+
+    /* block codes: a round trip is within the quantization noise. For data
+     * uniform in [-1, 1], q8_0 steps are amax/127, noise variance step^2/12
+     * against a signal variance of 1/3: NMSE ~1.5e-5; q4_0 steps amax/8: ~4e-3.
+     * A block with a wrong scale or nibble order gives NMSE near 1 or more. */
+    for (int code = 0; code < 2; code++) {
+        tq_dtype dt = code ? TQ_DTYPE_Q4_0 : TQ_DTYPE_Q8_0;
+        double tol = code ? 1e-2 : 1e-4;
+        float *u = malloc((size_t)n * 4);
+        double *ref = malloc((size_t)n * 8);
+        fill(u, n, -1, 1);
+        for (int64_t i = 0; i < n; i++)
+            ref[i] = u[i];
+        uint64_t qb;
+        tq_dtype_payload_bytes(dt, 2, dims, &qb);
+        unsigned char *blk = malloc(qb);
+        char what[64];
+        snprintf(what, sizeof what, "convert f32 -> %s -> f32", tq_dtype_name(dt));
+        run_convert(TQ_DTYPE_F32, dt, 2, dims, u, blk, what);
+        run_convert(dt, TQ_DTYPE_F32, 2, dims, blk, back, what);
+        CHECK_NMSE(back, ref, n, tol, what);
+        free(u);
+        free(ref);
+        free(blk);
+    }
+
+    /* bit: 1 where x > 0, MSB first, each row padded to whole bytes */
+    int64_t bd[2] = {5, 33};
+    float bx[5 * 33];
+    for (int i = 0; i < 5 * 33; i++)
+        bx[i] = i % 11 == 0 ? (i % 2 ? -0.0f : 0.0f) : randf(-1, 1);
+    bx[7] = NAN;
+    unsigned char bits[5 * 5];
+    run_convert(TQ_DTYPE_F32, TQ_DTYPE_BIT, 2, bd, bx, bits, "convert f32 -> bit");
+    bad = 0;
+    for (int r = 0; r < 5; r++)
+        for (int j = 0; j < 40; j++) {
+            int want = j < 33 && bx[r * 33 + j] > 0;
+            bad += ((bits[r * 5 + j / 8] >> (7 - j % 8)) & 1) != want;
+        }
+    CHECK(!bad, "%s: f32 -> bit: %lld bits wrong", dev_name, (long long)bad);
+    float bback[5 * 33];
+    run_convert(TQ_DTYPE_BIT, TQ_DTYPE_F32, 2, bd, bits, bback, "convert bit -> f32");
+    bad = 0;
+    for (int i = 0; i < 5 * 33; i++)
+        bad += bback[i] != (bx[i] > 0 ? 1.0f : -1.0f);
+    CHECK(!bad, "%s: bit -> f32: %lld values wrong", dev_name, (long long)bad);
+
+    free(x);
+    free(back);
+    free(h);
+    free(q);
+    free(iv);
+}
+
+/* ------------------------------------------- same bits with 1 and 2 threads */
+
+typedef void (*det_fn)(void *out);
+
+static const float *det_x;
+static int64_t det_rows, det_d;
+
+/* 400 x 300 x 517: a shape where OpenBLAS's own threading gives different
+ * bits on 1 and 2 threads (k > 512 changes how it blocks), so this catches a
+ * split that follows the thread count. */
+static void det_matmul(void *out)
+{
+    int64_t m = 400, n = 300, k = 517, ad[2] = {m, k}, bd[2] = {n, k}, cd[2] = {m, n};
+    gt *ga = gt_new(TQ_DTYPE_F32, 2, ad, det_x);
+    gt *gb = gt_new(TQ_DTYPE_F32, 2, bd, det_x + m * k);
+    gt *det_out = gt_new(TQ_DTYPE_F32, 2, cd, NULL);
+    CHECK(tq_op_matmul(ga->t, 0, gb->t, 1, 1.0f, 0.0f, det_out->t) == TQ_OK, "%s: %s", dev_name,
+          tq_errmsg());
+    gt_get(det_out, out, "matmul (threads)");
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(det_out);
+}
+static void det_softmax(void *out)
+{
+    int64_t d[2] = {det_rows, det_d};
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, d, det_x);
+    gt *gy = gt_new(TQ_DTYPE_F32, 2, d, NULL);
+    CHECK(tq_op_softmax(gx->t, gy->t) == TQ_OK, "%s: %s", dev_name, tq_errmsg());
+    gt_get(gy, out, "softmax (threads)");
+    gt_free(gx);
+    gt_free(gy);
+}
+static void det_layernorm(void *out)
+{
+    int64_t d[2] = {det_rows, det_d};
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, d, det_x);
+    gt *gy = gt_new(TQ_DTYPE_F32, 2, d, NULL);
+    CHECK(tq_op_layernorm(gx->t, NULL, NULL, 1e-5f, gy->t) == TQ_OK, "%s: %s", dev_name,
+          tq_errmsg());
+    gt_get(gy, out, "layernorm (threads)");
+    gt_free(gx);
+    gt_free(gy);
+}
+static void det_topk(void *out)
+{
+    int64_t d[2] = {det_rows, det_d}, kd[2] = {det_rows, 17};
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, d, det_x);
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, NULL);
+    gt *gi = gt_new(TQ_DTYPE_I64, 2, kd, NULL);
+    CHECK(tq_op_topk(gx->t, 17, gv->t, gi->t) == TQ_OK, "%s: %s", dev_name, tq_errmsg());
+    gt_get(gv, out, "topk (threads)");
+    gt_get(gi, (char *)out + det_rows * 17 * 4, "topk (threads)");
+    gt_free(gx);
+    gt_free(gv);
+    gt_free(gi);
+}
+
+static void test_threads(const char *engine)
+{
+    det_rows = 500;
+    det_d = 301;
+    size_t n = (size_t)(det_rows * det_d);
+    size_t n_x = (400 + 300) * 517; /* det_matmul's A and B, more than n */
+    float *x = malloc(n_x * 4);
+    for (size_t i = 0; i < n_x; i++) /* ties for topk, spread for the rest */
+        x[i] = (float)(rnd() % 64) * 0.25f - 8.0f + (i % 3 ? randf(-1, 1) : 0.0f);
+    det_x = x;
+    struct {
+        const char *name;
+        det_fn fn;
+    } ops[] = {{"matmul", det_matmul}, {"softmax", det_softmax}, {"layernorm", det_layernorm},
+               {"topk", det_topk}};
+    size_t out_bytes = n * 12;
+    void *one = malloc(out_bytes), *two = malloc(out_bytes);
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        memset(one, 0, out_bytes);
+        memset(two, 0, out_bytes);
+        tq_threads_set(1);
+        ops[o].fn(one);
+        tq_threads_set(2);
+        ops[o].fn(two);
+        tq_threads_set(0);
+        CHECK(memcmp(one, two, out_bytes) == 0, "%s: %s%s%s differs between 1 and 2 threads",
+              dev_name, ops[o].name, engine ? " " : "", engine ? engine : "");
+        if (engine) /* only matmul depends on the engine */
+            break;
+    }
+    free(one);
+    free(two);
+    free(x);
+}
+
+/* ------------------------------------------------------------ CPU engines */
+
+/* The built-in sgemm called directly, on what the op never hands it: more
+ * columns than one panel (NC = 1024), leading dims wider than the matrix. */
+static void test_builtin_direct(const char *kernel)
+{
+    int m = 13, n = 1100, k = 300, lda = k + 5, ldb = n + 3, ldc = n + 7;
+    float *a = malloc((size_t)m * lda * 4), *b = malloc((size_t)k * ldb * 4),
+          *c = malloc((size_t)m * ldc * 4),
+          *got = malloc((size_t)m * n * 4);
+    double *ref = malloc((size_t)m * n * 8);
+    fill(a, (int64_t)m * lda, -1, 1);
+    fill(b, (int64_t)k * ldb, -1, 1);
+    fill(c, (int64_t)m * ldc, -1, 1);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int p = 0; p < k; p++)
+                s += (double)a[i * lda + p] * b[p * ldb + j];
+            ref[i * n + j] = 0.75 * s - 2.0 * c[i * ldc + j];
+        }
+    float *c_copy = malloc((size_t)m * ldc * 4);
+    memcpy(c_copy, c, (size_t)m * ldc * 4);
+    tq_cpu_sgemm_builtin(0, 0, m, n, k, 0.75f, a, lda, b, ldb, -2.0f, c, ldc);
+    int64_t gaps = 0;
+    for (int i = 0; i < m; i++) {
+        memcpy(got + i * n, c + i * ldc, (size_t)n * 4);
+        gaps += memcmp(c + i * ldc + n, c_copy + i * ldc + n, 7 * 4) != 0;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "built-in sgemm (%s), n > NC, wide ld", kernel);
+    CHECK_NMSE(got, ref, (int64_t)m * n, TOL_MM, what);
+    CHECK(gaps == 0, "built-in sgemm (%s) wrote into the gaps between rows of C", kernel);
+    free(a);
+    free(b);
+    free(c);
+    free(got);
+    free(ref);
+    free(c_copy);
+}
+
+/* The CPU's GELU claims more than the NMSE of the suite: each element within
+ * 2 ulp of the exact value (0.5 x erfc(-x / sqrt 2) in double), also in the
+ * negative tail where the result is tiny, down to the smallest subnormals. */
+static void test_gelu_ulp(void)
+{
+    int64_t n = 200001;
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(-15.0 + 30.0 * (double)i / (double)(n - 1));
+    gt *gx = gt_new(TQ_DTYPE_F32, 1, &n, x), *gy = gt_new(TQ_DTYPE_F32, 1, &n, NULL);
+    CHECK(tq_op_gelu(gx->t, gy->t) == TQ_OK, "gelu: %s", tq_errmsg());
+    gt_get(gy, y, "gelu ulp");
+    int64_t bad = 0, at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double ref = 0.5 * x[i] * erfc(-x[i] / sqrt(2.0));
+        if (!(fabs(y[i] - ref) <= 0x1p-23 * fabs(ref) + 0x1p-149) && !bad++)
+            at = i;
+    }
+    CHECK(bad == 0, "cpu gelu: %lld values off by more than 2 ulp, first gelu(%.9g) = %.9g, exact %.9g",
+          (long long)bad, x[at], y[at], 0.5 * x[at] * erfc(-x[at] / sqrt(2.0)));
+    gt_free(gx);
+    gt_free(gy);
+    free(x);
+    free(y);
+}
+
+static void test_cpu_engines(void)
+{
+    test_gelu_ulp();
+    char desc[256];
+    tq_cpu_blas_describe(desc, sizeof desc);
+    printf("ok cpu: %s\n", desc);
+    /* OpenBLAS when it loaded and passed its check */
+    if (tq_cpu_blas_sgemm()) {
+        test_matmul("OpenBLAS");
+        test_threads("OpenBLAS");
+    } else {
+        printf("ok cpu: OpenBLAS not in use: %s\n", desc);
+    }
+    tq_cpu_blas_force_builtin(1);
+    static const char *kernels[] = {"avx512", "avx2", "portable"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!tq_cpu_gemm_kernel_force(kernels[i])) {
+            printf("ok cpu: skip the %s sgemm kernel: this CPU lacks it\n", kernels[i]);
+            continue;
+        }
+        char engine[32];
+        snprintf(engine, sizeof engine, "built-in %s", kernels[i]);
+        test_matmul(engine);
+        test_threads(engine);
+        test_builtin_direct(kernels[i]);
+    }
+    tq_cpu_gemm_kernel_force(NULL);
+
+    /* OpenBLAS and the built-in sgemm agree on one product (both were held to
+     * the float64 reference above; this ties them to each other too) */
+    if (tq_cpu_blas_sgemm()) {
+        int64_t ad[2] = {150, 90}, bd[2] = {90, 110}, cd[2] = {150, 110};
+        float *a = malloc(150 * 90 * 4), *b = malloc(90 * 110 * 4);
+        float *c1 = malloc(150 * 110 * 4), *c2 = malloc(150 * 110 * 4);
+        double *r = malloc(150 * 110 * 8);
+        fill(a, 150 * 90, -1, 1);
+        fill(b, 90 * 110, -1, 1);
+        gt *ga = gt_new(TQ_DTYPE_F32, 2, ad, a), *gb = gt_new(TQ_DTYPE_F32, 2, bd, b);
+        gt *gc = gt_new(TQ_DTYPE_F32, 2, cd, NULL);
+        tq_op_matmul(ga->t, 0, gb->t, 0, 1.0f, 0.0f, gc->t);
+        gt_get(gc, c1, "matmul built-in");
+        tq_cpu_blas_force_builtin(0);
+        tq_op_matmul(ga->t, 0, gb->t, 0, 1.0f, 0.0f, gc->t);
+        gt_get(gc, c2, "matmul OpenBLAS");
+        for (int i = 0; i < 150 * 110; i++)
+            r[i] = c1[i];
+        CHECK_NMSE(c2, r, 150 * 110, 1e-12, "OpenBLAS against the built-in sgemm");
+        gt_free(ga);
+        gt_free(gb);
+        gt_free(gc);
+        free(a);
+        free(b);
+        free(c1);
+        free(c2);
+        free(r);
+    }
+    tq_cpu_blas_force_builtin(0);
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(void)
+{
+    static const char *specs[] = {"cpu", "vulkan", "cuda", "hip"};
+    int ran = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        if (tq_device_open(specs[s], &dev) != TQ_OK) {
+            printf("ok skip %s: %s\n", specs[s], tq_errmsg());
+            continue;
+        }
+        dev_name = tq_device_name(dev);
+        printf("ok device %s\n", tq_device_describe(dev));
+        ran++;
+        rng = 0x9e3779b97f4a7c15u + s; /* the same data whatever ran before */
+        if (tq_device_backend(dev) == TQ_BACKEND_CPU)
+            test_cpu_engines();
+        else
+            test_matmul("default");
+        test_threads(NULL);
+        test_rows();
+        test_elementwise();
+        test_topk();
+        test_gather();
+        test_convert();
+        tq_device_close(dev);
+    }
+    CHECK(ran > 0, "no device opened (the CPU always should)");
+    return CHECK_DONE();
+}
