@@ -25,6 +25,12 @@ ratio() { echo "scale=2; $1 / $2" | bc -l; }
 echo "tq bench: $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)"
 echo "cpu device: $(tq-cat --list-devices | grep '^cpu')"
 
+# ---- the machine's sgemm rate through the op API: the yardstick of later targets ----
+root=$(cd "$(dirname "$0")/.." && pwd)
+cc -O2 -I"$root/lib" -D_GNU_SOURCE "$root/scripts/sgemm-rate.c" "$root/lib/libtq.a" \
+    -lz -ldl -lm -pthread -o "$work/sgemm-rate"
+"$work/sgemm-rate" 2048
+
 # ---- stream pass-through, against cat, on a 2 GiB stream ----
 "$PY" -c "import numpy as np; np.save('$work/x.npy', np.random.default_rng(0).standard_normal((16384, 1024), dtype=np.float32))"
 tq-cat --from npy --as x "$work/x.npy" > "$work/one.tq"
