@@ -42,6 +42,11 @@ static inline void tq_put64(unsigned char *p, uint64_t v)
     tq_put32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* CRC-32C by one path, for the tests: 0 table, 1 SSE4.2 crc32 instruction,
+ * 2 (what tq_crc32c uses) carry-less folding for large buffers; a path the CPU
+ * lacks falls back to the one below it. */
+uint32_t tq_crc32c_path(int path, uint32_t crc, const void *data, size_t n);
+
 /* CRC of a header: every byte of it but the header_crc field itself (44..47). */
 uint32_t tq_header_crc(const unsigned char *hdr, size_t header_len);
 
