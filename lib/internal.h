@@ -58,6 +58,11 @@ size_t tq_header_encode(unsigned char *hdr, const tq_frame *f, uint32_t payload_
  * fills the error message (without context). */
 tq_status tq_str_check(const void *raw, uint64_t raw_size, int64_t n);
 
+/* Inflates a zlib payload and checks it (one zlib stream, exactly raw_size
+ * bytes, str offsets and UTF-8); keep=1 keeps the result as the frame's data,
+ * keep=0 only checks, in bounded memory. Message without context. */
+tq_status tq_frame_inflate(tq_frame *f, int keep);
+
 /* Checks a frame name and a metadata block; fills the message on failure. */
 tq_status tq_name_check(const char *name, size_t len);
 tq_status tq_meta_check(const char *meta, size_t len);

@@ -5,13 +5,28 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define READ_BUF (4u << 20)
+/* Read-ahead for headers and small frames. A larger rest goes straight to its
+ * destination, and payloads are read piece by piece so that each piece is
+ * CRC-checked while it is still in the cache. */
+#define READ_BUF (256u << 10)
+#define DIRECT_MIN (64u << 10)
+#define PIECE (256u << 10)
+/* A zlib payload is inflated when read (to check it); the result is kept for
+ * tq_frame_data up to this raw size, above it only checked in bounded memory. */
+#define KEEP_INFLATED (64u << 20)
+/* A payload this large in a regular file is mapped, not copied: the page cache
+ * serves it in place (payloads start at multiples of 64 for this). */
+#define MAP_MIN (1u << 20)
 
 typedef struct input {
     int fd;
     int own;
+    int is_file;          /* a regular file: payloads can be mapped */
+    off_t base;           /* file position where the stream starts */
     char label[256];
 } input;
 
@@ -33,28 +48,32 @@ struct tq_reader {
     uint64_t index;       /* frames read, over all inputs */
     unsigned char *hdr;   /* header bytes of the current frame */
     tq_frame frame;
+    void *map;            /* mapping behind frame.stored, if mapped */
+    size_t map_len;
     batch_shape *shapes;
     size_t n_shapes, cap_shapes;
 };
 
+static tq_status read_failed(tq_reader *r)
+{
+    return tq_fail(TQ_ERR_IO, "%s: read failed: %s", r->inputs[r->cur].label, strerror(errno));
+}
+
+/* One read into the empty read-ahead buffer. */
 static tq_status fill(tq_reader *r)
 {
-    if (r->pos == r->len)
-        r->pos = r->len = 0;
-    while (!r->eof && r->len < READ_BUF) {
-        ssize_t n = read(r->inputs[r->cur].fd, r->buf + r->len, READ_BUF - r->len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return tq_fail(TQ_ERR_IO, "%s: read failed: %s", r->inputs[r->cur].label,
-                           strerror(errno));
-        }
+    r->pos = r->len = 0;
+    for (;;) {
+        ssize_t n = read(r->inputs[r->cur].fd, r->buf, READ_BUF);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return read_failed(r);
         if (n == 0)
             r->eof = 1;
-        r->len += (size_t)n;
-        break; /* one read at a time keeps latency low on pipes */
+        r->len = (size_t)n;
+        return TQ_OK;
     }
-    return TQ_OK;
 }
 
 /* Copies n bytes from the input to dst; *got says how many arrived before EOF. */
@@ -63,33 +82,33 @@ static tq_status take(tq_reader *r, void *dst, size_t n, size_t *got)
     unsigned char *d = dst;
     *got = 0;
     while (*got < n) {
-        if (r->pos == r->len) {
-            if (r->eof)
-                return TQ_OK;
-            /* a large rest goes straight to its destination, skipping a copy */
-            if (n - *got >= READ_BUF / 2) {
-                ssize_t k = tq_read_full(r->inputs[r->cur].fd, d + *got, n - *got);
-                if (k < 0)
-                    return tq_fail(TQ_ERR_IO, "%s: read failed: %s",
-                                   r->inputs[r->cur].label, strerror(errno));
-                *got += (size_t)k;
-                r->offset += (uint64_t)k;
-                if (*got < n)
-                    r->eof = 1;
-                continue;
-            }
+        if (r->pos < r->len) {
+            size_t k = r->len - r->pos;
+            if (k > n - *got)
+                k = n - *got;
+            memcpy(d + *got, r->buf + r->pos, k);
+            r->pos += k;
+            *got += k;
+            r->offset += k;
+            continue;
+        }
+        if (r->eof)
+            return TQ_OK;
+        if (n - *got < DIRECT_MIN) {
             tq_status st = fill(r);
             if (st)
                 return st;
             continue;
         }
-        size_t k = r->len - r->pos;
-        if (k > n - *got)
-            k = n - *got;
-        memcpy(d + *got, r->buf + r->pos, k);
-        r->pos += k;
-        *got += k;
-        r->offset += k;
+        ssize_t k = read(r->inputs[r->cur].fd, d + *got, n - *got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return read_failed(r);
+        if (k == 0)
+            r->eof = 1;
+        *got += (size_t)k;
+        r->offset += (uint64_t)k;
     }
     return TQ_OK;
 }
@@ -104,6 +123,9 @@ static tq_status add_input(tq_reader *r, int fd, const char *label, int own)
     in->fd = fd;
     in->own = own;
     snprintf(in->label, sizeof in->label, "%s", !label || !strcmp(label, "-") ? "stdin" : label);
+    struct stat sb;
+    in->base = lseek(fd, 0, SEEK_CUR);
+    in->is_file = in->base >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
     tq_pipe_grow(fd);
     return TQ_OK;
 }
@@ -167,6 +189,8 @@ void tq_reader_close(tq_reader *r)
     free(r->buf);
     free(r->hdr);
     free(r->shapes);
+    if (r->map)
+        munmap(r->map, r->map_len);
     tq_frame_release(&r->frame);
     free(r);
 }
@@ -293,56 +317,120 @@ static tq_status parse_header(tq_reader *r, size_t header_len, uint64_t start)
     return check_batch(r, f) ? where(r, TQ_ERR_DATA, start) : TQ_OK;
 }
 
-/* Reads the stored payload into the frame's buffer. The buffer grows with the
- * bytes that actually arrive, so a truncated stream that claims a huge payload
- * fails at its real end instead of allocating the claim. */
+/* Makes room for want payload bytes, of which have already arrived. The buffer
+ * grows with the bytes that actually arrive, so a truncated stream that claims
+ * a huge payload fails at its real end instead of allocating the claim. */
+static tq_status grow(tq_frame *f, uint64_t have, uint64_t want)
+{
+    if (f->priv_cap >= want || f->priv_cap >= have + PIECE)
+        return TQ_OK;
+    uint64_t cap = 2 * (uint64_t)f->priv_cap;
+    if (cap < have + (1u << 20))
+        cap = have + (1u << 20);
+    if (cap > want)
+        cap = want;
+    void *n = realloc(f->priv_buf, (size_t)cap);
+    if (!n)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory for a %llu-byte payload",
+                       (unsigned long long)want);
+    f->priv_buf = n;
+    f->priv_cap = (size_t)cap;
+    return TQ_OK;
+}
+
+/* Maps the payload and its padding (want bytes at the current position) when
+ * the input is a regular file that holds them all; 0 if it did. Anything else
+ * (a short file, a failed mmap) is left to the read path, which reports it. */
+static int map_payload(tq_reader *r, uint64_t want, uint32_t *crc)
+{
+    input *in = &r->inputs[r->cur];
+    struct stat sb;
+    off_t at = in->base + (off_t)r->offset;
+    if (!in->is_file || want < MAP_MIN || fstat(in->fd, &sb) || sb.st_size < at ||
+        (uint64_t)(sb.st_size - at) < want)
+        return -1;
+    off_t page = (off_t)sysconf(_SC_PAGESIZE), from = at & ~(page - 1);
+    size_t len = (size_t)(want + (uint64_t)(at - from));
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in->fd, from);
+    if (m == MAP_FAILED)
+        return -1;
+    madvise(m, len, MADV_SEQUENTIAL);
+    /* the file position and the read-ahead move past the payload */
+    if (lseek(in->fd, at + (off_t)want, SEEK_SET) < 0) {
+        munmap(m, len);
+        return -1;
+    }
+    r->pos = r->len = 0;
+    r->offset += want;
+    r->map = m;
+    r->map_len = len;
+    r->frame.stored = (const unsigned char *)m + (at - from);
+    *crc = tq_crc32c(0, r->frame.stored, (size_t)r->frame.stored_size);
+    return 0;
+}
+
+/* Reads the stored payload and its padding into the frame's buffer, piece by
+ * piece, each CRC'd while in the cache. */
+static tq_status read_pieces(tq_reader *r, uint64_t start, uint64_t want, uint32_t *crc)
+{
+    tq_frame *f = &r->frame;
+    uint64_t have = 0;
+    *crc = 0;
+    while (have < want) {
+        tq_status st = grow(f, have, want);
+        if (st)
+            return where(r, st, start);
+        uint64_t chunk = want - have < PIECE ? want - have : PIECE;
+        /* drain the read-ahead exactly, so that the pieces after it can be read
+         * straight into place */
+        if (r->pos < r->len && r->len - r->pos < chunk)
+            chunk = r->len - r->pos;
+        unsigned char *p = (unsigned char *)f->priv_buf + have;
+        size_t got;
+        if ((st = take(r, p, (size_t)chunk, &got)))
+            return st;
+        if (have < f->stored_size)
+            *crc = tq_crc32c(*crc, p,
+                             (size_t)(f->stored_size - have < got ? f->stored_size - have : got));
+        have += got;
+        if (got < chunk)
+            return where(r, tq_fail(TQ_ERR_DATA, "truncated payload: %llu of %llu bytes "
+                                                 "(with padding to 64)",
+                                    (unsigned long long)have, (unsigned long long)want),
+                         r->offset);
+    }
+    f->stored = f->priv_buf;
+    return TQ_OK;
+}
+
+/* Reads the payload and checks its padding, its CRC and what it holds (the
+ * zlib stream, str offsets and UTF-8). */
 static tq_status read_payload(tq_reader *r, uint64_t start)
 {
     tq_frame *f = &r->frame;
-    uint64_t want = tq_align_up(f->stored_size), have = 0;
-    while (have < want) {
-        if (f->priv_cap < want) {
-            uint64_t cap = f->priv_cap ? 2 * (uint64_t)f->priv_cap : (1u << 20);
-            if (cap < have + (1u << 20))
-                cap = have + (1u << 20);
-            if (cap > want)
-                cap = want;
-            void *n = realloc(f->priv_buf, (size_t)cap);
-            if (!n)
-                return where(r, tq_fail(TQ_ERR_NOMEM, "out of memory for a %llu-byte payload",
-                                        (unsigned long long)want),
-                             start);
-            f->priv_buf = n;
-            f->priv_cap = (size_t)cap;
-        }
-        uint64_t chunk = (f->priv_cap < want ? f->priv_cap : want) - have;
-        size_t got;
-        tq_status st = take(r, (char *)f->priv_buf + have, (size_t)chunk, &got);
+    uint64_t want = tq_align_up(f->stored_size);
+    uint32_t crc;
+    if (map_payload(r, want, &crc)) {
+        tq_status st = read_pieces(r, start, want, &crc);
         if (st)
             return st;
-        have += got;
-        if (got < chunk)
-            return where(r, tq_fail(TQ_ERR_DATA, "truncated payload: %llu of %llu bytes",
-                                    (unsigned long long)(have < f->stored_size ? have : f->stored_size),
-                                    (unsigned long long)f->stored_size),
-                         r->offset);
     }
-    const unsigned char *pad = (const unsigned char *)f->priv_buf + f->stored_size;
+    const unsigned char *pad = (const unsigned char *)f->stored + f->stored_size;
     for (uint64_t i = 0; i < want - f->stored_size; i++)
         if (pad[i])
             return where(r, tq_fail(TQ_ERR_DATA, "payload padding is not zero"),
                          start + f->stored_size + i);
-    f->stored = f->priv_buf;
-    uint32_t crc = tq_crc32c(0, f->stored, (size_t)f->stored_size);
     uint32_t stored_crc = tq_le32(r->hdr + 20);
     if (crc != stored_crc)
         return where(r, tq_fail(TQ_ERR_DATA, "payload CRC mismatch (stored %08x, computed %08x)",
                                 stored_crc, crc),
                      start);
-    if (f->dtype == TQ_DTYPE_STR && !(f->flags & TQ_FLAG_ZLIB))
-        if (tq_str_check(f->stored, f->raw_size, f->dims[0]))
-            return where(r, TQ_ERR_DATA, start);
-    return TQ_OK;
+    tq_status st = TQ_OK;
+    if (f->flags & TQ_FLAG_ZLIB)
+        st = tq_frame_inflate(f, f->dtype == TQ_DTYPE_STR || f->raw_size <= KEEP_INFLATED);
+    else if (f->dtype == TQ_DTYPE_STR)
+        st = tq_str_check(f->stored, f->raw_size, f->dims[0]);
+    return st ? where(r, st, start) : TQ_OK;
 }
 
 tq_status tq_reader_next(tq_reader *r, tq_frame **out)
@@ -351,6 +439,11 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
     free(f->priv_raw);
     f->priv_raw = NULL;
     f->name[0] = 0;
+    f->stored = NULL;
+    if (r->map) {
+        munmap(r->map, r->map_len);
+        r->map = NULL;
+    }
     for (;;) {
         size_t got;
         uint64_t start = r->offset;
@@ -373,7 +466,7 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
         if (got < TQ_FIXED_HEADER)
             return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %d bytes", got,
                                     TQ_FIXED_HEADER),
-                         start);
+                         r->offset);
         if (tq_le16(h + 4) != TQ_FORMAT_VERSION)
             return where(r, tq_fail(TQ_ERR_DATA, "unknown format version %u (this reads %d)",
                                     tq_le16(h + 4), TQ_FORMAT_VERSION),
@@ -385,12 +478,19 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
             return where(r, tq_fail(TQ_ERR_DATA, "rank %u is over the limit of %d", rank,
                                     TQ_MAX_RANK),
                          start + 8);
-        if (name_len > TQ_MAX_NAME || meta_len > TQ_MAX_META)
-            return where(r, tq_fail(TQ_ERR_DATA, "name or metadata length over its limit"),
+        if (name_len > TQ_MAX_NAME)
+            return where(r, tq_fail(TQ_ERR_DATA, "name length %zu is over the limit of %d",
+                                    name_len, TQ_MAX_NAME),
                          start + 10);
+        if (meta_len > TQ_MAX_META)
+            return where(r, tq_fail(TQ_ERR_DATA, "metadata length %zu is over the limit of %d",
+                                    meta_len, TQ_MAX_META),
+                         start + 12);
         if (header_len != tq_align_up(TQ_FIXED_HEADER + 8 * rank + name_len + meta_len))
-            return where(r, tq_fail(TQ_ERR_DATA, "header length %zu does not match its fields",
-                                    header_len),
+            return where(r, tq_fail(TQ_ERR_DATA, "header length %zu does not match its fields "
+                                                 "(%llu)", header_len,
+                                    (unsigned long long)tq_align_up(TQ_FIXED_HEADER + 8 * rank +
+                                                                    name_len + meta_len)),
                          start + 16);
         st = take(r, r->hdr + TQ_FIXED_HEADER, header_len - TQ_FIXED_HEADER, &got);
         if (st)
@@ -398,7 +498,7 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
         if (got < header_len - TQ_FIXED_HEADER)
             return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %zu bytes",
                                     TQ_FIXED_HEADER + got, header_len),
-                         start);
+                         r->offset);
         f->index = r->index;
         f->offset = start;
         st = parse_header(r, header_len, start);
