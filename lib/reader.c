@@ -399,7 +399,8 @@ static tq_status read_pieces(tq_reader *r, uint64_t start, uint64_t want, uint32
                                     (unsigned long long)have, (unsigned long long)want),
                          r->offset);
     }
-    f->stored = f->priv_buf;
+    static const unsigned char empty[1];
+    f->stored = f->priv_buf ? f->priv_buf : empty; /* never NULL, even for 0 bytes */
     return TQ_OK;
 }
 
