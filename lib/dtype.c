@@ -164,6 +164,7 @@ float tq_bf16_to_f32(uint16_t h)
 /* ------------------------------------------------------------ bulk f16/bf16 */
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(uint16_t *d,
@@ -218,7 +219,10 @@ __attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d,
 
 static int have_f16c(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    /* cpuid, not __builtin_cpu_supports("f16c"), which clang does not know;
+     * once per array, so not worth caching */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && __builtin_cpu_supports("avx2");
 }
 static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
 #endif
