@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define WRITE_BUF (4u << 20)
+#define WRITE_BUF (256u << 10)
 
 struct tq_writer {
     int fd;
