@@ -640,6 +640,28 @@ static void check_large_zlib(void)
     free(raw);
 }
 
+/* A first frame with an empty payload: stored is a valid pointer, not NULL
+ * (found by fuzzing: NULL + 0 in the padding check). */
+static void check_empty_first(void)
+{
+    int fd = memfile();
+    tq_writer *w;
+    tq_writer_open_fd(&w, fd, "mem");
+    int64_t d[2] = {0, 3};
+    tq_writer_write(w, "e", TQ_DTYPE_F32, 2, d, NULL, 0, NULL, 0);
+    tq_writer_close(w, 1);
+    lseek(fd, 0, SEEK_SET);
+    tq_reader *r;
+    tq_frame *f;
+    const void *data = NULL;
+    tq_reader_open_fd(&r, fd, "mem");
+    CHECK(tq_reader_next(r, &f) == TQ_OK && f->stored != NULL && f->raw_size == 0 &&
+              tq_frame_data(f, &data) == TQ_OK && data != NULL,
+          "empty first frame: %s", tq_errmsg());
+    tq_reader_close(r);
+    close(fd);
+}
+
 /* tq_frame_meta_get reads whole keys only. */
 static void check_meta(void)
 {
@@ -669,5 +691,6 @@ int main(void)
     check_atomic();
     check_large_zlib();
     check_meta();
+    check_empty_first();
     return CHECK_DONE();
 }
