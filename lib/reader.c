@@ -33,9 +33,12 @@ typedef struct input {
     char label[256];
 } input;
 
-/* What the first batch of a name fixed: later batches must agree. */
+/* What the first batch of a name fixed: later batches must agree. Names are
+ * kept in an arena and found through a hash table, so that a stream of many
+ * names costs time linear in its frames. */
 typedef struct batch_shape {
-    char name[TQ_MAX_NAME + 1];
+    size_t name_at;       /* offset of the NUL-terminated name in the arena */
+    uint64_t hash;
     tq_dtype dtype;
     int rank;
     int64_t dims[TQ_MAX_RANK];
@@ -55,6 +58,10 @@ struct tq_reader {
     size_t map_len;
     batch_shape *shapes;
     size_t n_shapes, cap_shapes;
+    char *names;          /* arena of the names in shapes */
+    size_t names_len, names_cap;
+    uint32_t *slots;      /* hash table: 1 + index into shapes, 0 = empty */
+    size_t n_slots;       /* a power of two, at least twice n_shapes */
 };
 
 static tq_status read_failed(tq_reader *r)
@@ -192,6 +199,8 @@ void tq_reader_close(tq_reader *r)
     free(r->buf);
     free(r->hdr);
     free(r->shapes);
+    free(r->names);
+    free(r->slots);
     if (r->map)
         munmap(r->map, r->map_len);
     tq_frame_release(&r->frame);
@@ -209,11 +218,75 @@ static tq_status where(tq_reader *r, tq_status st, uint64_t at)
                            (unsigned long long)r->index, (unsigned long long)at);
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Puts shape i in the table (which has room). */
+static void slot_put(tq_reader *r, size_t i)
+{
+    size_t k = (size_t)r->shapes[i].hash & (r->n_slots - 1);
+    while (r->slots[k])
+        k = (k + 1) & (r->n_slots - 1);
+    r->slots[k] = (uint32_t)(i + 1);
+}
+
+/* Remembers the shape of a name seen for the first time. */
+static tq_status add_shape(tq_reader *r, const tq_frame *f, uint64_t hash)
+{
+    size_t len = strlen(f->name) + 1;
+    if (r->n_shapes + 1 >= UINT32_MAX)
+        return tq_fail(TQ_ERR_NOMEM, "too many frame names");
+    if (r->n_shapes == r->cap_shapes) {
+        size_t cap = r->cap_shapes ? 2 * r->cap_shapes : 16;
+        batch_shape *n = realloc(r->shapes, cap * sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->shapes = n;
+        r->cap_shapes = cap;
+    }
+    if (r->names_len + len > r->names_cap) {
+        size_t cap = r->names_cap ? 2 * r->names_cap : 4096;
+        char *n = realloc(r->names, cap);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->names = n;
+        r->names_cap = cap;
+    }
+    if (2 * (r->n_shapes + 1) > r->n_slots) {
+        size_t n_slots = r->n_slots ? 2 * r->n_slots : 64;
+        uint32_t *n = calloc(n_slots, sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        free(r->slots);
+        r->slots = n;
+        r->n_slots = n_slots;
+        for (size_t i = 0; i < r->n_shapes; i++)
+            slot_put(r, i);
+    }
+    batch_shape *b = &r->shapes[r->n_shapes];
+    b->name_at = r->names_len;
+    memcpy(r->names + r->names_len, f->name, len);
+    r->names_len += len;
+    b->hash = hash;
+    b->dtype = f->dtype;
+    b->rank = f->rank;
+    memcpy(b->dims, f->dims, sizeof b->dims);
+    slot_put(r, r->n_shapes++);
+    return TQ_OK;
+}
+
 static tq_status check_batch(tq_reader *r, const tq_frame *f)
 {
-    for (size_t i = 0; i < r->n_shapes; i++) {
-        batch_shape *b = &r->shapes[i];
-        if (strcmp(b->name, f->name))
+    uint64_t hash = name_hash(f->name);
+    for (size_t k = r->n_slots ? (size_t)hash & (r->n_slots - 1) : 0; r->n_slots && r->slots[k];
+         k = (k + 1) & (r->n_slots - 1)) {
+        batch_shape *b = &r->shapes[r->slots[k] - 1];
+        if (b->hash != hash || strcmp(r->names + b->name_at, f->name))
             continue;
         if (b->dtype != f->dtype)
             return tq_fail(TQ_ERR_DATA, "dtype %s differs from the earlier batches (%s)",
@@ -228,20 +301,7 @@ static tq_status check_batch(tq_reader *r, const tq_frame *f)
                                (long long)f->dims[d], (long long)b->dims[d]);
         return TQ_OK;
     }
-    if (r->n_shapes == r->cap_shapes) {
-        size_t cap = r->cap_shapes ? 2 * r->cap_shapes : 16;
-        batch_shape *n = realloc(r->shapes, cap * sizeof *n);
-        if (!n)
-            return tq_fail(TQ_ERR_NOMEM, "out of memory");
-        r->shapes = n;
-        r->cap_shapes = cap;
-    }
-    batch_shape *b = &r->shapes[r->n_shapes++];
-    memcpy(b->name, f->name, sizeof b->name);
-    b->dtype = f->dtype;
-    b->rank = f->rank;
-    memcpy(b->dims, f->dims, sizeof b->dims);
-    return TQ_OK;
+    return add_shape(r, f, hash);
 }
 
 /* Parses and checks the header now in r->hdr (header_len bytes). */
@@ -317,7 +377,8 @@ static tq_status parse_header(tq_reader *r, size_t header_len, uint64_t start)
         return where(r, tq_fail(TQ_ERR_DATA, "stored size %llu is over the frame limit",
                                 (unsigned long long)f->stored_size),
                      start + 24);
-    return check_batch(r, f) ? where(r, TQ_ERR_DATA, start) : TQ_OK;
+    tq_status st = check_batch(r, f);
+    return st ? where(r, st, start) : TQ_OK;
 }
 
 /* Makes room for want payload bytes, of which have already arrived. The buffer
