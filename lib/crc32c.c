@@ -1,7 +1,9 @@
-/* crc32c.c: CRC-32C (Castagnoli), the checksum of the stream format. The SSE4.2
- * crc32 instruction does 8 bytes a cycle per lane, so checking every payload on
- * pass-through costs little next to the pipe; a table path serves other CPUs. */
-#include "tq.h"
+/* crc32c.c: CRC-32C (Castagnoli), the checksum of the stream format. Checking
+ * every payload on pass-through must cost little next to the copy itself: large
+ * buffers fold 256 bytes at a time with carry-less multiplies (AVX-512
+ * VPCLMULQDQ), the rest uses the SSE4.2 crc32 instruction, and a table path
+ * serves other CPUs. */
+#include "internal.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -153,14 +155,137 @@ static uint32_t shift_zeros(uint32_t crc, size_t nbytes)
     pthread_once(&zeros_once, zeros_init);
     return gf2_times(zeros_op, crc);
 }
+
+/* ---- folding with carry-less multiplies ----
+ * A 16-byte block A, read as the polynomial H x^64 + L (the reflected bit order
+ * puts the higher half in the low 8 bytes), moved d bits further along the
+ * message is congruent mod P to H (x^(64+d) mod P) + L (x^d mod P), which has
+ * fewer than 128 bits: "folding" it into the block there keeps the CRC. The
+ * carry-less product of two reflected 64-bit values comes out multiplied by x,
+ * so the constants are x^(63+d) and x^(d-1) mod P. Once everything is folded
+ * into one 16-byte block, the crc32 instruction finishes it: a block congruent
+ * to the message has the message's CRC. */
+#include <immintrin.h>
+
+#define FOLD_MIN 512 /* below this the crc32 instruction is as fast */
+
+/* x^e mod P, as the 64-bit reflected operand of a carry-less multiply. */
+static uint64_t xpow_mod(unsigned e)
+{
+    uint32_t r = 1; /* normal bit order: bit i is the coefficient of x^i */
+    while (e--)
+        r = (r << 1) ^ (r & 0x80000000u ? 0x1edc6f41u : 0);
+    uint32_t rev = 0;
+    for (int i = 0; i < 32; i++)
+        rev |= ((r >> i) & 1u) << (31 - i);
+    return (uint64_t)rev << 32;
+}
+
+/* The pairs of constants that fold a block forward by 16, 32, 48, 64, 128,
+ * 192 and 256 bytes. */
+enum { K16, K32, K48, K64, K128, K192, K256, K_COUNT };
+static uint64_t k_fold[K_COUNT][2];
+static pthread_once_t k_once = PTHREAD_ONCE_INIT;
+
+static void k_init(void)
+{
+    static const unsigned by[K_COUNT] = {16, 32, 48, 64, 128, 192, 256};
+    for (int i = 0; i < K_COUNT; i++) {
+        k_fold[i][0] = xpow_mod(8 * by[i] + 63); /* for the low 8 bytes (H) */
+        k_fold[i][1] = xpow_mod(8 * by[i] - 1);  /* for the high 8 bytes (L) */
+    }
+}
+
+#define TARGET_FOLD __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+TARGET_FOLD static __m512i fold512(__m512i a, int k, __m512i b)
+{
+    __m512i kk = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)k_fold[k]));
+    __m512i h = _mm512_clmulepi64_epi128(a, kk, 0x00), l = _mm512_clmulepi64_epi128(a, kk, 0x11);
+    return _mm512_ternarylogic_epi64(h, l, b, 0x96); /* h ^ l ^ b */
+}
+
+TARGET_FOLD static __m128i fold128(__m128i a, int k, __m128i b)
+{
+    __m128i kk = _mm_loadu_si128((const __m128i *)k_fold[k]);
+    __m128i h = _mm_clmulepi64_si128(a, kk, 0x00), l = _mm_clmulepi64_si128(a, kk, 0x11);
+    return _mm_xor_si128(_mm_xor_si128(h, l), b);
+}
+
+/* The raw register (no inversions) over n >= FOLD_MIN bytes. */
+TARGET_FOLD static uint32_t crc_fold(uint32_t crc, const unsigned char *p, size_t n)
+{
+    pthread_once(&k_once, k_init);
+    /* four streams of 64-byte blocks, 256 bytes apart; the starting register
+     * is xored into the first bytes, as the CRC of a message allows */
+    __m512i a0 = _mm512_xor_si512(_mm512_loadu_si512(p),
+                                  _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+    __m512i a1 = _mm512_loadu_si512(p + 64), a2 = _mm512_loadu_si512(p + 128),
+            a3 = _mm512_loadu_si512(p + 192);
+    p += 256;
+    n -= 256;
+    while (n >= 256) {
+        a0 = fold512(a0, K256, _mm512_loadu_si512(p));
+        a1 = fold512(a1, K256, _mm512_loadu_si512(p + 64));
+        a2 = fold512(a2, K256, _mm512_loadu_si512(p + 128));
+        a3 = fold512(a3, K256, _mm512_loadu_si512(p + 192));
+        p += 256;
+        n -= 256;
+    }
+    /* the streams onto the last one, then its four 16-byte lanes onto the last */
+    a3 = fold512(a0, K192, a3);
+    a3 = fold512(a1, K128, a3);
+    a3 = fold512(a2, K64, a3);
+    __m128i x = _mm512_extracti32x4_epi32(a3, 3);
+    x = fold128(_mm512_extracti32x4_epi32(a3, 0), K48, x);
+    x = fold128(_mm512_extracti32x4_epi32(a3, 1), K32, x);
+    x = fold128(_mm512_extracti32x4_epi32(a3, 2), K16, x);
+    while (n >= 16) {
+        x = fold128(x, K16, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(x, 1));
+    while (n--)
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+    return (uint32_t)c;
+}
 #endif
 
-uint32_t tq_crc32c(uint32_t crc, const void *data, size_t n)
+static int have_fold(void)
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("sse4.2");
+#else
+    return 0;
+#endif
+}
+
+static int have_crc32(void)
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("sse4.2");
+#else
+    return 0;
+#endif
+}
+
+uint32_t tq_crc32c_path(int path, uint32_t crc, const void *data, size_t n)
 {
     crc = ~crc;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("sse4.2"))
+    if (path >= 2 && n >= FOLD_MIN && have_fold())
+        return ~crc_fold(crc, data, n);
+    if (path >= 1 && have_crc32())
         return ~crc_hw(crc, data, n);
 #endif
+    (void)path;
     return ~crc_sw(crc, data, n);
+}
+
+uint32_t tq_crc32c(uint32_t crc, const void *data, size_t n)
+{
+    return tq_crc32c_path(2, crc, data, n);
 }

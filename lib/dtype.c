@@ -57,22 +57,23 @@ tq_status tq_dtype_payload_bytes(tq_dtype dt, int rank, const int64_t *dims,
         return tq_fail(TQ_ERR_USAGE, "str payloads have no fixed size");
     if (rank < 0 || rank > TQ_MAX_RANK)
         return tq_fail(TQ_ERR_DATA, "rank %d is over the limit of %d", rank, TQ_MAX_RANK);
-    /* Elements of all dims but the last, and the bytes of one last-dim row. */
-    uint64_t outer = 1, last = rank ? 0 : 1;
+    /* Elements first, each empty dim counted as 1, so that no product of dims
+     * a reader computes can overflow, even in a frame without rows. */
+    const uint64_t max_elems = TQ_MAX_FRAME_BYTES * 8; /* as many as bit can hold */
+    uint64_t elems = 1, outer = 1, last = rank ? 0 : 1;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0)
             return tq_fail(TQ_ERR_DATA, "dim %d is negative (%lld)", i, (long long)dims[i]);
-        if (i + 1 < rank) {
-            if (dims[i] && outer > TQ_MAX_FRAME_BYTES / (uint64_t)dims[i])
-                goto too_big;
+        uint64_t d = dims[i] ? (uint64_t)dims[i] : 1;
+        if (d > max_elems / elems)
+            return tq_fail(TQ_ERR_DATA, "shape has more than 2^39 elements, the frame limit");
+        elems *= d;
+        if (i + 1 < rank)
             outer *= (uint64_t)dims[i];
-        } else {
+        else
             last = (uint64_t)dims[i];
-        }
     }
-    if (last > TQ_MAX_FRAME_BYTES)
-        goto too_big;
-    uint64_t row;
+    uint64_t row; /* bytes of one row along the last dim: no overflow below 2^42 */
     switch (dt) {
     case TQ_DTYPE_Q8_0:
     case TQ_DTYPE_Q4_0:
@@ -89,15 +90,11 @@ tq_status tq_dtype_payload_bytes(tq_dtype dt, int rank, const int64_t *dims,
     default:
         row = last * dtypes[dt].size;
     }
-    if (row && outer > TQ_MAX_FRAME_BYTES / row)
-        goto too_big;
     *bytes = outer * row;
     if (*bytes > TQ_MAX_FRAME_BYTES)
-        goto too_big;
+        return tq_fail(TQ_ERR_DATA, "shape needs %llu bytes, over the frame limit of %llu",
+                       (unsigned long long)*bytes, (unsigned long long)TQ_MAX_FRAME_BYTES);
     return TQ_OK;
-too_big:
-    return tq_fail(TQ_ERR_DATA, "shape exceeds the frame limit of %llu bytes",
-                   (unsigned long long)TQ_MAX_FRAME_BYTES);
 }
 
 /* ------------------------------------------------------------ scalar f16/bf16 */
@@ -144,8 +141,8 @@ float tq_f16_to_f32(uint16_t h)
         float f = (float)m * 0x1p-24f; /* exact: subnormal or zero */
         return bits_f32(f32_bits(f) | sign);
     }
-    if (e == 31)
-        return bits_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 31) /* infinity, or NaN made quiet as F16C makes it */
+        return bits_f32(sign | 0x7f800000u | (m ? 0x400000u : 0) | (m << 13));
     return bits_f32(sign | ((e + 112) << 23) | (m << 13));
 }
 
@@ -158,11 +155,16 @@ uint16_t tq_f32_to_bf16(float x)
     return (uint16_t)(u >> 16);
 }
 
-float tq_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+float tq_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    return bits_f32((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u); /* NaN: quiet */
+}
 
 /* ------------------------------------------------------------ bulk f16/bf16 */
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(uint16_t *d,
@@ -217,7 +219,10 @@ __attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d,
 
 static int have_f16c(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    /* cpuid, not __builtin_cpu_supports("f16c"), which clang does not know;
+     * once per array, so not worth caching */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && __builtin_cpu_supports("avx2");
 }
 static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
 #endif
@@ -260,12 +265,41 @@ static void f32_to_bf16(uint16_t *d, const float *s, size_t n)
 
 static void bf16_to_f32(float *d, const uint16_t *s, size_t n)
 {
-    /* a plain shift: compilers vectorize this loop as it stands */
-    for (size_t i = 0; i < n; i++)
-        d[i] = bits_f32((uint32_t)s[i] << 16);
+    /* a shift (and NaN made quiet): compilers vectorize this loop as it stands */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)s[i] << 16;
+        d[i] = bits_f32((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u);
+    }
 }
 
 /* ------------------------------------------------------------ generic paths */
+
+/* To f16 and bf16 by way of f32, the first rounding must not decide a tie for
+ * the second (1 + 2^-11 + 2^-40 would round to f32 1 + 2^-11, then to even
+ * f16 1, not up): rounding to odd in f32 keeps the sticky bit, and f32 has more
+ * than two bits to spare over f16 and bf16, so the second rounding is right. */
+static float odd_f32(float f, int inexact, int up)
+{
+    uint32_t u = f32_bits(f);
+    if (!inexact || (u & 1u) || (u & 0x7fffffffu) >= 0x7f800000u)
+        return f;
+    return nextafterf(f, up ? INFINITY : -INFINITY);
+}
+
+static float f32_odd_from_f64(double v)
+{
+    float f = (float)v;
+    return isnan(v) ? f : odd_f32(f, (double)f != v, v > (double)f);
+}
+
+static float f32_odd_from_i64(int64_t v)
+{
+    float f = (float)v;
+    if (f >= 0x1p63f) /* only INT64_MAX and its neighbours get here: inexact */
+        return odd_f32(f, 1, 0);
+    int64_t back = (int64_t)f;
+    return odd_f32(f, back != v, v > back);
+}
 
 static double load_f(tq_dtype dt, const void *src, size_t i)
 {
@@ -327,8 +361,8 @@ static void store_f(tq_dtype dt, void *dst, size_t i, double v)
     switch (dt) {
     case TQ_DTYPE_F32: { float w = (float)v; memcpy(p + 4 * i, &w, 4); return; }
     case TQ_DTYPE_F64: memcpy(p + 8 * i, &v, 8); return;
-    case TQ_DTYPE_F16: { uint16_t w = tq_f32_to_f16((float)v); memcpy(p + 2 * i, &w, 2); return; }
-    case TQ_DTYPE_BF16: { uint16_t w = tq_f32_to_bf16((float)v); memcpy(p + 2 * i, &w, 2); return; }
+    case TQ_DTYPE_F16: { uint16_t w = tq_f32_to_f16(f32_odd_from_f64(v)); memcpy(p + 2 * i, &w, 2); return; }
+    case TQ_DTYPE_BF16: { uint16_t w = tq_f32_to_bf16(f32_odd_from_f64(v)); memcpy(p + 2 * i, &w, 2); return; }
     default: break;
     }
     /* to an integer type: round to nearest even, saturate, NaN -> 0 */
@@ -359,8 +393,12 @@ static void quant_q8_0(unsigned char *dst, const float *x, size_t n)
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         uint16_t dh = tq_f32_to_f16(d);
         memcpy(dst, &dh, 2);
-        for (int j = 0; j < TQ_QK; j++)
-            dst[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
+        for (int j = 0; j < TQ_QK; j++) {
+            /* as ggml for finite input; the clamp only meets inf and NaN (and a
+             * d so small that 1/d overflows), where a cast would be undefined */
+            float q = roundf(x[j] * id);
+            dst[2 + j] = (unsigned char)(int8_t)(q >= 127.0f ? 127 : q <= -127.0f ? -127 : q == q ? (int)q : 0);
+        }
     }
 }
 
@@ -378,8 +416,9 @@ static void quant_q4_0(unsigned char *dst, const float *x, size_t n)
         memcpy(dst, &dh, 2);
         for (int j = 0; j < TQ_QK / 2; j++) {
             float x0 = x[j] * id + 8.5f, x1 = x[TQ_QK / 2 + j] * id + 8.5f;
-            unsigned q0 = x0 < 15.0f ? (unsigned)(int8_t)x0 : 15u;
-            unsigned q1 = x1 < 15.0f ? (unsigned)(int8_t)x1 : 15u;
+            /* ggml's MIN(15, (int8_t)x); x < 0 only from inf or a tiny d */
+            unsigned q0 = x0 < 15.0f ? (x0 > 0.0f ? (unsigned)x0 : 0u) : 15u;
+            unsigned q1 = x1 < 15.0f ? (x1 > 0.0f ? (unsigned)x1 : 0u) : 15u;
             dst[2 + j] = (unsigned char)(q0 | (q1 << 4));
         }
     }
@@ -502,6 +541,23 @@ tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
         for (size_t i = 0; i < n; i++) {
             int64_t v = load_i(from, src, i);
             store_i(to, dst, i, v < lo ? lo : v > hi ? hi : v);
+        }
+    } else if (from == TQ_DTYPE_I64) {
+        /* not through double: it would round once too often */
+        for (size_t i = 0; i < n; i++) {
+            int64_t v = load_i(from, src, i);
+            unsigned char *p = dst;
+            if (to == TQ_DTYPE_F64) {
+                double w = (double)v;
+                memcpy(p + 8 * i, &w, 8);
+            } else if (to == TQ_DTYPE_F32) {
+                float w = (float)v;
+                memcpy(p + 4 * i, &w, 4);
+            } else {
+                float f = f32_odd_from_i64(v);
+                uint16_t w = to == TQ_DTYPE_F16 ? tq_f32_to_f16(f) : tq_f32_to_bf16(f);
+                memcpy(p + 2 * i, &w, 2);
+            }
         }
     } else {
         for (size_t i = 0; i < n; i++)

@@ -128,12 +128,15 @@ const char *tq_frame_meta_get(const tq_frame *f, const char *key)
     return NULL;
 }
 
-static tq_status inflate_payload(tq_frame *f)
+tq_status tq_frame_inflate(tq_frame *f, int keep)
 {
-    /* The output grows with what the data really yields, up to raw_size, so a
-     * header that lies about its size cannot make us allocate it up front. */
-    size_t cap = f->raw_size < (1u << 20) ? (size_t)f->raw_size : (1u << 20);
-    unsigned char *out = malloc(cap ? cap : 1);
+    /* Kept output grows with what the data really yields, up to raw_size, so a
+     * header that lies about its size cannot make us allocate it up front; a
+     * check without keeping inflates into one small window, over and over. */
+    enum { WINDOW = 1 << 18 };
+    size_t cap = f->raw_size < WINDOW ? (size_t)f->raw_size : WINDOW;
+    unsigned char *out = malloc(cap ? cap : 1), *win = out;
+    unsigned char spill[64]; /* catches output past raw_size */
     if (!out)
         return tq_fail(TQ_ERR_NOMEM, "out of memory inflating a payload");
     z_stream z;
@@ -143,60 +146,86 @@ static tq_status inflate_payload(tq_frame *f)
         return tq_fail(TQ_ERR_NOMEM, "zlib cannot start");
     }
     const unsigned char *in = f->stored;
-    uint64_t in_left = f->stored_size, done = 0;
-    int zr = Z_OK;
+    uint64_t in_left = f->stored_size, done = 0; /* done: bytes inflated in all */
+    size_t at = 0;                               /* bytes used of the window or buffer */
     tq_status st = TQ_OK;
-    while (zr != Z_STREAM_END) {
-        if (done == cap) {
-            if (cap == f->raw_size) {
-                st = tq_fail(TQ_ERR_DATA, "zlib payload inflates past its raw size of %llu",
-                             (unsigned long long)f->raw_size);
-                break;
+    for (;;) {
+        unsigned char *dst;
+        size_t room;
+        if (done == f->raw_size) {
+            dst = spill; /* any byte landing here is one too many */
+            room = sizeof spill;
+        } else {
+            if (at == cap) {
+                if (!keep) {
+                    at = 0;
+                } else {
+                    size_t ncap = cap * 2 > f->raw_size ? (size_t)f->raw_size : cap * 2;
+                    unsigned char *n = realloc(out, ncap);
+                    if (!n) {
+                        st = tq_fail(TQ_ERR_NOMEM, "out of memory inflating a payload");
+                        break;
+                    }
+                    out = win = n;
+                    cap = ncap;
+                }
             }
-            size_t ncap = cap * 2 > f->raw_size ? (size_t)f->raw_size : cap * 2;
-            unsigned char *n = realloc(out, ncap);
-            if (!n) {
-                st = tq_fail(TQ_ERR_NOMEM, "out of memory inflating a payload");
-                break;
-            }
-            out = n;
-            cap = ncap;
+            dst = win + at;
+            room = cap - at;
+            if (room > f->raw_size - done)
+                room = (size_t)(f->raw_size - done);
         }
         uInt in_chunk = in_left > (1u << 30) ? (1u << 30) : (uInt)in_left;
-        uInt out_chunk = cap - done > (1u << 30) ? (1u << 30) : (uInt)(cap - done);
+        uInt out_chunk = room > (1u << 30) ? (1u << 30) : (uInt)room;
         z.next_in = (Bytef *)(uintptr_t)in;
         z.avail_in = in_chunk;
-        z.next_out = out + done;
+        z.next_out = dst;
         z.avail_out = out_chunk;
-        zr = inflate(&z, Z_NO_FLUSH);
+        int zr = inflate(&z, Z_NO_FLUSH);
+        uInt made = out_chunk - z.avail_out;
         in += in_chunk - z.avail_in;
         in_left -= in_chunk - z.avail_in;
-        done += out_chunk - z.avail_out;
-        if (zr == Z_STREAM_END)
-            break;
-        if (zr != Z_OK && !(zr == Z_BUF_ERROR && (in_left || done == cap))) {
-            st = tq_fail(TQ_ERR_DATA, "zlib payload is corrupt (%s)",
-                         z.msg ? z.msg : "truncated");
+        if (dst == spill && made) {
+            st = tq_fail(TQ_ERR_DATA, "zlib payload inflates past its raw size of %llu",
+                         (unsigned long long)f->raw_size);
             break;
         }
-        if (zr == Z_BUF_ERROR && !in_left && done < cap) {
-            st = tq_fail(TQ_ERR_DATA, "zlib payload is truncated");
+        done += made;
+        if (dst != spill)
+            at += made;
+        if (zr == Z_STREAM_END) {
+            if (in_left)
+                st = tq_fail(TQ_ERR_DATA, "zlib payload has %llu bytes after its end",
+                             (unsigned long long)in_left);
+            else if (done != f->raw_size)
+                st = tq_fail(TQ_ERR_DATA, "zlib payload inflates to %llu bytes, the header "
+                             "says %llu", (unsigned long long)done,
+                             (unsigned long long)f->raw_size);
+            break;
+        }
+        if (zr == Z_MEM_ERROR) {
+            st = tq_fail(TQ_ERR_NOMEM, "out of memory inflating a payload");
+            break;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            st = tq_fail(TQ_ERR_DATA, "zlib payload is corrupt (%s)",
+                         z.msg ? z.msg : zr == Z_NEED_DICT ? "wants a dictionary" : "bad data");
+            break;
+        }
+        if (zr == Z_BUF_ERROR && !in_left) {
+            st = tq_fail(TQ_ERR_DATA, "zlib payload is truncated after %llu bytes",
+                         (unsigned long long)done);
             break;
         }
     }
     inflateEnd(&z);
-    if (!st && (done != f->raw_size || in_left))
-        st = tq_fail(TQ_ERR_DATA,
-                     "zlib payload inflates to %llu bytes, the header says %llu",
-                     (unsigned long long)done, (unsigned long long)f->raw_size);
-    if (!st && f->dtype == TQ_DTYPE_STR)
+    if (!st && keep && f->dtype == TQ_DTYPE_STR)
         st = tq_str_check(out, f->raw_size, f->dims[0]);
-    if (st) {
+    if (st || !keep) {
         free(out);
-        return tq_fail_context(st, "frame %llu \"%s\", byte %llu",
-                               (unsigned long long)f->index, f->name,
-                               (unsigned long long)f->offset);
+        return st;
     }
+    free(f->priv_raw);
     f->priv_raw = out;
     return TQ_OK;
 }
@@ -208,9 +237,11 @@ tq_status tq_frame_data(tq_frame *f, const void **data)
         return TQ_OK;
     }
     if (!f->priv_raw) {
-        tq_status st = inflate_payload(f);
+        tq_status st = tq_frame_inflate(f, 1);
         if (st)
-            return st;
+            return tq_fail_context(st, "frame %llu \"%s\", byte %llu",
+                                   (unsigned long long)f->index, f->name,
+                                   (unsigned long long)f->offset);
     }
     *data = f->priv_raw;
     return TQ_OK;

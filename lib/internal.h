@@ -42,6 +42,11 @@ static inline void tq_put64(unsigned char *p, uint64_t v)
     tq_put32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* CRC-32C by one path, for the tests: 0 table, 1 SSE4.2 crc32 instruction,
+ * 2 (what tq_crc32c uses) carry-less folding for large buffers; a path the CPU
+ * lacks falls back to the one below it. */
+uint32_t tq_crc32c_path(int path, uint32_t crc, const void *data, size_t n);
+
 /* CRC of a header: every byte of it but the header_crc field itself (44..47). */
 uint32_t tq_header_crc(const unsigned char *hdr, size_t header_len);
 
@@ -52,6 +57,11 @@ size_t tq_header_encode(unsigned char *hdr, const tq_frame *f, uint32_t payload_
 /* Checks the offsets of a str payload of n rows and raw bytes; 0 if fine, else
  * fills the error message (without context). */
 tq_status tq_str_check(const void *raw, uint64_t raw_size, int64_t n);
+
+/* Inflates a zlib payload and checks it (one zlib stream, exactly raw_size
+ * bytes, str offsets and UTF-8); keep=1 keeps the result as the frame's data,
+ * keep=0 only checks, in bounded memory. Message without context. */
+tq_status tq_frame_inflate(tq_frame *f, int keep);
 
 /* Checks a frame name and a metadata block; fills the message on failure. */
 tq_status tq_name_check(const char *name, size_t len);

@@ -5,19 +5,40 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define READ_BUF (4u << 20)
+/* Read-ahead for headers and small frames. A larger rest goes straight to its
+ * destination, and payloads are read piece by piece so that each piece is
+ * CRC-checked while it is still in the cache. */
+#define READ_BUF (256u << 10)
+#define DIRECT_MIN (64u << 10)
+#define PIECE (256u << 10)
+/* A zlib payload is inflated when read (to check it); the result is kept for
+ * tq_frame_data up to this raw size, above it only checked in bounded memory. */
+#define KEEP_INFLATED (64u << 20)
+/* A payload this large in a regular file is mapped, not copied: the page cache
+ * serves it in place (payloads start at multiples of 64 for this). */
+#define MAP_MIN (1u << 20)
+/* Payload buffers this large are aligned to and advised onto huge pages:
+ * reading a pipe into a 16 MiB buffer of small pages cost 25% more time. */
+#define HUGE_MIN (2u << 20)
 
 typedef struct input {
     int fd;
     int own;
+    int is_file;          /* a regular file: payloads can be mapped */
+    off_t base;           /* file position where the stream starts */
     char label[256];
 } input;
 
-/* What the first batch of a name fixed: later batches must agree. */
+/* What the first batch of a name fixed: later batches must agree. Names are
+ * kept in an arena and found through a hash table, so that a stream of many
+ * names costs time linear in its frames. */
 typedef struct batch_shape {
-    char name[TQ_MAX_NAME + 1];
+    size_t name_at;       /* offset of the NUL-terminated name in the arena */
+    uint64_t hash;
     tq_dtype dtype;
     int rank;
     int64_t dims[TQ_MAX_RANK];
@@ -33,28 +54,36 @@ struct tq_reader {
     uint64_t index;       /* frames read, over all inputs */
     unsigned char *hdr;   /* header bytes of the current frame */
     tq_frame frame;
+    void *map;            /* mapping behind frame.stored, if mapped */
+    size_t map_len;
     batch_shape *shapes;
     size_t n_shapes, cap_shapes;
+    char *names;          /* arena of the names in shapes */
+    size_t names_len, names_cap;
+    uint32_t *slots;      /* hash table: 1 + index into shapes, 0 = empty */
+    size_t n_slots;       /* a power of two, at least twice n_shapes */
 };
 
+static tq_status read_failed(tq_reader *r)
+{
+    return tq_fail(TQ_ERR_IO, "%s: read failed: %s", r->inputs[r->cur].label, strerror(errno));
+}
+
+/* One read into the empty read-ahead buffer. */
 static tq_status fill(tq_reader *r)
 {
-    if (r->pos == r->len)
-        r->pos = r->len = 0;
-    while (!r->eof && r->len < READ_BUF) {
-        ssize_t n = read(r->inputs[r->cur].fd, r->buf + r->len, READ_BUF - r->len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return tq_fail(TQ_ERR_IO, "%s: read failed: %s", r->inputs[r->cur].label,
-                           strerror(errno));
-        }
+    r->pos = r->len = 0;
+    for (;;) {
+        ssize_t n = read(r->inputs[r->cur].fd, r->buf, READ_BUF);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return read_failed(r);
         if (n == 0)
             r->eof = 1;
-        r->len += (size_t)n;
-        break; /* one read at a time keeps latency low on pipes */
+        r->len = (size_t)n;
+        return TQ_OK;
     }
-    return TQ_OK;
 }
 
 /* Copies n bytes from the input to dst; *got says how many arrived before EOF. */
@@ -63,33 +92,33 @@ static tq_status take(tq_reader *r, void *dst, size_t n, size_t *got)
     unsigned char *d = dst;
     *got = 0;
     while (*got < n) {
-        if (r->pos == r->len) {
-            if (r->eof)
-                return TQ_OK;
-            /* a large rest goes straight to its destination, skipping a copy */
-            if (n - *got >= READ_BUF / 2) {
-                ssize_t k = tq_read_full(r->inputs[r->cur].fd, d + *got, n - *got);
-                if (k < 0)
-                    return tq_fail(TQ_ERR_IO, "%s: read failed: %s",
-                                   r->inputs[r->cur].label, strerror(errno));
-                *got += (size_t)k;
-                r->offset += (uint64_t)k;
-                if (*got < n)
-                    r->eof = 1;
-                continue;
-            }
+        if (r->pos < r->len) {
+            size_t k = r->len - r->pos;
+            if (k > n - *got)
+                k = n - *got;
+            memcpy(d + *got, r->buf + r->pos, k);
+            r->pos += k;
+            *got += k;
+            r->offset += k;
+            continue;
+        }
+        if (r->eof)
+            return TQ_OK;
+        if (n - *got < DIRECT_MIN) {
             tq_status st = fill(r);
             if (st)
                 return st;
             continue;
         }
-        size_t k = r->len - r->pos;
-        if (k > n - *got)
-            k = n - *got;
-        memcpy(d + *got, r->buf + r->pos, k);
-        r->pos += k;
-        *got += k;
-        r->offset += k;
+        ssize_t k = read(r->inputs[r->cur].fd, d + *got, n - *got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return read_failed(r);
+        if (k == 0)
+            r->eof = 1;
+        *got += (size_t)k;
+        r->offset += (uint64_t)k;
     }
     return TQ_OK;
 }
@@ -104,6 +133,9 @@ static tq_status add_input(tq_reader *r, int fd, const char *label, int own)
     in->fd = fd;
     in->own = own;
     snprintf(in->label, sizeof in->label, "%s", !label || !strcmp(label, "-") ? "stdin" : label);
+    struct stat sb;
+    in->base = lseek(fd, 0, SEEK_CUR);
+    in->is_file = in->base >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
     tq_pipe_grow(fd);
     return TQ_OK;
 }
@@ -167,6 +199,10 @@ void tq_reader_close(tq_reader *r)
     free(r->buf);
     free(r->hdr);
     free(r->shapes);
+    free(r->names);
+    free(r->slots);
+    if (r->map)
+        munmap(r->map, r->map_len);
     tq_frame_release(&r->frame);
     free(r);
 }
@@ -182,11 +218,75 @@ static tq_status where(tq_reader *r, tq_status st, uint64_t at)
                            (unsigned long long)r->index, (unsigned long long)at);
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Puts shape i in the table (which has room). */
+static void slot_put(tq_reader *r, size_t i)
+{
+    size_t k = (size_t)r->shapes[i].hash & (r->n_slots - 1);
+    while (r->slots[k])
+        k = (k + 1) & (r->n_slots - 1);
+    r->slots[k] = (uint32_t)(i + 1);
+}
+
+/* Remembers the shape of a name seen for the first time. */
+static tq_status add_shape(tq_reader *r, const tq_frame *f, uint64_t hash)
+{
+    size_t len = strlen(f->name) + 1;
+    if (r->n_shapes + 1 >= UINT32_MAX)
+        return tq_fail(TQ_ERR_NOMEM, "too many frame names");
+    if (r->n_shapes == r->cap_shapes) {
+        size_t cap = r->cap_shapes ? 2 * r->cap_shapes : 16;
+        batch_shape *n = realloc(r->shapes, cap * sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->shapes = n;
+        r->cap_shapes = cap;
+    }
+    if (r->names_len + len > r->names_cap) {
+        size_t cap = r->names_cap ? 2 * r->names_cap : 4096;
+        char *n = realloc(r->names, cap);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->names = n;
+        r->names_cap = cap;
+    }
+    if (2 * (r->n_shapes + 1) > r->n_slots) {
+        size_t n_slots = r->n_slots ? 2 * r->n_slots : 64;
+        uint32_t *n = calloc(n_slots, sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        free(r->slots);
+        r->slots = n;
+        r->n_slots = n_slots;
+        for (size_t i = 0; i < r->n_shapes; i++)
+            slot_put(r, i);
+    }
+    batch_shape *b = &r->shapes[r->n_shapes];
+    b->name_at = r->names_len;
+    memcpy(r->names + r->names_len, f->name, len);
+    r->names_len += len;
+    b->hash = hash;
+    b->dtype = f->dtype;
+    b->rank = f->rank;
+    memcpy(b->dims, f->dims, sizeof b->dims);
+    slot_put(r, r->n_shapes++);
+    return TQ_OK;
+}
+
 static tq_status check_batch(tq_reader *r, const tq_frame *f)
 {
-    for (size_t i = 0; i < r->n_shapes; i++) {
-        batch_shape *b = &r->shapes[i];
-        if (strcmp(b->name, f->name))
+    uint64_t hash = name_hash(f->name);
+    for (size_t k = r->n_slots ? (size_t)hash & (r->n_slots - 1) : 0; r->n_slots && r->slots[k];
+         k = (k + 1) & (r->n_slots - 1)) {
+        batch_shape *b = &r->shapes[r->slots[k] - 1];
+        if (b->hash != hash || strcmp(r->names + b->name_at, f->name))
             continue;
         if (b->dtype != f->dtype)
             return tq_fail(TQ_ERR_DATA, "dtype %s differs from the earlier batches (%s)",
@@ -201,20 +301,7 @@ static tq_status check_batch(tq_reader *r, const tq_frame *f)
                                (long long)f->dims[d], (long long)b->dims[d]);
         return TQ_OK;
     }
-    if (r->n_shapes == r->cap_shapes) {
-        size_t cap = r->cap_shapes ? 2 * r->cap_shapes : 16;
-        batch_shape *n = realloc(r->shapes, cap * sizeof *n);
-        if (!n)
-            return tq_fail(TQ_ERR_NOMEM, "out of memory");
-        r->shapes = n;
-        r->cap_shapes = cap;
-    }
-    batch_shape *b = &r->shapes[r->n_shapes++];
-    memcpy(b->name, f->name, sizeof b->name);
-    b->dtype = f->dtype;
-    b->rank = f->rank;
-    memcpy(b->dims, f->dims, sizeof b->dims);
-    return TQ_OK;
+    return add_shape(r, f, hash);
 }
 
 /* Parses and checks the header now in r->hdr (header_len bytes). */
@@ -290,59 +377,138 @@ static tq_status parse_header(tq_reader *r, size_t header_len, uint64_t start)
         return where(r, tq_fail(TQ_ERR_DATA, "stored size %llu is over the frame limit",
                                 (unsigned long long)f->stored_size),
                      start + 24);
-    return check_batch(r, f) ? where(r, TQ_ERR_DATA, start) : TQ_OK;
+    tq_status st = check_batch(r, f);
+    return st ? where(r, st, start) : TQ_OK;
 }
 
-/* Reads the stored payload into the frame's buffer. The buffer grows with the
- * bytes that actually arrive, so a truncated stream that claims a huge payload
- * fails at its real end instead of allocating the claim. */
+/* Makes room for want payload bytes, of which have already arrived. The buffer
+ * grows with the bytes that actually arrive, so a truncated stream that claims
+ * a huge payload fails at its real end instead of allocating the claim. */
+static tq_status grow(tq_frame *f, uint64_t have, uint64_t want)
+{
+    if (f->priv_cap >= want || f->priv_cap >= have + PIECE)
+        return TQ_OK;
+    uint64_t cap = 2 * (uint64_t)f->priv_cap;
+    if (cap < have + (1u << 20))
+        cap = have + (1u << 20);
+    if (cap > want)
+        cap = want;
+    void *n = NULL;
+    if (cap >= HUGE_MIN) {
+        cap = (cap + HUGE_MIN - 1) & ~(uint64_t)(HUGE_MIN - 1);
+        if (posix_memalign(&n, HUGE_MIN, (size_t)cap))
+            n = NULL;
+        if (n) {
+            madvise(n, (size_t)cap, MADV_HUGEPAGE);
+            if (have)
+                memcpy(n, f->priv_buf, (size_t)have);
+            free(f->priv_buf);
+        }
+    } else {
+        n = realloc(f->priv_buf, (size_t)cap);
+    }
+    if (!n)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory for a %llu-byte payload",
+                       (unsigned long long)want);
+    f->priv_buf = n;
+    f->priv_cap = (size_t)cap;
+    return TQ_OK;
+}
+
+/* Maps the payload and its padding (want bytes at the current position) when
+ * the input is a regular file that holds them all; 0 if it did. Anything else
+ * (a short file, a failed mmap) is left to the read path, which reports it. */
+static int map_payload(tq_reader *r, uint64_t want, uint32_t *crc)
+{
+    input *in = &r->inputs[r->cur];
+    struct stat sb;
+    off_t at = in->base + (off_t)r->offset;
+    if (!in->is_file || want < MAP_MIN || fstat(in->fd, &sb) || sb.st_size < at ||
+        (uint64_t)(sb.st_size - at) < want)
+        return -1;
+    off_t page = (off_t)sysconf(_SC_PAGESIZE), from = at & ~(page - 1);
+    size_t len = (size_t)(want + (uint64_t)(at - from));
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in->fd, from);
+    if (m == MAP_FAILED)
+        return -1;
+    madvise(m, len, MADV_SEQUENTIAL);
+    /* the file position and the read-ahead move past the payload */
+    if (lseek(in->fd, at + (off_t)want, SEEK_SET) < 0) {
+        munmap(m, len);
+        return -1;
+    }
+    r->pos = r->len = 0;
+    r->offset += want;
+    r->map = m;
+    r->map_len = len;
+    r->frame.stored = (const unsigned char *)m + (at - from);
+    *crc = tq_crc32c(0, r->frame.stored, (size_t)r->frame.stored_size);
+    return 0;
+}
+
+/* Reads the stored payload and its padding into the frame's buffer, piece by
+ * piece, each CRC'd while in the cache. */
+static tq_status read_pieces(tq_reader *r, uint64_t start, uint64_t want, uint32_t *crc)
+{
+    tq_frame *f = &r->frame;
+    uint64_t have = 0;
+    *crc = 0;
+    while (have < want) {
+        tq_status st = grow(f, have, want);
+        if (st)
+            return where(r, st, start);
+        uint64_t chunk = want - have < PIECE ? want - have : PIECE;
+        /* drain the read-ahead exactly, so that the pieces after it can be read
+         * straight into place */
+        if (r->pos < r->len && r->len - r->pos < chunk)
+            chunk = r->len - r->pos;
+        unsigned char *p = (unsigned char *)f->priv_buf + have;
+        size_t got;
+        if ((st = take(r, p, (size_t)chunk, &got)))
+            return st;
+        if (have < f->stored_size)
+            *crc = tq_crc32c(*crc, p,
+                             (size_t)(f->stored_size - have < got ? f->stored_size - have : got));
+        have += got;
+        if (got < chunk)
+            return where(r, tq_fail(TQ_ERR_DATA, "truncated payload: %llu of %llu bytes "
+                                                 "(with padding to 64)",
+                                    (unsigned long long)have, (unsigned long long)want),
+                         r->offset);
+    }
+    static const unsigned char empty[1];
+    f->stored = f->priv_buf ? f->priv_buf : empty; /* never NULL, even for 0 bytes */
+    return TQ_OK;
+}
+
+/* Reads the payload and checks its padding, its CRC and what it holds (the
+ * zlib stream, str offsets and UTF-8). */
 static tq_status read_payload(tq_reader *r, uint64_t start)
 {
     tq_frame *f = &r->frame;
-    uint64_t want = tq_align_up(f->stored_size), have = 0;
-    while (have < want) {
-        if (f->priv_cap < want) {
-            uint64_t cap = f->priv_cap ? 2 * (uint64_t)f->priv_cap : (1u << 20);
-            if (cap < have + (1u << 20))
-                cap = have + (1u << 20);
-            if (cap > want)
-                cap = want;
-            void *n = realloc(f->priv_buf, (size_t)cap);
-            if (!n)
-                return where(r, tq_fail(TQ_ERR_NOMEM, "out of memory for a %llu-byte payload",
-                                        (unsigned long long)want),
-                             start);
-            f->priv_buf = n;
-            f->priv_cap = (size_t)cap;
-        }
-        uint64_t chunk = (f->priv_cap < want ? f->priv_cap : want) - have;
-        size_t got;
-        tq_status st = take(r, (char *)f->priv_buf + have, (size_t)chunk, &got);
+    uint64_t want = tq_align_up(f->stored_size);
+    uint32_t crc;
+    if (map_payload(r, want, &crc)) {
+        tq_status st = read_pieces(r, start, want, &crc);
         if (st)
             return st;
-        have += got;
-        if (got < chunk)
-            return where(r, tq_fail(TQ_ERR_DATA, "truncated payload: %llu of %llu bytes",
-                                    (unsigned long long)(have < f->stored_size ? have : f->stored_size),
-                                    (unsigned long long)f->stored_size),
-                         r->offset);
     }
-    const unsigned char *pad = (const unsigned char *)f->priv_buf + f->stored_size;
+    const unsigned char *pad = (const unsigned char *)f->stored + f->stored_size;
     for (uint64_t i = 0; i < want - f->stored_size; i++)
         if (pad[i])
             return where(r, tq_fail(TQ_ERR_DATA, "payload padding is not zero"),
                          start + f->stored_size + i);
-    f->stored = f->priv_buf;
-    uint32_t crc = tq_crc32c(0, f->stored, (size_t)f->stored_size);
     uint32_t stored_crc = tq_le32(r->hdr + 20);
     if (crc != stored_crc)
         return where(r, tq_fail(TQ_ERR_DATA, "payload CRC mismatch (stored %08x, computed %08x)",
                                 stored_crc, crc),
                      start);
-    if (f->dtype == TQ_DTYPE_STR && !(f->flags & TQ_FLAG_ZLIB))
-        if (tq_str_check(f->stored, f->raw_size, f->dims[0]))
-            return where(r, TQ_ERR_DATA, start);
-    return TQ_OK;
+    tq_status st = TQ_OK;
+    if (f->flags & TQ_FLAG_ZLIB)
+        st = tq_frame_inflate(f, f->dtype == TQ_DTYPE_STR || f->raw_size <= KEEP_INFLATED);
+    else if (f->dtype == TQ_DTYPE_STR)
+        st = tq_str_check(f->stored, f->raw_size, f->dims[0]);
+    return st ? where(r, st, start) : TQ_OK;
 }
 
 tq_status tq_reader_next(tq_reader *r, tq_frame **out)
@@ -351,6 +517,11 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
     free(f->priv_raw);
     f->priv_raw = NULL;
     f->name[0] = 0;
+    f->stored = NULL;
+    if (r->map) {
+        munmap(r->map, r->map_len);
+        r->map = NULL;
+    }
     for (;;) {
         size_t got;
         uint64_t start = r->offset;
@@ -373,7 +544,7 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
         if (got < TQ_FIXED_HEADER)
             return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %d bytes", got,
                                     TQ_FIXED_HEADER),
-                         start);
+                         r->offset);
         if (tq_le16(h + 4) != TQ_FORMAT_VERSION)
             return where(r, tq_fail(TQ_ERR_DATA, "unknown format version %u (this reads %d)",
                                     tq_le16(h + 4), TQ_FORMAT_VERSION),
@@ -385,12 +556,19 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
             return where(r, tq_fail(TQ_ERR_DATA, "rank %u is over the limit of %d", rank,
                                     TQ_MAX_RANK),
                          start + 8);
-        if (name_len > TQ_MAX_NAME || meta_len > TQ_MAX_META)
-            return where(r, tq_fail(TQ_ERR_DATA, "name or metadata length over its limit"),
+        if (name_len > TQ_MAX_NAME)
+            return where(r, tq_fail(TQ_ERR_DATA, "name length %zu is over the limit of %d",
+                                    name_len, TQ_MAX_NAME),
                          start + 10);
+        if (meta_len > TQ_MAX_META)
+            return where(r, tq_fail(TQ_ERR_DATA, "metadata length %zu is over the limit of %d",
+                                    meta_len, TQ_MAX_META),
+                         start + 12);
         if (header_len != tq_align_up(TQ_FIXED_HEADER + 8 * rank + name_len + meta_len))
-            return where(r, tq_fail(TQ_ERR_DATA, "header length %zu does not match its fields",
-                                    header_len),
+            return where(r, tq_fail(TQ_ERR_DATA, "header length %zu does not match its fields "
+                                                 "(%llu)", header_len,
+                                    (unsigned long long)tq_align_up(TQ_FIXED_HEADER + 8 * rank +
+                                                                    name_len + meta_len)),
                          start + 16);
         st = take(r, r->hdr + TQ_FIXED_HEADER, header_len - TQ_FIXED_HEADER, &got);
         if (st)
@@ -398,7 +576,7 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
         if (got < header_len - TQ_FIXED_HEADER)
             return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %zu bytes",
                                     TQ_FIXED_HEADER + got, header_len),
-                         start);
+                         r->offset);
         f->index = r->index;
         f->offset = start;
         st = parse_header(r, header_len, start);

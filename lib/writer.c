@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define WRITE_BUF (4u << 20)
+#define WRITE_BUF (256u << 10)
 
 struct tq_writer {
     int fd;
@@ -143,13 +143,78 @@ tq_status tq_writer_open_path(tq_writer **out, const char *path)
 
 void tq_writer_set_compress(tq_writer *w, int level) { w->level = level < 0 ? 0 : level > 9 ? 9 : level; }
 
-tq_status tq_writer_put(tq_writer *w, const tq_frame *f)
+/* Encodes and writes a frame whose fields are known to be valid. */
+static tq_status put_new(tq_writer *w, const tq_frame *f)
 {
-    if (f->priv_hdr)
-        return emit_frame(w, f->priv_hdr, f->priv_hdr_len, f->stored, f->stored_size);
     uint32_t crc = tq_crc32c(0, f->stored, (size_t)f->stored_size);
     size_t hl = tq_header_encode(w->hdr, f, crc);
     return emit_frame(w, w->hdr, hl, f->stored, f->stored_size);
+}
+
+/* Checks the shape against the raw size: what the reader checks. */
+static tq_status check_shape(const char *name, tq_dtype dt, int rank, const int64_t *dims,
+                             uint64_t raw_size)
+{
+    if (!tq_dtype_name(dt) || rank < 0 || rank > TQ_MAX_RANK || (rank && !dims))
+        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": bad dtype or rank", name);
+    if (dt == TQ_DTYPE_STR) {
+        if (rank != 1 || dims[0] < 0 || (uint64_t)dims[0] >= raw_size / 8 ||
+            raw_size > TQ_MAX_FRAME_BYTES)
+            return tq_fail(TQ_ERR_USAGE, "frame \"%s\": a str frame has rank 1 and room for "
+                           "its offsets", name);
+        return TQ_OK;
+    }
+    uint64_t want;
+    if (tq_dtype_payload_bytes(dt, rank, dims, &want))
+        return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\"", name);
+    if (want != raw_size)
+        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": %llu bytes given, the shape needs %llu",
+                       name, (unsigned long long)raw_size, (unsigned long long)want);
+    return TQ_OK;
+}
+
+/* A frame made by the caller gets every check the reader makes, so that the
+ * writer never writes a stream the reader would refuse. */
+static tq_status check_frame(const tq_frame *f)
+{
+    size_t nl = strnlen(f->name, sizeof f->name);
+    if (nl == sizeof f->name)
+        return tq_fail(TQ_ERR_USAGE, "frame name is not NUL-terminated");
+    if (tq_name_check(f->name, nl))
+        return TQ_ERR_USAGE;
+    if ((f->meta_len && !f->meta) || tq_meta_check(f->meta, f->meta_len))
+        return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\": metadata", f->name);
+    if (f->flags & ~TQ_FLAG_ZLIB)
+        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": unknown flags 0x%x", f->name, f->flags);
+    tq_status st = check_shape(f->name, f->dtype, f->rank, f->dims, f->raw_size);
+    if (st)
+        return st;
+    if (f->stored_size > TQ_MAX_FRAME_BYTES || (f->stored_size && !f->stored))
+        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": no stored bytes or too many",
+                       f->name);
+    if (!(f->flags & TQ_FLAG_ZLIB)) {
+        if (f->stored_size != f->raw_size)
+            return tq_fail(TQ_ERR_USAGE, "frame \"%s\": stored size %llu differs from raw "
+                           "size %llu without zlib", f->name,
+                           (unsigned long long)f->stored_size, (unsigned long long)f->raw_size);
+        if (f->dtype == TQ_DTYPE_STR && tq_str_check(f->stored, f->raw_size, f->dims[0]))
+            return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\"", f->name);
+        return TQ_OK;
+    }
+    tq_frame probe = *f; /* inflating checks the zlib stream; keeps nothing of f */
+    probe.priv_raw = probe.priv_buf = NULL;
+    st = tq_frame_inflate(&probe, f->dtype == TQ_DTYPE_STR);
+    free(probe.priv_raw);
+    return st ? tq_fail_context(st == TQ_ERR_DATA ? TQ_ERR_USAGE : st, "frame \"%s\"", f->name)
+              : TQ_OK;
+}
+
+tq_status tq_writer_put(tq_writer *w, const tq_frame *f)
+{
+    if (f->priv_hdr) /* read and checked by a reader: the bytes as they were */
+        return emit_frame(w, f->priv_hdr, f->priv_hdr_len, f->stored, f->stored_size);
+    tq_status st = check_frame(f);
+    return st ? st : put_new(w, f);
 }
 
 static tq_status write_level(tq_writer *w, const char *name, tq_dtype dt, int rank,
@@ -158,30 +223,28 @@ static tq_status write_level(tq_writer *w, const char *name, tq_dtype dt, int ra
 {
     tq_frame f;
     memset(&f, 0, sizeof f);
+    if (!name)
+        return tq_fail(TQ_ERR_USAGE, "frame without a name");
     size_t nl = strlen(name);
     if (tq_name_check(name, nl))
         return TQ_ERR_USAGE;
-    if (tq_meta_check(meta, meta_len))
-        return TQ_ERR_USAGE;
-    if (!tq_dtype_name(dt) || rank < 0 || rank > TQ_MAX_RANK)
-        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": bad dtype or rank", name);
+    if ((meta_len && !meta) || tq_meta_check(meta, meta_len))
+        return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\": metadata", name);
+    if (nbytes && !data)
+        return tq_fail(TQ_ERR_USAGE, "frame \"%s\": no data for %llu bytes", name,
+                       (unsigned long long)nbytes);
+    tq_status st = check_shape(name, dt, rank, dims, nbytes);
+    if (st)
+        return st;
+    if (dt == TQ_DTYPE_STR && tq_str_check(data, nbytes, dims[0]))
+        return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\"", name);
     memcpy(f.name, name, nl + 1);
     f.dtype = dt;
     f.rank = rank;
-    memcpy(f.dims, dims, (size_t)rank * sizeof *dims);
+    if (rank)
+        memcpy(f.dims, dims, (size_t)rank * sizeof *dims);
     f.meta = meta;
     f.meta_len = meta_len;
-    if (dt == TQ_DTYPE_STR) {
-        if (rank != 1 || tq_str_check(data, nbytes, dims[0]))
-            return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\"", name);
-    } else {
-        uint64_t want;
-        if (tq_dtype_payload_bytes(dt, rank, dims, &want))
-            return tq_fail_context(TQ_ERR_USAGE, "frame \"%s\"", name);
-        if (want != nbytes)
-            return tq_fail(TQ_ERR_USAGE, "frame \"%s\": %llu bytes given, the shape needs %llu",
-                           name, (unsigned long long)nbytes, (unsigned long long)want);
-    }
     f.raw_size = nbytes;
     unsigned char *z = NULL;
     if (level > 0 && nbytes > 0) {
@@ -200,7 +263,7 @@ static tq_status write_level(tq_writer *w, const char *name, tq_dtype dt, int ra
         f.stored = data;
         f.stored_size = nbytes;
     }
-    tq_status st = tq_writer_put(w, &f);
+    st = put_new(w, &f);
     free(z);
     return st;
 }
@@ -215,6 +278,13 @@ tq_status tq_writer_write(tq_writer *w, const char *name, tq_dtype dt, int rank,
 tq_status tq_writer_write_str(tq_writer *w, const char *name, int64_t n,
                               const char *const *s, const size_t *len)
 {
+    if (n < 0 || (n && (!s || !len)))
+        return tq_fail(TQ_ERR_USAGE, "str frame \"%s\": bad row count or no strings",
+                       name ? name : "");
+    for (int64_t i = 0; i < n; i++)
+        if (len[i] && !s[i])
+            return tq_fail(TQ_ERR_USAGE, "str frame \"%s\": string %lld is NULL",
+                           name ? name : "", (long long)i);
     uint64_t total = 8 * ((uint64_t)n + 1);
     for (int64_t i = 0; i < n; i++)
         total += len[i];
