@@ -74,6 +74,12 @@ void tq_tempfile_add(const char *path);
 void tq_tempfile_remove(const char *path);
 /* Async-signal-safe: unlinks every registered temporary file. */
 void tq_tempfile_cleanup_all(void);
+/* Creates the temporary file for an atomic write of path: *fd open for
+ * writing, *tmp its malloc'd name, registered for removal on interruption. */
+tq_status tq_atomic_open(const char *path, int *fd, char **tmp);
+/* Ends an atomic write whose fd is closed: renames tmp to path when commit and
+ * st is TQ_OK, else removes it; frees tmp. Returns st, or the rename failure. */
+tq_status tq_atomic_finish(char *tmp, const char *path, int commit, tq_status st);
 
 /* Makes a pipe's buffer large (1 MiB) when fd is a pipe; ignores failure. */
 void tq_pipe_grow(int fd);

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,31 +193,15 @@ tq_status tq_tool_open_text(tq_tool *t, FILE **out, char **tmp_path)
         *out = stdout;
         return TQ_OK;
     }
-    size_t n = strlen(t->output) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    const char *base = strrchr(t->output, '/');
-    snprintf(tmp, n, "%.*s.%s.tmp-XXXXXX", base ? (int)(base - t->output + 1) : 0,
-             t->output, base ? base + 1 : t->output);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        tq_status st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", t->output,
-                               strerror(errno));
-        free(tmp);
+    int fd;
+    char *tmp;
+    tq_status st = tq_atomic_open(t->output, &fd, &tmp);
+    if (st)
         return st;
-    }
-    tq_tempfile_add(tmp);
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
     *out = fdopen(fd, "w");
     if (!*out) {
         close(fd);
-        unlink(tmp);
-        tq_tempfile_remove(tmp);
-        free(tmp);
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        return tq_atomic_finish(tmp, t->output, 0, tq_fail(TQ_ERR_NOMEM, "out of memory"));
     }
     *tmp_path = tmp;
     return TQ_OK;
@@ -238,13 +221,7 @@ tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp, int commit)
         return st;
     if (fclose(out) && !st)
         st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", t->output, strerror(errno));
-    if (commit && !st && rename(tmp, t->output))
-        st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", t->output, strerror(errno));
-    if (!commit || st)
-        unlink(tmp);
-    tq_tempfile_remove(tmp);
-    free(tmp);
-    return st;
+    return tq_atomic_finish(tmp, t->output, commit, st);
 }
 
 double tq_tool_now(void)

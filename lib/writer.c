@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -109,31 +108,15 @@ tq_status tq_writer_open_path(tq_writer **out, const char *path)
 {
     if (!strcmp(path, "-"))
         return writer_new(out, 1, "stdout");
-    /* The temporary file lives beside the target so that rename is atomic. */
-    size_t tl = strlen(path) + 32;
-    char *tmp = malloc(tl);
-    if (!tmp)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    char *base = strrchr(path, '/');
-    snprintf(tmp, tl, "%.*s.%s.tmp-XXXXXX", base ? (int)(base - path + 1) : 0, path,
-             base ? base + 1 : path);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        tq_status st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
+    int fd;
+    char *tmp;
+    tq_status st = tq_atomic_open(path, &fd, &tmp);
+    if (st)
         return st;
-    }
-    tq_tempfile_add(tmp);
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    tq_status st = writer_new(out, fd, path);
+    st = writer_new(out, fd, path);
     if (st) {
         close(fd);
-        unlink(tmp);
-        tq_tempfile_remove(tmp);
-        free(tmp);
-        return st;
+        return tq_atomic_finish(tmp, path, 0, st);
     }
     (*out)->own = 1;
     (*out)->tmp = tmp;
@@ -323,45 +306,10 @@ tq_status tq_writer_close(tq_writer *w, int commit)
         if (close(w->fd) && !st && commit)
             st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", w->label, strerror(errno));
     }
-    if (w->tmp) {
-        if (commit && !st && rename(w->tmp, w->path))
-            st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", w->path, strerror(errno));
-        if (!commit || st)
-            unlink(w->tmp);
-        tq_tempfile_remove(w->tmp);
-    }
-    free(w->tmp);
+    st = tq_atomic_finish(w->tmp, w->path, commit, st);
     free(w->path);
     free(w->buf);
     free(w->hdr);
     free(w);
     return st;
-}
-
-/* ---- temporary files to remove on interruption ---- */
-
-#define MAX_TEMP 16
-static char *temp_paths[MAX_TEMP];
-
-void tq_tempfile_add(const char *path)
-{
-    for (int i = 0; i < MAX_TEMP; i++)
-        if (!temp_paths[i]) {
-            temp_paths[i] = (char *)path;
-            return;
-        }
-}
-
-void tq_tempfile_remove(const char *path)
-{
-    for (int i = 0; i < MAX_TEMP; i++)
-        if (temp_paths[i] == path)
-            temp_paths[i] = NULL;
-}
-
-void tq_tempfile_cleanup_all(void)
-{
-    for (int i = 0; i < MAX_TEMP; i++)
-        if (temp_paths[i])
-            unlink(temp_paths[i]);
 }

@@ -25,27 +25,16 @@ tq_status tq_outfile_open(tq_outfile **out, const char *path)
         *out = o;
         return TQ_OK;
     }
-    size_t tl = strlen(path) + 32;
-    const char *base = strrchr(path, '/');
-    if (!(o->tmp = malloc(tl)) || !(o->path = strdup(path))) {
-        free(o->tmp);
-        free(o);
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    }
-    snprintf(o->tmp, tl, "%.*s.%s.tmp-XXXXXX", base ? (int)(base - path + 1) : 0, path,
-             base ? base + 1 : path);
-    o->fd = mkostemp(o->tmp, O_CLOEXEC);
-    if (o->fd < 0) {
-        tq_status st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", path, strerror(errno));
-        free(o->tmp);
+    tq_status st;
+    if (!(o->path = strdup(path)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    else
+        st = tq_atomic_open(path, &o->fd, &o->tmp);
+    if (st) {
         free(o->path);
         free(o);
         return st;
     }
-    tq_tempfile_add(o->tmp);
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(o->fd, 0666 & ~um);
     *out = o;
     return TQ_OK;
 }
@@ -120,16 +109,9 @@ tq_status tq_outfile_close(tq_outfile *o, int commit)
     if (!o)
         return TQ_OK;
     tq_status st = commit ? o->failed : TQ_OK;
-    if (o->tmp) {
-        if (close(o->fd) && !st && commit)
-            st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
-        if (commit && !st && rename(o->tmp, o->path))
-            st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", o->path, strerror(errno));
-        if (!commit || st)
-            unlink(o->tmp);
-        tq_tempfile_remove(o->tmp);
-    }
-    free(o->tmp);
+    if (o->tmp && close(o->fd) && !st && commit)
+        st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
+    st = tq_atomic_finish(o->tmp, o->path, commit, st);
     free(o->path);
     free(o);
     return st;
