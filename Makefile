@@ -106,7 +106,7 @@ demo: deps
 	@sh samples/demo.sh $(abspath $(BINDIR))
 
 bench: deps-test all
-	@sh scripts/bench.sh $(abspath $(BINDIR))
+	@bash scripts/bench.sh $(abspath $(BINDIR))
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
