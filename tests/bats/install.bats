@@ -8,7 +8,7 @@ load helpers
     needs_numpy
     prefix="$BATS_TEST_TMPDIR/prefix"
     # a plain build, even when the suite runs under `make SAN=1` (MAKEFLAGS carries SAN)
-    run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT_DIR" install PREFIX="$prefix"
+    run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN make -s -C "$ROOT_DIR" install PREFIX="$prefix"
     assert_success
     for f in bin/tq-cat lib/libtq.a include/tq.h lib/pkgconfig/tq.pc \
              share/man/man1/tq-cat.1 share/man/man5/tq-format.5 share/man/man7/tq.7; do
