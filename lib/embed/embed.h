@@ -1,0 +1,41 @@
+/* embed.h: text embedders behind one interface: tq-embed opens one by model spec
+ * and feeds it batches of documents; each embedder turns text into f32 rows. */
+#ifndef TQ_EMBED_H
+#define TQ_EMBED_H
+
+#include "tq.h"
+
+typedef struct tq_embedder tq_embedder;
+
+typedef struct tq_embedder_ops {
+    /* Embeds n documents (UTF-8, not NUL-terminated) into out, n x dim f32. */
+    tq_status (*run)(tq_embedder *e, int64_t n, const char *const *text, const size_t *len,
+                     float *out);
+    void (*close)(tq_embedder *e);
+} tq_embedder_ops;
+
+/* Every embedder starts with this struct (the ggml/BLIS table style). */
+struct tq_embedder {
+    const tq_embedder_ops *ops;
+    int64_t dim;
+    char describe[256]; /* "hash:384", "fasttext:model.bin": goes into frame metadata */
+};
+
+/* Opens an embedder by spec: "hash:DIM"; a fastText model file (.bin, .ftz);
+ * word vectors in text form (.vec); or a sentence-transformers model folder.
+ * dev is where numeric work runs (may be NULL for embedders without any). */
+tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e);
+static inline int64_t tq_embedder_dim(const tq_embedder *e) { return e->dim; }
+static inline tq_status tq_embedder_run(tq_embedder *e, int64_t n, const char *const *text,
+                                        const size_t *len, float *out)
+{
+    return e->ops->run(e, n, text, len, out);
+}
+void tq_embedder_close(tq_embedder *e);
+
+/* The embedders; tq_embedder_open picks one. */
+tq_status tq_embed_hash_open(const char *args, tq_embedder **e);
+tq_status tq_embed_fasttext_open(const char *path, tq_embedder **e);
+tq_status tq_embed_vec_open(const char *path, tq_embedder **e);
+
+#endif
