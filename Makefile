@@ -51,6 +51,9 @@ TOOLS    := $(patsubst cmd/%.c,%,$(wildcard cmd/tq-*.c))
 BINS     := $(TOOLS:%=$(BINDIR)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/build/tests/%)
+# small programs the Bats suites drive the library with (no tool exposes yet)
+TTOOL_SRC := $(wildcard tests/tools/*.c)
+TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
 
 .SECONDARY:
 .PHONY: all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
@@ -79,11 +82,16 @@ $(OUT)/build/tests/%: tests/unit/%.c $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
 
+$(OUT)/build/tools/%: tests/tools/%.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@
+
 # ---- set-up: system packages (apt-get as root, else the line to run) ----
 deps:
 	@sh scripts/deps.sh build
 deps-test:
 	@sh scripts/deps.sh build test
+	@sh scripts/venv.sh
 
 # ---- tests ----
 check: deps-test
@@ -94,8 +102,8 @@ check: deps-test
 check-unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
 
-check-bats: all
-	TQ_BIN=$(abspath $(BINDIR)) sh tests/run-bats.sh tests/bats
+check-bats: all $(TTOOL_BIN)
+	TQ_BIN=$(abspath $(BINDIR)) TQ_TEST_TOOLS=$(abspath $(OUT)/build/tools) sh tests/run-bats.sh tests/bats
 
 check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)

@@ -1,0 +1,40 @@
+/* unicode.h: the Unicode facts of BERT's tokenizer (tables generated from
+ * Python's unicodedata by scripts/gen-unicode.py) and UTF-8 decoding. */
+#ifndef TQ_UNICODE_H
+#define TQ_UNICODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    TQ_UC_CTRL = 1,      /* BERT's control: Cc or Cf, but not \t \n \r      */
+    TQ_UC_SPACE = 2,     /* BERT's whitespace: space \t \n \r or Zs          */
+    TQ_UC_PUNCT = 4,     /* ASCII symbols or any P* category                 */
+    TQ_UC_CJK = 8,       /* CJK ideographs that BERT splits out              */
+    TQ_UC_MARK = 16      /* Mn: what stripping accents removes after NFD    */
+};
+
+typedef struct tq_uc_range { uint32_t first, last, flags; } tq_uc_range;
+typedef struct tq_uc_map { uint32_t cp, at, n; } tq_uc_map;
+
+extern const tq_uc_range tq_uc_ranges[];
+extern const size_t tq_uc_n_ranges;
+extern const tq_uc_map tq_uc_lower[];
+extern const size_t tq_uc_n_lower;
+extern const tq_uc_map tq_uc_decomp[];
+extern const size_t tq_uc_n_decomp;
+extern const uint32_t tq_uc_pool[];
+
+unsigned tq_uc_flags(uint32_t cp);
+/* Lower-case mapping of one character (full mappings: U+0130 gives 2) and full
+ * canonical decomposition (NFD, Hangul included) of one code point into out
+ * (room for 4 and 18 code points); returns the count. */
+int tq_uc_lower_cp(uint32_t cp, uint32_t *out);
+int tq_uc_decompose(uint32_t cp, uint32_t *out);
+/* Decodes one UTF-8 sequence at s (n bytes left): the code point, or U+FFFD
+ * for an invalid sequence; *used = bytes consumed (>= 1). */
+uint32_t tq_utf8_decode(const unsigned char *s, size_t n, size_t *used);
+/* Encodes cp into out (4 bytes room); returns the byte count. */
+size_t tq_utf8_encode(uint32_t cp, char *out);
+
+#endif
