@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""compare.py DRIVER WORKDIR: trains small fastText models with the real fasttext
+binary on a seeded synthetic corpus (supervised and skipgram/cbow, with and
+without subwords, word bigrams, quantized .ftz), then checks that DRIVER MODEL
+(one vector per stdin line) matches `fasttext print-sentence-vectors`.
+
+Tolerance: fastText prints 5 significant digits, so the printed reference
+is itself off by up to half a unit in the 5th digit of each component (up to
+5e-5 of that component): each of our components must lie within that half unit
+of the printed one (times 1.01 for the decimal parse), plus 1e-6 of the vector
+norm for float32 summation order. A vector that passes is within 1e-5 relative
+of what fastText computed whenever the printing allows telling. A printed "0"
+vector (no known word, no subword) must be exactly zero here.
+"""
+import os
+import random
+import subprocess
+import sys
+import functools
+
+print = functools.partial(print, flush=True)
+
+import numpy as np
+
+FASTTEXT = os.environ.get("FASTTEXT", "/usr/bin/fasttext")
+TOL = 1e-5
+
+
+def corpus(rng, n_lines, labels):
+    syll = ["ka", "to", "ri", "mu", "sen", "ló", "über", "na", "qi", "zé", "日本", "語", "ß", "øy", "x"]
+    vocab = ["".join(rng.choice(syll) for _ in range(rng.randint(1, 4))) for _ in range(400)]
+    lines = []
+    for _ in range(n_lines):
+        words = [vocab[min(int(rng.expovariate(1 / 60)), len(vocab) - 1)] for _ in range(rng.randint(3, 14))]
+        if labels:
+            words = ["__label__" + rng.choice("abcd")] + words
+        lines.append(" ".join(words))
+    return vocab, lines
+
+
+def test_lines(rng, vocab):
+    known = lambda k: " ".join(rng.choice(vocab[:80]) for _ in range(k))
+    lines = [
+        known(6), known(1), known(12),
+        "",                                    # empty: EOS only (supervised), zero (unsupervised)
+        "   \t  ",                             # whitespace only
+        "zzqqxv unseenword " + known(2),       # words not in the vocabulary
+        "qqqqqqqq",                            # unknown only
+        "über日本語 ßøy naïve café 😀 " + known(3),  # UTF-8 n-grams
+        "a\tb\x0bc\x0cd\re " + known(2),        # every separator fastText knows
+        "  leading and trailing   " + known(2) + "   ",
+        "__label__a " + known(4),               # a label token is not a word
+        "__label__zzz " + known(2),             # unknown label-looking token
+        "x",
+        "ka" * 60,                             # long word
+    ]
+    lines += [known(rng.randint(1, 20)) + (" oovword%d" % i if i % 3 == 0 else "") for i in range(60)]
+    return lines
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, **kw)
+    if r.returncode:
+        sys.exit("command failed: %s\n%s" % (" ".join(cmd), r.stderr.decode(errors="replace")))
+    return r.stdout
+
+
+def vectors(out, dim):
+    rows = [l.split() for l in out.decode().splitlines()]
+    a = np.array([[float(x) for x in r] for r in rows], dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != dim:
+        sys.exit("unexpected output shape %s (dim %d)" % (a.shape, dim))
+    return a
+
+
+def compare(driver, model, lines, dim, threads):
+    data = ("\n".join(lines) + "\n").encode()
+    ref = vectors(run([FASTTEXT, "print-sentence-vectors", model], input=data), dim)
+    ours = vectors(run([driver, model, str(threads)], input=data), dim)
+    if ref.shape != ours.shape:
+        return "%s: %d reference vectors, %d of ours" % (model, len(ref), len(ours))
+    worst = 0.0
+    for i, (r, o) in enumerate(zip(ref, ours)):
+        nr = np.linalg.norm(r)
+        if nr == 0:
+            if np.linalg.norm(o) != 0:
+                return "%s: line %d: reference is zero, ours has norm %g" % (model, i, np.linalg.norm(o))
+            continue
+        exp = np.floor(np.log10(np.where(r != 0, np.abs(r), 1.0)))
+        half = np.where(r != 0, 0.5 * 10.0 ** (exp - 4), 0.0)
+        excess = np.abs(o - r) - (half * 1.01 + 1e-6 * nr)
+        if (excess > 0).any():
+            j = int(np.argmax(excess))
+            return "%s: line %d %r: component %d is %.9g, fastText printed %.5g" % (
+                model, i, lines[i][:40], j, o[j], r[j])
+        worst = max(worst, np.linalg.norm(o - r) / nr)
+    print("ok %s: %d lines, all within print precision (vector error up to %.2g of the norm)" % (os.path.basename(model), len(lines), worst))
+    return None
+
+
+def main():
+    driver, work = sys.argv[1], sys.argv[2]
+    threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    rng = random.Random(20261122)
+    os.makedirs(work, exist_ok=True)
+    vocab, sup = corpus(rng, 600, True)
+    _, raw = corpus(rng, 600, False)
+    with open(os.path.join(work, "sup.txt"), "w") as f:
+        f.write("\n".join(sup) + "\n")
+    with open(os.path.join(work, "raw.txt"), "w") as f:
+        f.write("\n".join(raw) + "\n")
+    common = ["-thread", "1", "-bucket", "5000", "-minCount", "1", "-seed", "7"]
+    models = [  # name, command, input, extra args, dim
+        ("sup-words", "supervised", "sup.txt", ["-dim", "16", "-epoch", "3"]),
+        ("sup-sub-bigram", "supervised", "sup.txt", ["-dim", "24", "-epoch", "3", "-minn", "2", "-maxn", "4",
+                                                      "-wordNgrams", "2"]),
+        ("sup-trigram", "supervised", "sup.txt", ["-dim", "16", "-epoch", "2", "-wordNgrams", "3"]),
+        ("sg-sub", "skipgram", "raw.txt", ["-dim", "16", "-epoch", "1", "-minn", "2", "-maxn", "5"]),
+        ("sg-nosub", "skipgram", "raw.txt", ["-dim", "16", "-epoch", "1", "-minn", "0", "-maxn", "0"]),
+        ("cbow-sub", "cbow", "raw.txt", ["-dim", "20", "-epoch", "1"]),
+    ]
+    failures = []
+    lines = test_lines(rng, vocab)
+    dims = {}
+    for name, cmd, inp, extra in models:
+        out = os.path.join(work, name)
+        run([FASTTEXT, cmd, "-input", os.path.join(work, inp), "-output", out, "-verbose", "0"] + common + extra)
+        dims[name] = int(extra[extra.index("-dim") + 1])
+        failures.append(compare(driver, out + ".bin", lines, dims[name], threads))
+    # quantized: product-quantized input (dsub 2, and 3 which leaves a shorter last
+    # sub-vector), norms quantized, a pruned dictionary (-cutoff), output quantized
+    for name, src, extra in [
+        ("q-plain", "sup-sub-bigram", ["-dsub", "3"]),
+        ("q-norm-cutoff", "sup-sub-bigram", ["-qnorm", "-cutoff", "300", "-retrain", "-epoch", "1", "-dsub", "2"]),
+        ("q-trigram", "sup-trigram", ["-qnorm", "-dsub", "4"]),
+    ]:
+        base = os.path.join(work, src)
+        run([FASTTEXT, "quantize", "-input", os.path.join(work, "sup.txt"), "-output", base, "-thread", "1",
+             "-verbose", "0"] + extra)
+        dst = os.path.join(work, name + ".ftz")
+        os.replace(base + ".ftz", dst)
+        failures.append(compare(driver, dst, lines, dims[src], threads))
+    failures = [f for f in failures if f]
+    for f in failures:
+        print("FAIL", f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
