@@ -1,6 +1,7 @@
 /* ft-embed.c: test driver: opens an embedder by spec (argv[1]) through the
  * library and prints one vector per stdin line, "%.9g" space-separated.
- * Exit status follows tq_status_exit_code; the error goes to stderr on one line. */
+ * Exit status follows tq_status_exit_code; the error goes to stderr on one line.
+ * FT_EMBED_QUIET=1 skips the printing (to time the embedding alone). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
     char *line = NULL;
     size_t lcap = 0;
     ssize_t got;
-    int rc = 0;
+    int rc = 0, quiet = getenv("FT_EMBED_QUIET") && !strcmp(getenv("FT_EMBED_QUIET"), "1");
     for (;;) {
         got = getline(&line, &lcap, stdin);
         if (got >= 0) {
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "ft-embed: error: %s\n", tq_errmsg());
                 rc = tq_status_exit_code(st);
             }
-            for (int64_t r = 0; r < n && !rc; r++)
+            for (int64_t r = 0; r < n && !rc && !quiet; r++)
                 for (int64_t j = 0; j < dim; j++)
                     printf("%.9g%c", out[r * dim + j], j + 1 == dim ? '\n' : ' ');
             for (int64_t r = 0; r < n; r++)
