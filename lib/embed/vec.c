@@ -37,15 +37,23 @@ static int64_t vlookup(const vec_model *m, const char *s, size_t n)
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 
-static tq_status vec_run(tq_embedder *e, int64_t n, const char *const *text, const size_t *len, float *out)
+typedef struct vec_job {
+    const vec_model *m;
+    const char *const *text;
+    const size_t *len;
+    float *out;
+} vec_job;
+
+static void vec_range(void *ctx, int64_t begin, int64_t end)
 {
-    const vec_model *m = (const vec_model *)e;
-    int64_t d = e->dim;
-    for (int64_t r = 0; r < n; r++) {
-        float *o = out + r * d;
+    const vec_job *jb = ctx;
+    const vec_model *m = jb->m;
+    int64_t d = m->base.dim;
+    for (int64_t r = begin; r < end; r++) {
+        float *o = jb->out + r * d;
         memset(o, 0, (size_t)d * sizeof *o);
-        const char *t = text[r];
-        size_t i = 0, L = len[r];
+        const char *t = jb->text[r];
+        size_t i = 0, L = jb->len[r];
         int64_t found = 0;
         while (i < L) {
             while (i < L && is_space(t[i]))
@@ -67,6 +75,12 @@ static tq_status vec_run(tq_embedder *e, int64_t n, const char *const *text, con
             for (int64_t j = 0; j < d; j++)
                 o[j] /= (float)found;
     }
+}
+
+static tq_status vec_run(tq_embedder *e, int64_t n, const char *const *text, const size_t *len, float *out)
+{
+    vec_job jb = {(const vec_model *)e, text, len, out};
+    tq_parallel_for(n, 64, vec_range, &jb);
     return TQ_OK;
 }
 

@@ -36,7 +36,7 @@ needs_fasttext() {
     run "$PY" "$ROOT_DIR/tests/fasttext/compare.py" "$WORK/ft-embed" "$WORK/cmp" 2
     echo "$output"
     assert_success
-    [ "$(grep -c '^ok ' <<<"$output")" -eq 9 ]
+    [ "$(grep -c '^ok ' <<<"$output")" -eq 11 ]
 }
 
 @test "the same vectors on 1 and 2 threads, bit for bit" {

@@ -107,6 +107,10 @@ def main():
     _, raw = corpus(rng, 600, False)
     with open(os.path.join(work, "sup.txt"), "w") as f:
         f.write("\n".join(sup) + "\n")
+    # 300 labels: enough output rows for fasttext quantize -qout
+    many = [" ".join(["__label__L%d" % rng.randrange(300)] + l.split()[1:]) for l in sup]
+    with open(os.path.join(work, "many.txt"), "w") as f:
+        f.write("\n".join(many) + "\n")
     with open(os.path.join(work, "raw.txt"), "w") as f:
         f.write("\n".join(raw) + "\n")
     common = ["-thread", "1", "-bucket", "5000", "-minCount", "1", "-seed", "7"]
@@ -114,6 +118,7 @@ def main():
         ("sup-words", "supervised", "sup.txt", ["-dim", "16", "-epoch", "3"]),
         ("sup-sub-bigram", "supervised", "sup.txt", ["-dim", "24", "-epoch", "3", "-minn", "2", "-maxn", "4",
                                                       "-wordNgrams", "2"]),
+        ("sup-many", "supervised", "many.txt", ["-dim", "12", "-epoch", "1", "-minn", "3", "-maxn", "3"]),
         ("sup-trigram", "supervised", "sup.txt", ["-dim", "16", "-epoch", "2", "-wordNgrams", "3"]),
         ("sg-sub", "skipgram", "raw.txt", ["-dim", "16", "-epoch", "1", "-minn", "2", "-maxn", "5"]),
         ("sg-nosub", "skipgram", "raw.txt", ["-dim", "16", "-epoch", "1", "-minn", "0", "-maxn", "0"]),
@@ -129,14 +134,16 @@ def main():
         failures.append(compare(driver, out + ".bin", lines, dims[name], threads))
     # quantized: product-quantized input (dsub 2, and 3 which leaves a shorter last
     # sub-vector), norms quantized, a pruned dictionary (-cutoff), output quantized
+    # (-qout, which needs 256 output rows: the 300-label model)
     for name, src, extra in [
         ("q-plain", "sup-sub-bigram", ["-dsub", "3"]),
         ("q-norm-cutoff", "sup-sub-bigram", ["-qnorm", "-cutoff", "300", "-retrain", "-epoch", "1", "-dsub", "2"]),
         ("q-trigram", "sup-trigram", ["-qnorm", "-dsub", "4"]),
+        ("q-out", "sup-many", ["-qnorm", "-qout", "-dsub", "2"]),
     ]:
         base = os.path.join(work, src)
-        run([FASTTEXT, "quantize", "-input", os.path.join(work, "sup.txt"), "-output", base, "-thread", "1",
-             "-verbose", "0"] + extra)
+        train = os.path.join(work, "many.txt" if src == "sup-many" else "sup.txt")
+        run([FASTTEXT, "quantize", "-input", train, "-output", base, "-thread", "1", "-verbose", "0"] + extra)
         dst = os.path.join(work, name + ".ftz")
         os.replace(base + ".ftz", dst)
         failures.append(compare(driver, dst, lines, dims[src], threads))
