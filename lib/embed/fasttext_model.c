@@ -83,9 +83,10 @@ static void copy_floats(float *dst, const unsigned char *src, size_t n)
 }
 
 /* A product quantizer's header and centroids; want_dim is the vector size it
- * must cover. Keeps the centroids when out is not NULL. */
+ * must cover. Keeps the centroids in out (allocated here once the file is known
+ * to hold them) when out is not NULL. */
 static tq_status read_pq(cursor *c, int64_t want_dim, const char *what, int32_t *nsubq,
-                         int32_t *dsub, int32_t *lastdsub, float *out)
+                         int32_t *dsub, int32_t *lastdsub, float **out)
 {
     int32_t dim = 0, ns = 0, ds = 0, lds = 0;
     tq_status st;
@@ -102,8 +103,11 @@ static tq_status read_pq(cursor *c, int64_t want_dim, const char *what, int32_t 
     uint64_t bytes = (uint64_t)dim * FT_KSUB * 4;
     if (!have(c, bytes))
         return truncated(c, what);
-    if (out)
-        copy_floats(out, c->p + c->off, (size_t)dim * FT_KSUB);
+    if (out) {
+        if (!*out && !(*out = malloc((size_t)bytes)))
+            return tq_fail(TQ_ERR_NOMEM, "%s: out of memory for %s", c->path, what);
+        copy_floats(*out, c->p + c->off, (size_t)dim * FT_KSUB);
+    }
     c->off += bytes;
     *nsubq = ns;
     *dsub = ds;
@@ -154,10 +158,8 @@ static tq_status read_matrix(cursor *c, int quant, int64_t cols, ft_model *m, co
     const unsigned char *codes = c->p + c->off;
     c->off += (size_t)codesize;
     float *cent = NULL;
-    if (m && !(cent = malloc((size_t)cols * FT_KSUB * sizeof *cent)))
-        return tq_fail(TQ_ERR_NOMEM, "%s: out of memory for the quantizer", c->path);
     snprintf(w, sizeof w, "the %s matrix quantizer", what);
-    if ((st = read_pq(c, cols, w, &ns, &ds, &lds, cent))) {
+    if ((st = read_pq(c, cols, w, &ns, &ds, &lds, m ? &cent : NULL))) {
         free(cent);
         return st;
     }
@@ -168,7 +170,7 @@ static tq_status read_matrix(cursor *c, int quant, int64_t cols, ft_model *m, co
         return bad(c, w);
     }
     const unsigned char *norm_codes = NULL;
-    float ncent[FT_KSUB];
+    float ncent[FT_KSUB], *ncp = ncent;
     if (qnorm) {
         snprintf(w, sizeof w, "the %s matrix norm codes", what);
         if (!have(c, (uint64_t)rows)) {
@@ -179,7 +181,7 @@ static tq_status read_matrix(cursor *c, int quant, int64_t cols, ft_model *m, co
         c->off += (size_t)rows;
         int32_t a, b, d;
         snprintf(w, sizeof w, "the %s matrix norm quantizer", what);
-        if ((st = read_pq(c, 1, w, &a, &b, &d, ncent))) {
+        if ((st = read_pq(c, 1, w, &a, &b, &d, &ncp))) {
             free(cent);
             return st;
         }
