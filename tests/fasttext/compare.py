@@ -53,6 +53,9 @@ def test_lines(rng, vocab):
         "__label__zzz " + known(2),             # unknown label-looking token
         "x",
         "ka" * 60,                             # long word
+        known(3000),                           # longer than fastText's training line cap
+        known(5) + "\0" + known(3),            # NUL: a separator for supervised models only
+        "\udce9\udc80\udcff ka\udc80",            # invalid UTF-8: raw bytes E9 80 FF, stray 80
     ]
     lines += [known(rng.randint(1, 20)) + (" oovword%d" % i if i % 3 == 0 else "") for i in range(60)]
     return lines
@@ -74,7 +77,7 @@ def vectors(out, dim):
 
 
 def compare(driver, model, lines, dim, threads):
-    data = ("\n".join(lines) + "\n").encode()
+    data = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
     ref = vectors(run([FASTTEXT, "print-sentence-vectors", model], input=data), dim)
     ours = vectors(run([driver, model, str(threads)], input=data), dim)
     if ref.shape != ours.shape:
