@@ -38,6 +38,18 @@ void tq_tempfile_cleanup_all(void)
 
 tq_status tq_atomic_open(const char *path, int *fd, char **tmp)
 {
+    /* Only a regular file (or a new one) is replaced by rename: a device, a
+     * FIFO or a socket (-o /dev/null, -o /dev/stdout, a named pipe) is written
+     * in place, or rename would put a plain file where the device was. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        *tmp = NULL;
+        *fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (*fd < 0)
+            return tq_fail(TQ_ERR_CANTCREATE, "%s: cannot open for writing: %s", path,
+                           strerror(errno));
+        return TQ_OK;
+    }
     size_t tl = strlen(path) + 32;
     char *t = malloc(tl);
     if (!t)

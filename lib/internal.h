@@ -75,7 +75,9 @@ void tq_tempfile_remove(const char *path);
 /* Async-signal-safe: unlinks every registered temporary file. */
 void tq_tempfile_cleanup_all(void);
 /* Creates the temporary file for an atomic write of path: *fd open for
- * writing, *tmp its malloc'd name, registered for removal on interruption. */
+ * writing, *tmp its malloc'd name, registered for removal on interruption.
+ * A path that exists and is not a regular file (a device, a FIFO) is opened
+ * for writing in place instead, with *tmp = NULL. */
 tq_status tq_atomic_open(const char *path, int *fd, char **tmp);
 /* Ends an atomic write whose fd is closed: renames tmp to path when commit and
  * st is TQ_OK, else removes it; frees tmp. Returns st, or the rename failure. */

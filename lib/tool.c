@@ -214,10 +214,10 @@ tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp, int commit)
         if (errno == EPIPE)
             st = tq_fail(TQ_ERR_PIPE, "reader went away");
         else
-            st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", tmp ? t->output : "stdout",
+            st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", out != stdout ? t->output : "stdout",
                          strerror(errno));
     }
-    if (!tmp)
+    if (out == stdout)
         return st;
     if (fclose(out) && !st)
         st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", t->output, strerror(errno));

@@ -109,7 +109,7 @@ tq_status tq_outfile_close(tq_outfile *o, int commit)
     if (!o)
         return TQ_OK;
     tq_status st = commit ? o->failed : TQ_OK;
-    if (o->tmp && close(o->fd) && !st && commit)
+    if (o->path && close(o->fd) && !st && commit)
         st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
     st = tq_atomic_finish(o->tmp, o->path, commit, st);
     free(o->path);

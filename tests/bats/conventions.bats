@@ -56,13 +56,14 @@ tools() { for t in "$TQ_BIN"/tq-*; do basename "$t"; done; }
 
 @test "a named device that is not available is an error that says why (exit 1)" {
     if "$TQ_BIN/tq-cat" --list-devices | grep -q '^cuda:'; then skip "this machine has a CUDA device"; fi
-    run --separate-stderr tq-cat --device cuda </dev/null
+    # stdin is given inside the command: what bats hands a `run` is not always empty
+    run --separate-stderr bash -c 'tq-cat --device cuda </dev/null'
     [ "$status" -eq 1 ]
     [[ "$stderr" == "tq-cat: error: cuda"* ]]
-    TQ_DEVICE=cuda run --separate-stderr tq-cat </dev/null
+    run --separate-stderr bash -c 'TQ_DEVICE=cuda tq-cat </dev/null'
     [ "$status" -eq 1 ]
     # the command line beats the environment
-    TQ_DEVICE=cuda run --separate-stderr tq-cat --device cpu </dev/null
+    run --separate-stderr bash -c 'TQ_DEVICE=cuda tq-cat --device cpu </dev/null'
     assert_success
 }
 
@@ -115,4 +116,29 @@ sys.stdout.buffer.write(f * 64)" > "$BATS_TEST_TMPDIR/big.tq"
     run --separate-stderr bash -c "tq-cat '$BATS_TEST_TMPDIR/big.tq' | head -c 10 > /dev/null; echo \${PIPESTATUS[0]}"
     assert_output 0
     [ -z "$stderr" ] || fail "stderr: $stderr"
+}
+
+@test "-o onto a device or a named pipe writes into it and leaves it what it was" {
+    needs_numpy
+    py -c "
+import tqstream as t, numpy as np, sys
+sys.stdout.buffer.write(t.array_frame('x', np.arange(12, dtype=np.float32).reshape(3, 4)))" > "$BATS_TEST_TMPDIR/in.tq"
+    mkfifo "$BATS_TEST_TMPDIR/fifo"
+    timeout 10 cat "$BATS_TEST_TMPDIR/fifo" > "$BATS_TEST_TMPDIR/got.tq" &
+    run tq-cat -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/in.tq"
+    assert_success
+    wait
+    [ -p "$BATS_TEST_TMPDIR/fifo" ] || fail "the named pipe was replaced"
+    cmp "$BATS_TEST_TMPDIR/in.tq" "$BATS_TEST_TMPDIR/got.tq"
+    mkfifo "$BATS_TEST_TMPDIR/fifo2"
+    timeout 10 cat "$BATS_TEST_TMPDIR/fifo2" > "$BATS_TEST_TMPDIR/got.tsv" &
+    run tq-cat -t tsv -o "$BATS_TEST_TMPDIR/fifo2" "$BATS_TEST_TMPDIR/in.tq"
+    assert_success
+    wait
+    [ -p "$BATS_TEST_TMPDIR/fifo2" ] || fail "the named pipe was replaced (text output)"
+    [ "$(sed -n 2p "$BATS_TEST_TMPDIR/got.tsv")" = "$(printf '0\t1\t2\t3')" ]
+    # and the device everyone shares stays a device
+    run tq-cat -o /dev/null "$BATS_TEST_TMPDIR/in.tq"
+    assert_success
+    [ -c /dev/null ] || fail "/dev/null is no longer a character device"
 }
