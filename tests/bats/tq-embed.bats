@@ -342,3 +342,21 @@ EOF
     # 100x the input, same batch: within 8 MiB of the small run (not ~60 MB more)
     [ "$big" -lt $((small + 8192)) ]
 }
+
+@test "the test vectors of the man page agree with the Python reference" {
+    py - "$ROOT_DIR/man/tq-embed.1" <<'EOF'
+import sys
+import hashembed
+text = open(sys.argv[1], encoding="utf-8").read()
+table = text.split(".TS\n")[1].split(".TE\n")[0].splitlines()[2:]
+assert len(table) >= 8, table
+for row in table:
+    key, fnv, h, bs = row.split("\t")
+    k = b"" if key == "(empty)" else key.encode()
+    if fnv != "\\&":
+        assert "%016x" % hashembed.fnv1a64(k) == fnv, (key, fnv)
+    assert "%016x" % hashembed.feature_hash(k) == h, (key, h)
+    b, s = hashembed.bucket_sign(k, 8)
+    assert bs == "%d, %s" % (b, "+" if s > 0 else "\\-"), (key, bs)
+EOF
+}
