@@ -13,6 +13,7 @@
 
 enum { K_WORD, K_BIGRAM, K_NGRAM };
 static const double kind_weight[3] = {1.0, 1.0, 0.5};
+static const double sign_of[2] = {1.0, -1.0};
 
 typedef struct hash_embedder {
     tq_embedder base;
@@ -23,8 +24,8 @@ typedef struct hash_embedder {
 typedef struct feat {
     uint64_t h;
     uint32_t count;
-    uint32_t kind;
-    size_t slot;
+    uint16_t kind;
+    uint32_t slot;
 } feat;
 
 /* Per-chunk scratch: no allocation per feature or per document. The hash
@@ -37,9 +38,10 @@ typedef struct scratch {
     uint32_t *touched; /* buckets written, to reset acc without a sweep */
     unsigned char *mark;
     size_t ntouched;
-    unsigned char *word, *prev; /* "<" word ">" and the previous word */
+    unsigned char *word;        /* "<" word ">" */
+    uint64_t bigram_h;          /* FNV-1a state after "B", previous word, " " */
     uint32_t *cps;              /* byte offset of each code point of word */
-    size_t wcap, wlen, plen, ncp;
+    size_t wcap, wlen, ncp;
     int have_prev;
     uint64_t dim_m; /* fastmod multiplier of dim */
     int oom;
@@ -70,10 +72,8 @@ static inline uint64_t fmix64(uint64_t h)
     return h;
 }
 
-static inline size_t slot_of(uint64_t h, size_t mask)
-{
-    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-}
+/* h is already mixed: its low bits (the bucket uses the high ones) index the table. */
+static inline size_t slot_of(uint64_t h, size_t mask) { return (size_t)h & mask; }
 
 static int table_grow(scratch *s)
 {
@@ -91,7 +91,7 @@ static int table_grow(scratch *s)
         while (nt[j])
             j = (j + 1) & (ncap - 1);
         nt[j] = (uint32_t)i + 1;
-        nf[i].slot = j;
+        nf[i].slot = (uint32_t)j;
     }
     free(s->tab);
     s->tab = nt, s->cap = ncap;
@@ -114,7 +114,7 @@ static inline void feature(scratch *s, uint64_t h, uint32_t kind)
             return;
         }
     tab[j] = (uint32_t)++s->used;
-    f[s->used - 1] = (feat){h, 1, kind, j};
+    f[s->used - 1] = (feat){h, 1, (uint16_t)kind, (uint32_t)j};
 }
 
 /* The word in s->word (with its markers) is complete: its features. */
@@ -124,12 +124,8 @@ static void word_done(scratch *s)
     size_t wl = s->wlen - 2;
     uint64_t hw = fnv(FNV_OFFSET, (const unsigned char *)"W", 1);
     feature(s, fnv(hw, w, wl), K_WORD);
-    if (s->have_prev) {
-        uint64_t hb = fnv(FNV_OFFSET, (const unsigned char *)"B", 1);
-        hb = fnv(hb, s->prev, s->plen);
-        hb = fnv(hb, (const unsigned char *)" ", 1);
-        feature(s, fnv(hb, w, wl), K_BIGRAM);
-    }
+    if (s->have_prev)
+        feature(s, fnv(s->bigram_h, w, wl), K_BIGRAM);
     uint64_t hc0 = fnv(FNV_OFFSET, (const unsigned char *)"C", 1);
     for (size_t i = 0; i + 3 <= s->ncp; i++) {
         uint64_t h = fnv(hc0, s->word + s->cps[i], s->cps[i + 3] - s->cps[i]);
@@ -139,8 +135,9 @@ static void word_done(scratch *s)
             feature(s, h, K_NGRAM);
         }
     }
-    memcpy(s->prev, w, wl);
-    s->plen = wl;
+    /* the next word's bigram starts with "B", this word and a space */
+    s->bigram_h = fnv(fnv(fnv(FNV_OFFSET, (const unsigned char *)"B", 1), w, wl),
+                      (const unsigned char *)" ", 1);
     s->have_prev = 1;
 }
 
@@ -198,16 +195,13 @@ static int word_reserve(scratch *s, size_t need)
     size_t nc = s->wcap ? s->wcap : 256;
     while (nc < need)
         nc *= 2;
-    unsigned char *w = realloc(s->word, nc), *p;
+    unsigned char *w = realloc(s->word, nc);
     if (w)
         s->word = w;
-    p = realloc(s->prev, nc);
-    if (p)
-        s->prev = p;
     uint32_t *c = realloc(s->cps, (nc + 1) * sizeof *c);
     if (c)
         s->cps = c;
-    if (!w || !p || !c)
+    if (!w || !c)
         return -1;
     s->wcap = nc;
     return 0;
@@ -253,11 +247,11 @@ static void embed_one(scratch *s, int64_t dim, const unsigned char *t, size_t n,
         double v = kind_weight[e->kind];
         if (e->count > 1) /* most features occur once: spare the log */
             v *= 1.0 + log((double)e->count);
-        s->acc[b] += (e->h >> 31 & 1) ? -v : v;
-        if (!s->mark[b]) {
-            s->mark[b] = 1;
-            s->touched[s->ntouched++] = b;
-        }
+        /* branch-free: signs and first touches are coin flips to a predictor */
+        s->acc[b] += v * sign_of[e->h >> 31 & 1];
+        s->touched[s->ntouched] = b;
+        s->ntouched += !s->mark[b];
+        s->mark[b] = 1;
         s->tab[e->slot] = 0;
     }
     double ss = 0;
@@ -297,7 +291,7 @@ static void run_range(void *ctx, int64_t b, int64_t e)
     if (s.oom)
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     free(s.acc), free(s.touched), free(s.mark), free(s.tab), free(s.feats);
-    free(s.word), free(s.prev), free(s.cps);
+    free(s.word), free(s.cps);
 }
 
 static tq_status hash_run(tq_embedder *e, int64_t n, const char *const *text,
