@@ -281,7 +281,7 @@ static void run_range(void *ctx, int64_t b, int64_t e)
     scratch s = {0};
     s.dim_m = UINT64_MAX / (uint64_t)j->dim + 1;
     s.acc = calloc((size_t)j->dim, sizeof *s.acc);
-    s.touched = malloc((size_t)j->dim * sizeof *s.touched);
+    s.touched = malloc(((size_t)j->dim + 1) * sizeof *s.touched); /* +1: branch-free append */
     s.mark = calloc((size_t)j->dim, 1);
     if (!s.acc || !s.touched || !s.mark || table_grow(&s) || word_reserve(&s, 256))
         s.oom = 1;

@@ -334,6 +334,8 @@ with open("big.txt", "w") as f:
     for i in range(400000):   # ~ 60 MB
         f.write(" ".join(rng.choices(w, k=rng.randint(10, 30))) + "\n")
 EOF
+    # under make SAN=1, ASan's quarantine would hold freed batches: turn it off
+    export ASAN_OPTIONS="quarantine_size_mb=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p'; }
     head -n 4000 big.txt > small.txt
     small=$(rss tq-embed --batch 256 -o /dev/null small.txt)
