@@ -362,3 +362,14 @@ for row in table:
     assert bs == "%d, %s" % (b, "+" if s > 0 else "\\-"), (key, bs)
 EOF
 }
+
+@test "binary output to a terminal is refused; -o leaves no file after a refused line" {
+    command -v script >/dev/null || skip "script(1) from util-linux is not installed"
+    run script -qec "$TQ_BIN/tq-embed < /dev/null" /dev/null
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"refusing to write a binary stream to a terminal"* ]]
+    printf 'good\n\xff\n' > d.txt
+    run -65 tq-embed --on-invalid error -o out.tq d.txt
+    [ ! -e out.tq ]
+    [ -z "$(ls -A . | grep -v -e '^d.txt$' -e '^emb.py$')" ]
+}
