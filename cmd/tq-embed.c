@@ -1,0 +1,399 @@
+/* tq-embed: text in, embedding vectors out: documents one a line (plain, TSV
+ * with ids, or JSON lines), batches of "key" and "emb" frames. The policies for
+ * empty, invalid and over-long lines live here; the embedders in lib/embed. */
+#include "tool.h"
+#include "embed/embed.h"
+#include "embed/text_input.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_TSV = TQ_OPT_TOOL_BASE,
+    OPT_JSONL,
+    OPT_FIELD,
+    OPT_ID_FIELD,
+    OPT_BATCH,
+    OPT_DTYPE,
+    OPT_MAX_LINE,
+    OPT_ON_EMPTY,
+    OPT_ON_INVALID,
+    OPT_ON_LONG,
+};
+
+enum input { IN_PLAIN, IN_TSV, IN_JSONL };
+enum { EMPTY_SKIP, EMPTY_KEEP, EMPTY_ERROR };
+enum { INVALID_REPLACE, INVALID_SKIP, INVALID_ERROR };
+enum { LONG_TRUNCATE, LONG_SKIP, LONG_ERROR };
+
+static void help(void)
+{
+    fputs(
+        "Usage: tq-embed [OPTION]... [FILE]...\n"
+        "Embed UTF-8 text, one document a line (FILE, or - for standard input; none:\n"
+        "standard input), into a TQ stream of batches of \"key\" and \"emb\" [n, dim].\n\n"
+        "Model:\n"
+        "  -m, --model SPEC      hash:DIM (feature hashing, DIM 1..65536), a fastText\n"
+        "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n\n"
+        "Input (default: plain lines; keys are the line numbers from 0, as i64):\n"
+        "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
+        "      --jsonl           lines are JSON objects; the text is member --field\n"
+        "      --field NAME      JSON member holding the text (default: text)\n"
+        "      --id-field NAME   JSON member holding the key, string or integer\n"
+        "                        (default: none: keys are line numbers)\n"
+        "      --max-line BYTES  longest line read whole (default: 1048576)\n"
+        "      --on-empty P      empty document: skip, keep (zero vector) or error\n"
+        "                        (default: skip)\n"
+        "      --on-invalid P    invalid UTF-8: replace (each bad byte by U+FFFD), skip\n"
+        "                        or error (default: replace)\n"
+        "      --on-long P       line over --max-line: truncate, skip or error\n"
+        "                        (default: truncate)\n\n"
+        "Output:\n"
+        "      --batch N         rows per batch (default: 1024)\n"
+        "      --dtype DT        f32, f16 or bf16 (default: f32)\n\n" TQ_COMMON_HELP
+        "\nExamples:\n"
+        "  tq-embed docs.txt | tq-simmat --topk 10 | tq-cat -t tsv\n"
+        "  tq-embed -m hash:1024 --tsv -o emb.tq corpus.tsv\n"
+        "  tq-embed --jsonl --field body --id-field id -v posts.jsonl > emb.tq\n",
+        stdout);
+}
+
+static int pick(tq_tool *t, const char *opt, const char *arg, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(arg, names[i]))
+            return i;
+    tq_tool_usage(t, "%s does not know '%s'", opt, arg);
+}
+
+static int64_t count_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
+                      (long long)hi, arg);
+    return v;
+}
+
+typedef struct cfg {
+    enum input in;
+    const char *field, *id_field;
+    size_t max_line;
+    int on_empty, on_invalid, on_long;
+    int64_t batch;
+    tq_dtype dtype;
+} cfg;
+
+/* The documents of one batch, and the totals of the run. */
+typedef struct state {
+    tq_tool *t;
+    const cfg *c;
+    tq_embedder *e;
+    tq_writer *w;
+    tq_buf text, ids;             /* the batch's bytes, documents back to back */
+    size_t *toff, *ioff;          /* n+1 offsets into text and ids */
+    int64_t *lines;               /* input line numbers (keys without ids) */
+    int64_t n;
+    const char **tp, **ip;
+    size_t *tl, *il;
+    float *emb;
+    void *conv;
+    char meta[300];
+    size_t meta_len;
+    int64_t line;                 /* input lines seen, over all files */
+    int64_t rows, empty, invalid_skip, invalid_fixed, long_skip, long_cut;
+    uint64_t bytes;
+} state;
+
+static tq_status flush(state *s)
+{
+    if (!s->n)
+        return TQ_OK;
+    int64_t dim = tq_embedder_dim(s->e), n = s->n;
+    for (int64_t i = 0; i < n; i++) {
+        s->tp[i] = s->text.p + s->toff[i];
+        s->tl[i] = s->toff[i + 1] - s->toff[i];
+        if (s->c->in != IN_PLAIN && s->ids.p) {
+            s->ip[i] = s->ids.p + s->ioff[i];
+            s->il[i] = s->ioff[i + 1] - s->ioff[i];
+        }
+    }
+    tq_status st = tq_embedder_run(s->e, n, s->tp, s->tl, s->emb);
+    if (st)
+        return st;
+    int has_ids = s->c->in == IN_TSV || (s->c->in == IN_JSONL && s->c->id_field);
+    if (has_ids)
+        st = tq_writer_write_str(s->w, "key", n, s->ip, s->il);
+    else
+        st = tq_writer_write(s->w, "key", TQ_DTYPE_I64, 1, &n, NULL, 0, s->lines,
+                             (uint64_t)n * 8);
+    if (st)
+        return st;
+    int64_t dims[2] = {n, dim};
+    const void *data = s->emb;
+    uint64_t nb = (uint64_t)n * (uint64_t)dim * 4;
+    if (s->c->dtype != TQ_DTYPE_F32) {
+        if ((st = tq_convert(s->c->dtype, s->conv, TQ_DTYPE_F32, s->emb, (size_t)(n * dim), 0)))
+            return st;
+        data = s->conv, nb /= 2;
+    }
+    if ((st = tq_writer_write(s->w, "emb", s->c->dtype, 2, dims, s->meta, s->meta_len, data, nb)))
+        return st;
+    s->rows += n;
+    s->n = 0;
+    s->text.len = s->ids.len = 0;
+    tq_tool_progress(s->t, "%lld rows, %.1f MB", (long long)s->rows, s->bytes / 1e6);
+    return TQ_OK;
+}
+
+static tq_status add_doc(state *s, const char *id, size_t idl, const char *t, size_t tl)
+{
+    tq_status st;
+    if ((st = tq_buf_add(&s->text, t, tl)) || (id && (st = tq_buf_add(&s->ids, id, idl))))
+        return st;
+    s->lines[s->n] = s->line;
+    s->n++;
+    s->toff[s->n] = s->text.len;
+    s->ioff[s->n] = s->ids.len;
+    return s->n == s->c->batch ? flush(s) : TQ_OK;
+}
+
+static tq_status line_fail(state *s, const char *file, const char *why)
+{
+    return tq_fail(TQ_ERR_DATA, "%s: line %lld: %s", file, (long long)s->line + 1, why);
+}
+
+/* One input line through the policies, into the batch. */
+static tq_status take_line(state *s, const char *file, const char *l, size_t n, int too_long,
+                           tq_buf *fix, tq_buf *jt, tq_buf *jid)
+{
+    const cfg *c = s->c;
+    tq_status st;
+    if (too_long) {
+        if (c->on_long == LONG_ERROR || (c->on_long == LONG_TRUNCATE && c->in == IN_JSONL))
+            return line_fail(s, file, c->on_long == LONG_ERROR
+                                          ? "longer than --max-line"
+                                          : "longer than --max-line (a JSON line cannot be "
+                                            "truncated)");
+        if (c->on_long == LONG_SKIP) {
+            s->long_skip++;
+            return TQ_OK;
+        }
+        /* cut back to the start of a code point, so truncation adds no bad byte */
+        size_t k = n;
+        while (k > 0 && n - k < 3 && ((unsigned char)l[k] & 0xC0) == 0x80)
+            k--;
+        n = k ? k : n;
+        s->long_cut++;
+    }
+    if (tq_utf8_valid(l, n) != n) {
+        if (c->on_invalid == INVALID_ERROR)
+            return line_fail(s, file, "invalid UTF-8");
+        if (c->on_invalid == INVALID_SKIP) {
+            s->invalid_skip++;
+            return TQ_OK;
+        }
+        fix->len = 0;
+        if (tq_utf8_repair(l, n, fix) < 0)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        l = fix->p, n = fix->len;
+        s->invalid_fixed++;
+    }
+    const char *id = NULL, *t = l;
+    size_t idl = 0, tl = n;
+    if (n && c->in == IN_TSV) {
+        const char *tab = memchr(l, '\t', n);
+        if (!tab)
+            return line_fail(s, file, "no TAB between the id and the text (--tsv)");
+        id = l, idl = (size_t)(tab - l);
+        t = tab + 1, tl = n - idl - 1;
+    } else if (n && c->in == IN_JSONL) {
+        if ((st = tq_json_fields(l, n, c->field, c->id_field, jt, c->id_field ? jid : NULL)))
+            return tq_fail_context(TQ_ERR_DATA, "%s: line %lld", file, (long long)s->line + 1);
+        t = jt->p, tl = jt->len;
+        if (c->id_field)
+            id = jid->p, idl = jid->len;
+    }
+    if (c->in != IN_PLAIN && !id)
+        id = "", idl = 0;
+    if (!tl) {
+        if (c->on_empty == EMPTY_ERROR)
+            return line_fail(s, file, "empty document");
+        s->empty++;
+        if (c->on_empty == EMPTY_SKIP)
+            return TQ_OK;
+    }
+    return add_doc(s, id, idl, t, tl);
+}
+
+static tq_status run_file(state *s, const char *file)
+{
+    tq_lines *r;
+    tq_status st = tq_lines_open(&r, file, s->c->max_line);
+    if (st)
+        return st;
+    const char *label = strcmp(file, "-") ? file : "stdin";
+    tq_buf fix = {0}, jt = {0}, jid = {0};
+    const char *l;
+    size_t n;
+    int too_long;
+    while ((st = tq_lines_next(r, &l, &n, &too_long)) == TQ_OK) {
+        s->bytes += n + 1;
+        if ((st = take_line(s, label, l, n, too_long, &fix, &jt, &jid)))
+            break;
+        s->line++;
+    }
+    tq_buf_free(&fix), tq_buf_free(&jt), tq_buf_free(&jid);
+    tq_lines_close(r);
+    return st == TQ_EOF ? TQ_OK : st;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *empty_names[] = {"skip", "keep", "error", NULL};
+    static const char *invalid_names[] = {"replace", "skip", "error", NULL};
+    static const char *long_names[] = {"truncate", "skip", "error", NULL};
+    static const char *dtype_names[] = {"f32", "f16", "bf16", NULL};
+    static const tq_dtype dtypes[] = {TQ_DTYPE_F32, TQ_DTYPE_F16, TQ_DTYPE_BF16};
+    tq_tool t;
+    tq_tool_init(&t, "tq-embed");
+    cfg c = {IN_PLAIN, "text", NULL, 1048576, EMPTY_SKIP, INVALID_REPLACE, LONG_TRUNCATE,
+             1024, TQ_DTYPE_F32};
+    const char *model = "hash:384";
+    int field_set = 0;
+    static const struct option longopts[] = {
+        TQ_COMMON_LONGOPTS,
+        {"model", required_argument, NULL, 'm'},
+        {"tsv", no_argument, NULL, OPT_TSV},
+        {"jsonl", no_argument, NULL, OPT_JSONL},
+        {"field", required_argument, NULL, OPT_FIELD},
+        {"id-field", required_argument, NULL, OPT_ID_FIELD},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"max-line", required_argument, NULL, OPT_MAX_LINE},
+        {"on-empty", required_argument, NULL, OPT_ON_EMPTY},
+        {"on-invalid", required_argument, NULL, OPT_ON_INVALID},
+        {"on-long", required_argument, NULL, OPT_ON_LONG},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    int o, modes = 0;
+    while ((o = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+        if (tq_tool_option(&t, o, optarg, help))
+            continue;
+        switch (o) {
+        case 'm':
+            model = optarg;
+            break;
+        case OPT_TSV:
+            c.in = IN_TSV, modes++;
+            break;
+        case OPT_JSONL:
+            c.in = IN_JSONL, modes++;
+            break;
+        case OPT_FIELD:
+            c.field = optarg, field_set = 1;
+            break;
+        case OPT_ID_FIELD:
+            c.id_field = optarg, field_set = 1;
+            break;
+        case OPT_BATCH:
+            c.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24);
+            break;
+        case OPT_DTYPE:
+            c.dtype = dtypes[pick(&t, "--dtype", optarg, dtype_names)];
+            break;
+        case OPT_MAX_LINE:
+            c.max_line = (size_t)count_arg(&t, "--max-line", optarg, 1, (int64_t)1 << 30);
+            break;
+        case OPT_ON_EMPTY:
+            c.on_empty = pick(&t, "--on-empty", optarg, empty_names);
+            break;
+        case OPT_ON_INVALID:
+            c.on_invalid = pick(&t, "--on-invalid", optarg, invalid_names);
+            break;
+        case OPT_ON_LONG:
+            c.on_long = pick(&t, "--on-long", optarg, long_names);
+            break;
+        default:
+            tq_tool_usage(&t, "unknown option");
+        }
+    }
+    if (modes > 1)
+        tq_tool_usage(&t, "--tsv and --jsonl exclude each other");
+    if (field_set && c.in != IN_JSONL)
+        tq_tool_usage(&t, "--field and --id-field apply to --jsonl");
+    tq_tool_ready(&t);
+
+    char *stdin_only[] = {"-"};
+    char **files = argv + optind;
+    int nfiles = argc - optind;
+    if (!nfiles)
+        files = stdin_only, nfiles = 1;
+    state s = {.t = &t, .c = &c};
+    tq_status st = tq_embedder_open(model, NULL, &s.e);
+    if (st)
+        tq_tool_fail(&t, st);
+    for (int i = 0; i < nfiles; i++) { /* every input must open before any output */
+        tq_lines *r;
+        if (strcmp(files[i], "-") && (st = tq_lines_open(&r, files[i], 1)))
+            tq_tool_fail(&t, st);
+        if (strcmp(files[i], "-"))
+            tq_lines_close(r);
+    }
+    int64_t dim = tq_embedder_dim(s.e), b = c.batch;
+    s.meta_len = (size_t)snprintf(s.meta, sizeof s.meta, "model=%s", s.e->describe) + 1;
+    s.toff = calloc((size_t)b + 1, sizeof *s.toff);
+    s.ioff = calloc((size_t)b + 1, sizeof *s.ioff);
+    s.lines = malloc((size_t)b * sizeof *s.lines);
+    s.tp = malloc((size_t)b * sizeof *s.tp);
+    s.ip = malloc((size_t)b * sizeof *s.ip);
+    s.tl = malloc((size_t)b * sizeof *s.tl);
+    s.il = malloc((size_t)b * sizeof *s.il);
+    s.emb = malloc((size_t)(b * dim) * sizeof *s.emb);
+    s.conv = c.dtype != TQ_DTYPE_F32 ? malloc((size_t)(b * dim) * 2) : NULL;
+    if (!s.toff || !s.ioff || !s.lines || !s.tp || !s.ip || !s.tl || !s.il || !s.emb ||
+        (c.dtype != TQ_DTYPE_F32 && !s.conv))
+        tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+    tq_tool_log(&t, TQ_LOG_INFO, "model %s, dim %lld, batch %lld, threads %d", s.e->describe,
+                (long long)dim, (long long)b, tq_threads_get());
+    double t0 = tq_tool_now();
+    if ((st = tq_tool_open_output(&t, &s.w)))
+        tq_tool_fail(&t, st);
+    for (int i = 0; i < nfiles && !st; i++)
+        st = run_file(&s, files[i]);
+    if (!st)
+        st = flush(&s);
+    tq_tool_progress_done(&t);
+    tq_status cst = tq_writer_close(s.w, !st);
+    double dt = tq_tool_now() - t0;
+    if (!st && !cst) {
+        tq_tool_log(&t, TQ_LOG_INFO,
+                    "%lld lines: %lld rows embedded, %lld empty %s, %lld invalid UTF-8 "
+                    "skipped, %lld repaired, %lld over-long skipped, %lld truncated",
+                    (long long)s.line, (long long)s.rows, (long long)s.empty,
+                    c.on_empty == EMPTY_SKIP ? "skipped" : "kept", (long long)s.invalid_skip,
+                    (long long)s.invalid_fixed, (long long)s.long_skip, (long long)s.long_cut);
+        tq_tool_log(&t, TQ_LOG_INFO, "%.1f MB of text in %.3f s: %.1f MB/s", s.bytes / 1e6, dt,
+                    dt > 0 ? s.bytes / 1e6 / dt : 0.0);
+        if (s.invalid_skip + s.invalid_fixed + s.long_skip + s.long_cut)
+            tq_tool_log(&t, TQ_LOG_WARN,
+                        "warning: %lld lines with invalid UTF-8 (%lld skipped), %lld over "
+                        "--max-line (%lld skipped); -v for all counts",
+                        (long long)(s.invalid_skip + s.invalid_fixed),
+                        (long long)s.invalid_skip, (long long)(s.long_skip + s.long_cut),
+                        (long long)s.long_skip);
+    }
+    tq_embedder_close(s.e);
+    tq_buf_free(&s.text), tq_buf_free(&s.ids);
+    free(s.toff), free(s.ioff), free(s.lines), free(s.tp), free(s.ip), free(s.tl), free(s.il);
+    free(s.emb), free(s.conv);
+    if (st)
+        tq_tool_fail(&t, st);
+    if (cst)
+        tq_tool_fail(&t, cst);
+    return 0;
+}
