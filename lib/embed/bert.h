@@ -18,11 +18,13 @@ typedef struct bert_config {
     char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
 } bert_config;
 
-/* One encoder layer; attention weights split per head at load so that each
- * head's slice is a tensor of its own (no views, no alignment conditions). */
+/* One encoder layer. Query, key and value weights are stacked into one
+ * [3 hidden, hidden] matrix so that one product projects all heads; the
+ * attention output weights are cut per head (rows of W_o^T), as tensors of
+ * their own (no views, so no alignment conditions on the head size). */
 typedef struct bert_layer {
-    tq_tensor **wq, **bq, **wk, **bk, **wv, **bv; /* per head: [dh, hidden], [dh] */
-    tq_tensor **wo_t;                              /* per head: [dh, hidden] of W_o^T */
+    tq_tensor *wqkv, *bqkv; /* [3 hidden, hidden], [3 hidden] */
+    tq_tensor **wo_t;       /* per head: [dh, hidden] of W_o^T */
     tq_tensor *bo, *ln1_g, *ln1_b, *wi, *bi, *wo2, *bo2, *ln2_g, *ln2_b;
 } bert_layer;
 

@@ -1,6 +1,9 @@
 /* bert_forward.c: the BERT encoder on a padded batch, every product, softmax,
  * layer norm, GELU, add and gather through the op API on the model's device.
- * Attention is built per head from batched matmuls until a fused op exists. */
+ * Attention is built per head from batched matmuls until a fused op exists:
+ * one product projects q, k, v of all heads ([b*len, 3 hidden]); seen as rows
+ * of dh floats, a gather pulls each head's rows out into a contiguous
+ * [b, len, dh] tensor, so no transpose op is needed. */
 #include "bert.h"
 #include "internal.h"
 
@@ -13,15 +16,21 @@
 
 typedef struct scratch {
     tq_tensor *x, *x3, *tmp, *x1, *attn, *q, *k, *v, *s, *ctx, *mid, *mask;
+    tq_tensor *qkv, *qkv_rows, *q2, *k2, *v2; /* projections; q, k, v are views of q2.. */
+    tq_tensor **idx;                          /* 3 * heads gather indices, [b*len] each */
+    int64_t nidx;
 } scratch;
 
 static void scratch_free(scratch *s)
 {
     /* views before their parents */
-    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->q, s->k,
-                        s->v, s->s, s->ctx, s->mid, s->mask};
+    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->q, s->k, s->v, s->s,
+                        s->ctx, s->mid, s->mask, s->qkv_rows, s->qkv, s->q2, s->k2, s->v2};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
+    for (int64_t i = 0; s->idx && i < s->nidx; i++)
+        tq_tensor_free(s->idx[i]);
+    free(s->idx);
 }
 
 static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor **t)
@@ -34,14 +43,14 @@ static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
 {
     int64_t nh = m->cfg.heads, dh = m->cfg.hidden / nh;
     float scale = (float)(1.0 / sqrt((double)dh));
-    tq_status st = TQ_OK;
+    tq_status st;
+    if ((st = tq_op_matmul(s->x, 0, L->wqkv, 1, 1, 0, s->qkv)) ||
+        (st = tq_op_add(s->qkv, L->bqkv, s->qkv)))
+        return st;
     for (int64_t h = 0; !st && h < nh; h++) {
-        if ((st = tq_op_matmul(s->x3, 0, L->wq[h], 1, 1, 0, s->q)) ||
-            (st = tq_op_add(s->q, L->bq[h], s->q)) ||
-            (st = tq_op_matmul(s->x3, 0, L->wk[h], 1, 1, 0, s->k)) ||
-            (st = tq_op_add(s->k, L->bk[h], s->k)) ||
-            (st = tq_op_matmul(s->x3, 0, L->wv[h], 1, 1, 0, s->v)) ||
-            (st = tq_op_add(s->v, L->bv[h], s->v)) ||
+        if ((st = tq_op_gather(s->qkv_rows, s->idx[h], s->q2)) ||
+            (st = tq_op_gather(s->qkv_rows, s->idx[nh + h], s->k2)) ||
+            (st = tq_op_gather(s->qkv_rows, s->idx[2 * nh + h], s->v2)) ||
             (st = tq_op_matmul(s->q, 0, s->k, 1, scale, 0, s->s)) ||
             (st = tq_op_add(s->s, s->mask, s->s)) ||
             (st = tq_op_softmax(s->s, s->s)) ||
@@ -50,6 +59,41 @@ static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
         /* the output dense, head by head: attn += ctx_h (W_o^T rows of head h) */
         st = tq_op_matmul(s->ctx, 0, L->wo_t[h], 0, 1, h ? 1.0f : 0.0f, s->attn);
     }
+    return st;
+}
+
+/* Projection buffers and the gather indices: row (b*len + t) * 3 heads +
+ * part * heads + h of the [b*len*3*heads, dh] view is token t of doc b, head
+ * h, part q/k/v. */
+static tq_status heads_setup(const bert_model *m, int64_t b, int64_t len, scratch *s)
+{
+    tq_device *dev = m->dev;
+    int64_t n = b * len, nh = m->cfg.heads, H = m->cfg.hidden, dh = H / nh;
+    int64_t d2[2] = {n, 3 * H}, rows[2] = {n * 3 * nh, dh}, dn[2] = {n, dh}, d3[3] = {b, len, dh};
+    tq_status st;
+    if ((st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->qkv)) ||
+        (st = tq_tensor_view(s->qkv, 0, TQ_DTYPE_F32, 2, rows, &s->qkv_rows)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->q2)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->k2)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->v2)) ||
+        (st = tq_tensor_view(s->q2, 0, TQ_DTYPE_F32, 3, d3, &s->q)) ||
+        (st = tq_tensor_view(s->k2, 0, TQ_DTYPE_F32, 3, d3, &s->k)) ||
+        (st = tq_tensor_view(s->v2, 0, TQ_DTYPE_F32, 3, d3, &s->v)))
+        return st;
+    s->nidx = 3 * nh;
+    s->idx = calloc((size_t)s->nidx, sizeof *s->idx);
+    int64_t *host = malloc((size_t)n * sizeof *host);
+    if (!s->idx || !host) {
+        free(host);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t j = 0; !st && j < s->nidx; j++) {
+        for (int64_t r = 0; r < n; r++)
+            host[r] = r * 3 * nh + j;
+        if (!(st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->idx[j])))
+            st = tq_tensor_upload(s->idx[j], host, (size_t)n * sizeof *host);
+    }
+    free(host);
     return st;
 }
 
@@ -137,8 +181,7 @@ tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int
     tq_status st;
     if (!(st = embed(m, b, len, ids, &s)) && !(st = make_mask(dev, b, len, lens, &s.mask)) &&
         !(st = new3(dev, b, len, H, &s.x1)) && !(st = new3(dev, b, len, H, &s.attn)) &&
-        !(st = new3(dev, b, len, dh, &s.q)) && !(st = new3(dev, b, len, dh, &s.k)) &&
-        !(st = new3(dev, b, len, dh, &s.v)) && !(st = new3(dev, b, len, len, &s.s)) &&
+        !(st = heads_setup(m, b, len, &s)) && !(st = new3(dev, b, len, len, &s.s)) &&
         !(st = new3(dev, b, len, dh, &s.ctx)) &&
         !(st = new3(dev, b, len, m->cfg.inter, &s.mid))) {
         for (int64_t i = 0; !st && i < m->cfg.layers; i++)

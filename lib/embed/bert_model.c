@@ -51,25 +51,37 @@ static tq_status mat(loader *l, const char *name, int64_t r, int64_t c, tq_tenso
     return tensor(l, name, 2, d, t);
 }
 
-/* Splits a projection (W [hidden, hidden], b [hidden]) into per-head rows. */
-static tq_status split(loader *l, int64_t li, const char *what, int64_t heads, int64_t hid,
-                       tq_tensor **w, tq_tensor **b)
+/* Stacks the query, key and value projections: rows [0, H) query, [H, 2H)
+ * key, [2H, 3H) value, so x W^T gives each token's q, k, v side by side. */
+static tq_status qkv(loader *l, int64_t li, int64_t hid, bert_layer *L)
 {
+    static const char *const what[3] = {"query", "key", "value"};
     char name[160];
-    float *hw = NULL, *hb = NULL;
-    int64_t dw[2] = {hid, hid}, dh = hid / heads, dhd[2] = {dh, hid};
-    snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.weight", (long long)li, what);
-    tq_status st = host(l, name, 2, dw, &hw);
-    snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.bias", (long long)li, what);
-    if (!st)
-        st = host(l, name, 1, &hid, &hb);
-    for (int64_t h = 0; !st && h < heads; h++) {
-        st = put(l, hw + h * dh * hid, 2, dhd, &w[h]);
+    int64_t dw[2] = {hid, hid}, d3[2] = {3 * hid, hid}, n3 = 3 * hid;
+    float *w = malloc((size_t)(3 * hid * hid) * sizeof *w), *b = malloc((size_t)n3 * sizeof *b);
+    tq_status st = w && b ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int k = 0; !st && k < 3; k++) {
+        float *hw = NULL, *hb = NULL;
+        snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.weight", (long long)li,
+                 what[k]);
+        st = host(l, name, 2, dw, &hw);
+        snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.bias", (long long)li,
+                 what[k]);
         if (!st)
-            st = put(l, hb + h * dh, 1, &dh, &b[h]);
+            st = host(l, name, 1, &hid, &hb);
+        if (!st) {
+            memcpy(w + k * hid * hid, hw, (size_t)(hid * hid) * sizeof *w);
+            memcpy(b + k * hid, hb, (size_t)hid * sizeof *b);
+        }
+        free(hw);
+        free(hb);
     }
-    free(hw);
-    free(hb);
+    if (!st)
+        st = put(l, w, 2, d3, &L->wqkv);
+    if (!st)
+        st = put(l, b, 1, &n3, &L->bqkv);
+    free(w);
+    free(b);
     return st;
 }
 
@@ -99,16 +111,12 @@ static tq_status split_out(loader *l, int64_t li, int64_t heads, int64_t hid, tq
 static tq_status layer(loader *l, const bert_config *c, int64_t li, bert_layer *L)
 {
     int64_t H = c->hidden, I = c->inter, nh = c->heads;
-    tq_tensor ***per[] = {&L->wq, &L->bq, &L->wk, &L->bk, &L->wv, &L->bv, &L->wo_t};
-    for (size_t i = 0; i < sizeof per / sizeof *per; i++)
-        if (!(*per[i] = calloc((size_t)nh, sizeof(tq_tensor *))))
-            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (!(L->wo_t = calloc((size_t)nh, sizeof(tq_tensor *))))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
     tq_status st;
     char n[160];
 #define NAME(s) (snprintf(n, sizeof n, "encoder.layer.%lld." s, (long long)li), n)
-    if ((st = split(l, li, "query", nh, H, L->wq, L->bq)) ||
-        (st = split(l, li, "key", nh, H, L->wk, L->bk)) ||
-        (st = split(l, li, "value", nh, H, L->wv, L->bv)) ||
+    if ((st = qkv(l, li, H, L)) ||
         (st = split_out(l, li, nh, H, L->wo_t)) ||
         (st = vec(l, NAME("attention.output.dense.bias"), H, &L->bo)) ||
         (st = vec(l, NAME("attention.output.LayerNorm.weight"), H, &L->ln1_g)) ||
@@ -195,10 +203,8 @@ void tq_bert_model_free(bert_model *m)
         return;
     for (int64_t i = 0; m->layer && i < m->cfg.layers; i++) {
         bert_layer *L = &m->layer[i];
-        tq_tensor **per[] = {L->wq, L->bq, L->wk, L->bk, L->wv, L->bv, L->wo_t};
-        for (size_t k = 0; k < sizeof per / sizeof *per; k++)
-            free_heads(per[k], m->cfg.heads);
-        tq_tensor *one[] = {L->bo, L->ln1_g, L->ln1_b, L->wi, L->bi,
+        free_heads(L->wo_t, m->cfg.heads);
+        tq_tensor *one[] = {L->wqkv, L->bqkv, L->bo, L->ln1_g, L->ln1_b, L->wi, L->bi,
                             L->wo2, L->bo2, L->ln2_g, L->ln2_b};
         for (size_t k = 0; k < sizeof one / sizeof *one; k++)
             tq_tensor_free(one[k]);
