@@ -10,7 +10,6 @@
 
 tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e)
 {
-    (void)dev;
     if (!spec || !*spec)
         spec = "hash:384";
     if (!strncmp(spec, "hash:", 5) || !strcmp(spec, "hash"))
@@ -19,8 +18,7 @@ tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e)
     if (stat(spec, &sb))
         return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open model: %s", spec, strerror(errno));
     if (S_ISDIR(sb.st_mode))
-        return tq_fail(TQ_ERR_NOINPUT,
-                       "%s: model folders (sentence-transformers) are not supported yet", spec);
+        return tq_embed_bert_open(spec, dev, e);
     FILE *f = fopen(spec, "rb");
     if (!f)
         return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open model: %s", spec, strerror(errno));

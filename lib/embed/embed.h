@@ -37,5 +37,6 @@ void tq_embedder_close(tq_embedder *e);
 tq_status tq_embed_hash_open(const char *args, tq_embedder **e);
 tq_status tq_embed_fasttext_open(const char *path, tq_embedder **e);
 tq_status tq_embed_vec_open(const char *path, tq_embedder **e);
+tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_embedder **e);
 
 #endif

@@ -1,0 +1,49 @@
+/* bert.h: what the BERT-family embedder's files share: the model folder's
+ * settings, the weights on the device, and the encoder's forward pass. */
+#ifndef TQ_BERT_H
+#define TQ_BERT_H
+
+#include "embed.h"
+#include "wordpiece.h"
+
+enum { BERT_POOL_MEAN, BERT_POOL_CLS, BERT_POOL_MAX };
+
+typedef struct bert_config {
+    int64_t hidden, layers, heads, inter, max_pos, types, vocab;
+    double eps;
+    int max_seq;        /* tokens per document, [CLS] and [SEP] included */
+    int pool;           /* BERT_POOL_* */
+    int normalize;      /* an L2 Normalize module follows the pooling */
+    tq_wordpiece_opts wp;
+    char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
+} bert_config;
+
+/* One encoder layer. Query, key and value weights are stacked into one
+ * [3 hidden, hidden] matrix so that one product projects all heads; the
+ * attention output weights are cut per head (rows of W_o^T), as tensors of
+ * their own (no views, so no alignment conditions on the head size). */
+typedef struct bert_layer {
+    tq_tensor *wqkv, *bqkv; /* [3 hidden, hidden], [3 hidden] */
+    tq_tensor **wo_t;       /* per head: [dh, hidden] of W_o^T */
+    tq_tensor *bo, *ln1_g, *ln1_b, *wi, *bi, *wo2, *bo2, *ln2_g, *ln2_b;
+} bert_layer;
+
+typedef struct bert_model {
+    bert_config cfg;
+    tq_device *dev;
+    tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row */
+    bert_layer *layer;
+} bert_model;
+
+/* Reads the sentence-transformers folder's JSON files into cfg. */
+tq_status tq_bert_config_load(const char *folder, bert_config *cfg);
+void tq_bert_config_free(bert_config *cfg);
+/* Loads model.safetensors from cfg->model_dir onto dev. Takes cfg over. */
+tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **m);
+void tq_bert_model_free(bert_model *m);
+/* The last hidden states of a padded batch: ids [b, len] (i64), doc i's real
+ * tokens are the first lens[i]; out gets b * len * hidden floats. */
+tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
+                          const int *lens, float *out);
+
+#endif

@@ -1,0 +1,22 @@
+/* safetensors_in.h: reads tensors out of a .safetensors file (the Hugging Face
+ * weight format), mapped read-only, converted to f32 on request. */
+#ifndef TQ_SAFETENSORS_IN_H
+#define TQ_SAFETENSORS_IN_H
+
+#include "tq.h"
+
+typedef struct tq_st_file tq_st_file;
+
+/* Maps PATH and checks its header: every tensor's dtype, shape and byte range
+ * against the file. Missing file: TQ_ERR_NOINPUT; anything inconsistent:
+ * TQ_ERR_DATA "PATH: WHAT". */
+tq_status tq_st_open(const char *path, tq_st_file **f);
+void tq_st_close(tq_st_file *f);
+/* 1 if the file holds a tensor of that name. */
+int tq_st_has(const tq_st_file *f, const char *name);
+/* Tensor NAME as f32 in a malloc'd array (the caller frees it); its shape must
+ * be exactly dims[0..rank). F32, F16 and BF16 tensors are accepted. */
+tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank,
+                         const int64_t *dims, float **out);
+
+#endif
