@@ -334,7 +334,12 @@ int main(int argc, char **argv)
     if (!nfiles)
         files = stdin_only, nfiles = 1;
     state s = {.t = &t, .c = &c};
-    tq_status st = tq_embedder_open(model, NULL, &s.e);
+    /* The device runs the BERT encoder's products; the other embedders are
+     * plain CPU code and ignore it. */
+    tq_device *dev = NULL;
+    tq_status st = tq_device_open(t.device, &dev);
+    if (!st)
+        st = tq_embedder_open(model, dev, &s.e);
     if (st)
         tq_tool_fail(&t, st);
     for (int i = 0; i < nfiles; i++) { /* every input must open before any output */
@@ -358,8 +363,9 @@ int main(int argc, char **argv)
     if (!s.toff || !s.ioff || !s.lines || !s.tp || !s.ip || !s.tl || !s.il || !s.emb ||
         (c.dtype != TQ_DTYPE_F32 && !s.conv))
         tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
-    tq_tool_log(&t, TQ_LOG_INFO, "model %s, dim %lld, batch %lld, threads %d", s.e->describe,
-                (long long)dim, (long long)b, tq_threads_get());
+    tq_tool_log(&t, TQ_LOG_INFO, "model %s, dim %lld, batch %lld, device %s, threads %d",
+                s.e->describe, (long long)dim, (long long)b, tq_device_name(dev),
+                tq_threads_get());
     double t0 = tq_tool_now();
     if ((st = tq_tool_open_output(&t, &s.w)))
         tq_tool_fail(&t, st);
@@ -388,6 +394,7 @@ int main(int argc, char **argv)
                         (long long)s.long_skip);
     }
     tq_embedder_close(s.e);
+    tq_device_close(dev);
     tq_buf_free(&s.text), tq_buf_free(&s.ids);
     free(s.toff), free(s.ioff), free(s.lines), free(s.tp), free(s.ip), free(s.tl), free(s.il);
     free(s.emb), free(s.conv);
