@@ -31,6 +31,10 @@ typedef struct tq_backend_ops {
     tq_status (*scale)(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
     tq_status (*gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
     tq_status (*convert)(void *ctx, const tq_tensor *x, tq_tensor *y);
+    tq_status (*attention)(void *ctx, const tq_tensor *q, const tq_tensor *k,
+                           const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
+    tq_status (*simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 } tq_backend_ops;
 
 typedef struct tq_backend {

@@ -273,6 +273,42 @@ tq_status tq_op_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 /* y = x converted to y's dtype (same shape); any pair tq_convert handles. */
 tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y);
 
+/* Fused multi-head scaled dot-product attention (online softmax over tiles of
+ * K and V, never an n x n score matrix unless weights is asked for):
+ *   out[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h] + mask) v[b,j,h]
+ * q f32 [B, Lq, H*Dk], k f32 [B, Lk, H*Dk], v f32 [B, Lk, H*Dv], out f32
+ * [B, Lq, H*Dv] (rank 2 tensors are one batch, B = 1); head h is the h-th slice
+ * of Dk (Dv) columns. Key j is masked for query i when any of: causal and
+ * j > i; key_len given and j >= key_len[b]; groups given and qgroup[b,i] !=
+ * kgroup[b,j]. A query whose keys are all masked gets out = 0 (defined, not
+ * NaN). Optional outputs: received f32 [B, Lk], the attention key j receives
+ * from queries i != j, summed over i and averaged over heads (the consensus
+ * score); weights f32 [B, H, Lq, Lk], the softmax itself (O(n^2) memory). */
+typedef struct tq_attention_args {
+    int heads;                 /* H >= 1, dividing both last dims */
+    float scale;               /* 0 means 1 / sqrt(Dk) */
+    int causal;
+    const tq_tensor *key_len;  /* i64 [B], or NULL */
+    const tq_tensor *qgroup;   /* i64 [B, Lq] and kgroup i64 [B, Lk], both or */
+    const tq_tensor *kgroup;   /* neither */
+    tq_tensor *received;       /* f32 [B, Lk], or NULL */
+    tq_tensor *weights;        /* f32 [B, H, Lq, Lk], or NULL */
+} tq_attention_args;
+tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
+                          const tq_attention_args *args, tq_tensor *out);
+
+/* Similarity search step, fused (no [nq, ndb] matrix): folds the rows of db
+ * [ndb, d] into the running top-k lists of the queries q [nq, d]. vals f32
+ * [nq, k] (descending) and idx i64 [nq, k] are read and updated in place; the
+ * caller starts them at -inf and -1. Database row j enters as index
+ * idx_base + j, so blocks and shards of one database stream through in turn.
+ * metric TQ_METRIC_DOT: score = q . db (cosine when both sides are
+ * normalized); TQ_METRIC_L2: score = -||q - db||^2. Ties go to the lower
+ * index; the result does not depend on threads or block size. */
+typedef enum { TQ_METRIC_DOT = 0, TQ_METRIC_L2 = 1 } tq_metric;
+tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                        int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+
 #ifdef __cplusplus
 }
 #endif
