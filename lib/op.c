@@ -183,3 +183,28 @@ tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y)
     CHECK(same_shape(x, y), "convert: x and y differ in shape");
     return CALL(x, convert, x, y);
 }
+
+tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                        int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    F32(q, "simtopk q");
+    F32(db, "simtopk db");
+    F32(vals, "simtopk vals");
+    CHECK(idx->dtype == TQ_DTYPE_I64, "simtopk idx must be i64");
+    SAME_DEV(q, db);
+    SAME_DEV(q, vals);
+    SAME_DEV(q, idx);
+    CHECK(metric == TQ_METRIC_DOT || metric == TQ_METRIC_L2, "simtopk: unknown metric %d",
+          (int)metric);
+    CHECK(q->rank == 2 && db->rank == 2, "simtopk takes rank 2 q and db");
+    CHECK(q->dims[1] == db->dims[1], "simtopk: q rows have %lld values, db rows %lld",
+          (long long)q->dims[1], (long long)db->dims[1]);
+    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
+          "simtopk: dims over 2^31");
+    CHECK(vals->rank == 2 && idx->rank == 2 && vals->dims[0] == q->dims[0] &&
+              idx->dims[0] == q->dims[0] && vals->dims[1] == idx->dims[1],
+          "simtopk: vals and idx must both be [%lld, k]", (long long)q->dims[0]);
+    CHECK(idx_base >= 0 && idx_base <= INT64_MAX - db->dims[0],
+          "simtopk: idx_base %lld out of range", (long long)idx_base);
+    return CALL(q, simtopk, q, db, metric, idx_base, vals, idx);
+}

@@ -111,5 +111,6 @@ const tq_backend tq_backend_cpu = {
             .scale = tq_cpu_scale,
             .gather = tq_cpu_gather,
             .convert = tq_cpu_convert,
+            .simtopk = tq_cpu_simtopk,
         },
 };

@@ -50,6 +50,9 @@ tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tenso
 tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
+/* simtopk.c */
+tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 
 /* Rows of a tensor seen as [rows, last dim]. */
 static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }

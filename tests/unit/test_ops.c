@@ -7,6 +7,7 @@
  * are bit-identical with 1 and 2 threads. */
 #include "../../lib/cpu/cpu.h"
 #include "../../lib/cpu/gemm.h"
+#include "../../lib/simscore.h"
 #include "check.h"
 #include "tq.h"
 
@@ -739,6 +740,194 @@ static void test_topk(void)
     }
 }
 
+/* ------------------------------------------------------------ simtopk */
+
+/* The float64 reference: every score of q against db, brute force, in plain
+ * sequential double sums, rounded once to f32 (the op's scores are the same
+ * exact products summed in double in another order, then rounded once: the
+ * two f32 values differ only when the exact score lies within ~2^-50 of a
+ * rounding boundary of f32, which these inputs never hit), then ranked as the
+ * API says: larger first, ties to the lower index, NaN after numbers. */
+static void ref_simtopk(const float *q, const float *x, int64_t nq, int64_t ndb, int64_t d,
+                        int metric, int64_t k, float *rv, int64_t *ri)
+{
+    float *row = malloc((size_t)(ndb + 1) * 4);
+    int64_t *order = malloc((size_t)(ndb + 1) * 8);
+    for (int64_t i = 0; i < nq; i++) {
+        for (int64_t j = 0; j < ndb; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < d; p++) {
+                double a = q[i * d + p], b = x[j * d + p];
+                s += metric ? (a - b) * (a - b) : a * b;
+            }
+            row[j] = (float)(metric ? -s : s);
+            order[j] = j;
+        }
+        cmp_row = row;
+        qsort(order, (size_t)ndb, sizeof *order, rank_cmp);
+        for (int64_t r = 0; r < k; r++) {
+            rv[i * k + r] = r < ndb ? row[order[r]] : -INFINITY;
+            ri[i * k + r] = r < ndb ? order[r] : -1;
+        }
+    }
+    free(row);
+    free(order);
+}
+
+/* Runs simtopk over db in the blocks that cuts[] gives (row counts, summing
+ * to ndb), the lists updated in place from -inf and -1. */
+static void run_simtopk(const float *q, const float *x, int64_t nq, int64_t d, int metric,
+                        int64_t k, const int64_t *cuts, int ncuts, float *v,
+                        int64_t *ix, const char *what)
+{
+    int64_t qd[2] = {nq, d}, kd[2] = {nq, k};
+    for (int64_t i = 0; i < nq * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    gt *gq = gt_new(TQ_DTYPE_F32, 2, qd, q);
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, v);
+    gt *gi = gt_new(TQ_DTYPE_I64, 2, kd, ix);
+    int64_t at = 0;
+    for (int c = 0; c < ncuts; c++) {
+        int64_t xd[2] = {cuts[c], d};
+        gt *gx = gt_new(TQ_DTYPE_F32, 2, xd, x + at * d);
+        tq_status st = tq_op_simtopk(gq->t, gx->t, metric ? TQ_METRIC_L2 : TQ_METRIC_DOT, at,
+                                     gv->t, gi->t);
+        CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+        gt_unchanged(gx, x + at * d, what);
+        gt_free(gx);
+        at += cuts[c];
+    }
+    gt_get(gv, v, what);
+    gt_get(gi, ix, what);
+    gt_unchanged(gq, q, what);
+    gt_free(gq);
+    gt_free(gv);
+    gt_free(gi);
+}
+
+static void sim_data(float *p, int64_t n, int kind)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = kind == 1 ? (float)((int)(rnd() % 3) - 1) /* ties galore */
+                         : randf(-1, 1);
+}
+
+static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metric, int kind,
+                         const int64_t *cuts, int ncuts)
+{
+    float *q = malloc((size_t)(nq * d + 1) * 4), *x = malloc((size_t)(ndb * d + 1) * 4);
+    float *v = malloc((size_t)(nq * k + 1) * 4), *rv = malloc((size_t)(nq * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
+    sim_data(q, nq * d, kind);
+    sim_data(x, ndb * d, kind);
+    if (kind == 2 && ndb > 3) { /* a NaN row and a NaN query element */
+        x[(ndb / 2) * d] = NAN;
+        if (nq > 1)
+            q[d] = NAN;
+    }
+    int64_t whole[1] = {ndb};
+    if (!cuts)
+        cuts = whole, ncuts = 1;
+    char what[128];
+    snprintf(what, sizeof what, "simtopk %s q[%lld,%lld] db %lld k=%lld kind %d, %d block%s",
+             metric ? "l2" : "dot", (long long)nq, (long long)d, (long long)ndb, (long long)k,
+             kind, ncuts, ncuts == 1 ? "" : "s");
+    run_simtopk(q, x, nq, d, metric, k, cuts, ncuts, v, ix, what);
+    ref_simtopk(q, x, nq, ndb, d, metric, k, rv, ri);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < nq * k; i++) {
+        int same_v = isnan(rv[i]) ? isnan(v[i]) : memcmp(&rv[i], &v[i], 4) == 0;
+        if ((ix[i] != ri[i] || !same_v) && !bad++)
+            first = i;
+    }
+    CHECK(bad == 0, "%s: %s: %lld entries differ from the reference, first query %lld rank %lld: "
+                    "idx %lld score %.9g, expected idx %lld score %.9g",
+          dev_name, what, (long long)bad, first < 0 ? -1LL : (long long)(first / k),
+          first < 0 ? -1LL : (long long)(first % k), first < 0 ? -1LL : (long long)ix[first],
+          first < 0 ? 0.0 : (double)v[first], first < 0 ? -1LL : (long long)ri[first],
+          first < 0 ? 0.0 : (double)rv[first]);
+    free(q), free(x), free(v), free(rv), free(ix), free(ri);
+}
+
+static void test_simtopk(void)
+{
+    for (int metric = 0; metric < 2; metric++) {
+        simtopk_case(1, 1, 1, 1, metric, 0, NULL, 0);
+        simtopk_case(37, 3000, 67, 10, metric, 0, NULL, 0);
+        simtopk_case(20, 2500, 8, 20, metric, 1, NULL, 0);   /* ties */
+        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN */
+        /* blocks through idx_base, one of them empty and one of one row */
+        static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
+        simtopk_case(37, 3000, 67, 10, metric, 0, cuts, 5);
+        simtopk_case(20, 3000, 8, 16, metric, 1, cuts, 5);
+        /* k beyond a block, and beyond the whole database (empty slots) */
+        static const int64_t small[] = {7, 3, 12};
+        simtopk_case(11, 22, 16, 15, metric, 0, small, 3);
+        simtopk_case(11, 22, 16, 30, metric, 1, small, 3);
+        simtopk_case(5, 40, 300, 0, metric, 0, NULL, 0);
+    }
+    /* a shape with several query blocks and database slices */
+    simtopk_case(600, 20000, 24, 7, 0, 0, NULL, 0);
+}
+
+/* The same bits with 1 and 2 threads, with blocks or one call, and (on the
+ * CPU) with OpenBLAS or the built-in sgemm. */
+static void test_simtopk_same_bits(void)
+{
+    int64_t nq = 700, ndb = 30000, d = 40, k = 9;
+    float *q = malloc((size_t)(nq * d) * 4), *x = malloc((size_t)(ndb * d) * 4);
+    for (int64_t i = 0; i < nq * d; i++)
+        q[i] = (float)(rnd() % 8) * 0.125f + (i % 3 ? randf(-0.01, 0.01) : 0.0f);
+    for (int64_t i = 0; i < ndb * d; i++)
+        x[i] = (float)(rnd() % 8) * 0.125f + (i % 3 ? randf(-0.01, 0.01) : 0.0f);
+    size_t nb = (size_t)(nq * k);
+    float *v0 = malloc(nb * 4), *v1 = malloc(nb * 4);
+    int64_t *i0 = malloc(nb * 8), *i1 = malloc(nb * 8);
+    static const int64_t one[] = {30000}, blocks[] = {4097, 10000, 903, 15000};
+    for (int metric = 0; metric < 2; metric++) {
+        tq_threads_set(1);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v0, i0, "simtopk 1 thread");
+        tq_threads_set(2);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk 2 threads");
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs between 1 and 2 threads", dev_name, metric ? "l2" : "dot");
+        run_simtopk(q, x, nq, d, metric, k, blocks, 4, v1, i1, "simtopk blocks");
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs between one call and blocks", dev_name,
+              metric ? "l2" : "dot");
+        if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+            tq_cpu_blas_force_builtin(1);
+            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk built-in");
+            tq_cpu_blas_force_builtin(0);
+            CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+                  "%s: simtopk %s differs between OpenBLAS and the built-in sgemm", dev_name,
+                  metric ? "l2" : "dot");
+        }
+        tq_threads_set(0);
+    }
+    free(q), free(x), free(v0), free(v1), free(i0), free(i1);
+}
+
+/* The vector versions of the exact pair scores give the portable bits. */
+static void test_simscore_isa(void)
+{
+    static const int64_t ds[] = {0, 1, 7, 8, 9, 63, 384, 1001};
+    float *a = malloc(1001 * 4), *b = malloc(1001 * 4);
+    int bad = 0;
+    for (int r = 0; r < 50; r++) {
+        fill(a, 1001, -3, 3);
+        fill(b, 1001, -3, 3);
+        for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+            double x = tq_simscore_dot(a, b, ds[i]), y = tq_simscore_dot_portable(a, b, ds[i]);
+            double u = tq_simscore_l2(a, b, ds[i]), w = tq_simscore_l2_portable(a, b, ds[i]);
+            bad += memcmp(&x, &y, 8) != 0 || memcmp(&u, &w, 8) != 0;
+        }
+    }
+    CHECK(bad == 0, "simscore: %d vector results differ from the portable ones", bad);
+    free(a);
+    free(b);
+}
+
 /* ------------------------------------------------------------ gather */
 
 static void gather_case(tq_dtype dt, int rank, const int64_t *dims, const int64_t *idx, int64_t n)
@@ -1171,6 +1360,7 @@ static void test_gelu_ulp(void)
 static void test_cpu_engines(void)
 {
     test_gelu_ulp();
+    test_simscore_isa();
     char desc[256];
     tq_cpu_blas_describe(desc, sizeof desc);
     printf("ok cpu: %s\n", desc);
@@ -1252,6 +1442,8 @@ int main(void)
         test_topk();
         test_gather();
         test_convert();
+        test_simtopk();
+        test_simtopk_same_bits();
         tq_device_close(dev);
     }
     CHECK(ran > 0, "no device opened (the CPU always should)");
