@@ -218,6 +218,8 @@ int main(int argc, char **argv)
     o.cfg.dev = dev;
     o.cfg.query = query;
     o.cfg.model = model;
+    o.query_path = query_path;
+    o.model_path = model_path;
     tq_tool_log(&t, TQ_LOG_INFO, "features %s; weights %s; device %s, threads %d", meta + 9,
                 meta + strlen(meta) + 1 + 8, tq_device_name(dev), tq_threads_get());
     if (model)

@@ -223,11 +223,13 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
     tq_status st;
     r->d = emb->dims[1];
     if (o->cfg.query && tq_score_query_dim(o->cfg.query) != r->d)
-        return tq_fail(TQ_ERR_DATA, "the query vectors have dim %lld, \"%s\" has %lld",
-                       (long long)tq_score_query_dim(o->cfg.query), o->emb, (long long)r->d);
+        return tq_fail(TQ_ERR_DATA, "%s: the query vectors have dim %lld, \"%s\" has %lld",
+                       o->query_path, (long long)tq_score_query_dim(o->cfg.query), o->emb,
+                       (long long)r->d);
     if (o->cfg.model && tq_score_model_dim(o->cfg.model) != r->d)
-        return tq_fail(TQ_ERR_DATA, "the model takes vectors of dim %lld, \"%s\" has %lld",
-                       (long long)tq_score_model_dim(o->cfg.model), o->emb, (long long)r->d);
+        return tq_fail(TQ_ERR_DATA, "%s: the model takes vectors of dim %lld, \"%s\" has %lld",
+                       o->model_path, (long long)tq_score_model_dim(o->cfg.model), o->emb,
+                       (long long)r->d);
     if (!(r->cols = calloc((size_t)r->nbatch, sizeof *r->cols)))
         return oom();
     for (int i = 0; i < r->nbatch; i++)
@@ -242,8 +244,8 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
                            o->group, tq_dtype_name(g->dtype), g->rank);
     } else if (o->cfg.query && tq_score_query_has_groups(o->cfg.query)) {
         return tq_fail(TQ_ERR_DATA,
-                       "the query file has one row per group, but the input has no \"%s\" frame",
-                       o->group);
+                       "%s: one query row per group, but the input has no \"%s\" frame",
+                       o->query_path, o->group);
     }
     for (int j = 0; j < o->cfg.nextra; j++) {
         int c = col_of(r, o->extra[j]);

@@ -69,6 +69,7 @@ typedef struct tq_score_run_opts {
     int64_t top;                   /* keep the top N of each group; 0: all */
     int sort;                      /* rows by rank within each group */
     int64_t batch;                 /* rows per output frame at most */
+    const char *query_path, *model_path; /* for messages */
     const char *meta;              /* metadata of the score frames */
     size_t meta_len;
 } tq_score_run_opts;
