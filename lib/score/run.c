@@ -233,7 +233,7 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
     if (!(r->cols = calloc((size_t)r->nbatch, sizeof *r->cols)))
         return oom();
     for (int i = 0; i < r->nbatch; i++)
-        if (aligned[i] && (st = tq_rowcol_init(&r->cols[r->ncols++], &r->batch[i])))
+        if (aligned[i] > 0 && (st = tq_rowcol_init(&r->cols[r->ncols++], &r->batch[i])))
             return st;
     r->emb_col = col_of(r, o->emb);
     r->group_col = col_of(r, o->group);
