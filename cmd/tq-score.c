@@ -164,6 +164,7 @@ int main(int argc, char **argv)
             tq_tool_usage(&t, "unknown option");
         }
     }
+    tq_tool_ready(&t); /* --list-devices needs no feature */
     if (!*o.emb || !*o.group)
         tq_tool_usage(&t, "--emb and --group want a frame name");
     /* the features in the order the weights take them */
@@ -186,7 +187,6 @@ int main(int argc, char **argv)
     o.cfg.nweights = nf;
     for (int j = 0; j < nf; j++)
         o.cfg.weights[j] = nweights >= 0 ? weights[j] : 1.0;
-    tq_tool_ready(&t);
 
     char meta[4096];
     int ml = snprintf(meta, sizeof meta, "features=");
