@@ -141,6 +141,16 @@ tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y)
     return CALL(x, gelu, x, y);
 }
 
+tq_status tq_op_activate(const tq_tensor *x, tq_activation act, tq_tensor *y)
+{
+    F32(x, "activate x");
+    F32(y, "activate y");
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "activate: x and y differ in shape");
+    CHECK(act >= 0 && act < TQ_ACT_COUNT, "activate: unknown activation %d", (int)act);
+    return CALL(x, activate, x, act, y);
+}
+
 tq_status tq_op_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y)
 {
     F32(a, "add a");

@@ -46,6 +46,7 @@ tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma
 tq_status tq_cpu_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
                       tq_tensor *idx);
 tq_status tq_cpu_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
+tq_status tq_cpu_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
 tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);

@@ -584,6 +584,21 @@ static void gelu_values(float *x, int64_t rows, int64_t d)
         x[i] = edge[i];
 }
 
+static tq_status op_activate(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    return tq_op_activate(x, *(const tq_activation *)arg, y);
+}
+static void rf_activate(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    tq_activation act = *(const tq_activation *)arg;
+    for (int64_t i = 0; i < rows * d; i++) {
+        double v = x[i];
+        ref[i] = act == TQ_ACT_RELU ? (v > 0 ? v : 0)
+                 : act == TQ_ACT_TANH ? tanh(v)
+                                      : 1 / (1 + exp(-v));
+    }
+}
+
 static tq_status op_scale(const tq_tensor *x, tq_tensor *y, const void *arg)
 {
     return tq_op_scale(x, *(const float *)arg, y);
@@ -637,6 +652,10 @@ static void test_add(void)
 static void test_elementwise(void)
 {
     run_row_op("gelu", op_gelu, rf_gelu, NULL, 0, gelu_values, TOL_EW);
+    static const tq_activation acts[] = {TQ_ACT_RELU, TQ_ACT_TANH, TQ_ACT_SIGMOID};
+    static const char *act_names[] = {"relu", "tanh", "sigmoid"};
+    for (int i = 0; i < 3; i++) /* gelu's values: infinities, 0, -0, large */
+        run_row_op(act_names[i], op_activate, rf_activate, &acts[i], i, gelu_values, TOL_EW);
     float alphas[] = {-2.5f, 0.0f, 1e-3f};
     for (int i = 0; i < 3; i++) {
         char name[32];
