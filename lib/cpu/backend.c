@@ -111,5 +111,6 @@ const tq_backend tq_backend_cpu = {
             .scale = tq_cpu_scale,
             .gather = tq_cpu_gather,
             .convert = tq_cpu_convert,
+            .attention = tq_cpu_attention,
         },
 };

@@ -50,6 +50,9 @@ tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tenso
 tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
+/* attention.c */
+tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
+                           const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
 
 /* Rows of a tensor seen as [rows, last dim]. */
 static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
