@@ -323,18 +323,33 @@ typedef struct run {
     const att *a;
     online_fn online;
     final_fn final;
-    int failed; /* atomic: a chunk found no memory for its scratch */
+    int64_t h;          /* the head pass 1 works on */
+    float *kpk, *vpk;   /* its K and V, packed once: [B, kblocks] tiles */
+    int failed;         /* atomic: a chunk found no memory for its scratch */
 } run;
 
+/* Packs head rn->h's K and V tiles, unit = (batch item, key tile). */
+static void pack_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const run *rn = ctx;
+    const att *a = rn->a;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
+        int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
+        pack_k(a, a->k + b * a->Lk * a->dqk, j0, nk, rn->h, rn->kpk + u * BK * a->Dk);
+        pack_v(a, a->v + b * a->Lk * a->dv, j0, nk, rn->h, rn->vpk + u * BK * a->dvp);
+    }
+}
+
+/* One block of queries of head rn->h, unit = (batch item, query block). */
 static void unit_forward(const run *rn, scratch *w, int64_t u)
 {
     const att *a = rn->a;
     const tq_gemm_kernel *kn = a->kern;
-    int64_t qb = u % a->qblocks, h = u / a->qblocks % a->H, b = u / a->qblocks / a->H;
+    int64_t qb = u % a->qblocks, h = rn->h, b = u / a->qblocks;
     int64_t i0 = qb * BQ;
     int nq = (int)(a->Lq - i0 < BQ ? a->Lq - i0 : BQ);
-    const float *q = a->q + b * a->Lq * a->dqk, *k = a->k + b * a->Lk * a->dqk,
-                *v = a->v + b * a->Lk * a->dv;
+    const float *q = a->q + b * a->Lq * a->dqk;
     int64_t kend = key_end(a, b);
     if (a->causal && kend > i0 + nq)
         kend = i0 + nq; /* no query of the block sees a key past its last row */
@@ -352,17 +367,19 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
             pack_q(a, q, i0, nq, h, w->qp);
             packed_q = 1;
         }
-        pack_k(a, k, j0, nk, h, w->kp);
-        scores(a, w->qp, w->kp, w->s);
+        int64_t tile = b * a->kblocks + j0 / BK;
+        scores(a, w->qp, rn->kpk + tile * BK * a->Dk, w->s);
+        /* columns past kend (key_len, causal) are masked here: the packed
+         * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         rn->online(w->s, nq, w->m, w->l, w->o, a->dvp);
         if (!a->dvp)
             continue;
         pack_p(a, w->s, w->pp);
-        pack_v(a, v, j0, nk, h, w->vp);
+        const float *vp = rn->vpk + tile * BK * a->dvp;
         for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
             for (int ir = 0; ir < BQ; ir += kn->mr)
-                kn->fn(BK, w->pp + (int64_t)ir * BK, w->vp + jr * BK,
+                kn->fn(BK, w->pp + (int64_t)ir * BK, vp + jr * BK,
                        w->o + ir * a->dvp + jr, (int)a->dvp, kn->mr, kn->nr, 1.0f, 1.0f);
     }
     for (int r = 0; r < nq; r++) {
@@ -486,16 +503,29 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.alpha = (float)(scale * LOG2E);
     a.qblocks = (a.Lq + BQ - 1) / BQ;
     a.kblocks = (a.Lk + BK - 1) / BK;
-    run rn = {&a, NULL, NULL, 0};
+    run rn;
+    memset(&rn, 0, sizeof rn);
+    rn.a = &a;
     pick_isa(&rn.online, &rn.final);
     int second = a.received || a.weights;
-    if (second) {
-        size_t n = (size_t)(2 * a.B * a.H * a.Lq);
-        a.stats = malloc((n ? n : 1) * sizeof *a.stats);
-        if (!a.stats)
-            return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for row statistics");
+    /* one head's K and V packed (2 / H of k and v), and the row statistics */
+    size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
+    rn.kpk = aligned_alloc(64, (tiles * BK * (size_t)a.Dk + 16) * sizeof(float));
+    rn.vpk = aligned_alloc(64, (tiles * BK * (size_t)a.dvp + 16) * sizeof(float));
+    a.stats = second ? malloc((nstats + 1) * sizeof *a.stats) : NULL;
+    if (!rn.kpk || !rn.vpk || (second && !a.stats)) {
+        free(rn.kpk);
+        free(rn.vpk);
+        free(a.stats);
+        return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for packed keys and values");
     }
-    tq_parallel_for(a.B * a.H * a.qblocks, 1, forward_chunk, &rn);
+    /* head by head: all of a head's query blocks share its packed tiles */
+    for (rn.h = 0; rn.h < a.H && !rn.failed; rn.h++) {
+        tq_parallel_for((int64_t)tiles, 1, pack_chunk, &rn);
+        tq_parallel_for(a.B * a.qblocks, 1, forward_chunk, &rn);
+    }
+    free(rn.kpk);
+    free(rn.vpk);
     if (second && !rn.failed)
         tq_parallel_for(a.B * a.kblocks, 1, keys_chunk, &rn);
     free(a.stats);
