@@ -339,11 +339,11 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         tq_tool_usage(&t, "no file arguments: Q comes from standard input ('%s')", argv[optind]);
+    tq_tool_ready(&t); /* --list-devices needs no --self or --kv */
     if (!o.self == !o.kv)
         tq_tool_usage(&t, "give exactly one of --self and --kv FILE");
     if (o.key_len && o.key_mask)
         tq_tool_usage(&t, "--key-len and --key-mask exclude each other");
-    tq_tool_ready(&t);
 
     tq_attend_weights w;
     memset(&w, 0, sizeof w);
