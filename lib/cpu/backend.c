@@ -113,5 +113,6 @@ const tq_backend tq_backend_cpu = {
             .gather = tq_cpu_gather,
             .convert = tq_cpu_convert,
             .simtopk = tq_cpu_simtopk,
+            .attention = tq_cpu_attention,
         },
 };

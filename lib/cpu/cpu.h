@@ -54,6 +54,9 @@ tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* simtopk.c */
 tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* attention.c */
+tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
+                           const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
 
 /* Rows of a tensor seen as [rows, last dim]. */
 static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
