@@ -78,6 +78,27 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     py "$TESTS_DIR/lib/simref.py" threshold l2.tq q.tq q.tq l2 -20 self
 }
 
+@test "threshold: pairs carry key_i and key_j, and no query frame passes" {
+    # simref checks key_i (the query's key of i) and key_j (the database's key
+    # of j) pair by pair, and that no key or emb frame of the queries is in the
+    # output; here with i64 query keys and str database keys
+    tq-simmat --db db.tq --threshold 0.5 < q.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.5 db
+    # a threshold that gives as many pairs as a batch has rows: still only the
+    # pair frames (the query keys once came first and looked like labels)
+    py -c '
+import numpy as np, tqstream as t
+x = np.eye(4, 8, dtype=np.float32)
+x[1] = x[0]; x[3] = x[2]
+open("pairs.tq","wb").write(t.array_frame("key", np.array([7, 8, 9, 10], dtype=np.int64)) + t.array_frame("emb", x))
+open("nokeys.tq","wb").write(t.array_frame("emb", x))'
+    tq-simmat --threshold 0.9 < pairs.tq > p.tq
+    [ "$(tq-cat -t tsv < p.tq)" = "$(printf 'i\tj\tscore\tkey_i\tkey_j\n0\t1\t1\t7\t8\n2\t3\t1\t9\t10')" ]
+    py "$TESTS_DIR/lib/simref.py" threshold p.tq pairs.tq pairs.tq cosine 0.9 self
+    tq-simmat --threshold 0.9 < nokeys.tq > n.tq
+    py "$TESTS_DIR/lib/simref.py" threshold n.tq nokeys.tq nokeys.tq cosine 0.9 self
+}
+
 @test "dedup: the greedy reference keeps the same rows, keys aligned" {
     tq-simmat --dedup 0.3 < db.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" dedup out.tq db.tq cosine 0.3
