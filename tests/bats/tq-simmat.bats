@@ -159,4 +159,11 @@ assert np.abs(D - sc).max() < 1e-4, np.abs(D - sc).max()'
     [ "$status" -eq 65 ]
     run --separate-stderr tq-simmat --merge
     [ "$status" -eq 2 ]
+    # shards that are not all of one search, once each: refused, not merged
+    for i in 0 1 2; do tq-simmat --db db.tq -k 2 --shard "$i/3" < q.tq > "s$i.tq"; done
+    tq-simmat --db db.tq -k 2 --metric dot --shard 1/3 < q.tq > d1.tq
+    for files in "s0.tq s2.tq" "s0.tq s0.tq s2.tq" "s0.tq d1.tq s2.tq"; do
+        run --separate-stderr tq-simmat --merge $files
+        [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ -z "$output" ]
+    done
 }
