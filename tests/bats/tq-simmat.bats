@@ -69,6 +69,22 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     cmp a.tq b.tq
 }
 
+@test "full matrix: same bytes whatever the batches (whole tiles go straight to the output)" {
+    # db.tq comes in batches of 37 rows (every 256-row tile is partial and
+    # copied); as one batch of 700, tiles 0 and 1 are written in place
+    py -c '
+import numpy as np, tqstream as t
+fr = t.read(open("db.tq","rb").read())
+x = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "emb"])
+open("one.tq","wb").write(t.array_frame("emb", x))'
+    for m in cosine l2; do
+        tq-simmat --db db.tq --metric "$m" < db.tq | tq-cat --name sim --to npy -o a.npy
+        tq-simmat --db db.tq --metric "$m" < one.tq | tq-cat --name sim --to npy -o b.npy
+        cmp a.npy b.npy
+    done
+    py "$TESTS_DIR/lib/simref.py" full <(tq-simmat --db db.tq < one.tq) one.tq db.tq cosine
+}
+
 @test "threshold: every pair above it, and i < j for the input with itself" {
     tq-simmat --db db.tq --threshold 0.45 < q.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.45 db
