@@ -30,9 +30,15 @@ tq_status tq_sim_prepare(tq_sim *s)
     s->s0 = n * s->shard_i / s->shard_n;
     s->s1 = n * (s->shard_i + 1) / s->shard_n;
     int64_t dims[2] = {s->s1 - s->s0, d};
-    tq_status st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, dims, &s->dbt);
+    float *x = s->db.x + s->s0 * d;
+    /* the CPU works on the rows in place (one copy of the database, not two);
+     * another device gets them uploaded */
+    tq_status st = (uintptr_t)x % 16 ? TQ_OK : tq_tensor_wrap_host(s->dev, TQ_DTYPE_F32, 2, dims, x, &s->dbt);
+    if (st || s->dbt)
+        return st;
+    st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, dims, &s->dbt);
     if (!st)
-        st = tq_tensor_upload(s->dbt, s->db.x + s->s0 * d, (size_t)(dims[0] * d) * 4);
+        st = tq_tensor_upload(s->dbt, x, (size_t)(dims[0] * d) * 4);
     return st;
 }
 
