@@ -104,6 +104,7 @@ static tq_status read_part(tq_reader *r, int s, tq_writer *w, part *p, int *eof)
             if (f->dtype != TQ_DTYPE_STR || f->dims[0] != p->rows * p->k)
                 return tq_fail(TQ_ERR_DATA, "frame %llu \"db_key\": does not match its idx",
                                (unsigned long long)f->index);
+            free(p->skoff); /* the previous batch's */
             p->skoff = malloc((size_t)(f->dims[0] + 1) * 8);
             if (!p->skoff)
                 return tq_fail(TQ_ERR_NOMEM, "out of memory");
