@@ -27,7 +27,8 @@ double tq_simscore_l2_portable(const float *a, const float *b, int64_t d);
  * rounded once to f32. */
 static inline float tq_simscore(int metric, const float *a, const float *b, int64_t d)
 {
-    return metric ? (float)-tq_simscore_l2(a, b, d) : (float)tq_simscore_dot(a, b, d);
+    /* 0 - x, not -x: a row against itself scores +0, not -0 */
+    return metric ? (float)(0.0 - tq_simscore_l2(a, b, d)) : (float)tq_simscore_dot(a, b, d);
 }
 
 /* How far an f32 matrix product's value (any order of summation, with or

@@ -53,6 +53,29 @@ tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, in
     return TQ_OK;
 }
 
+tq_status tq_tensor_wrap_host(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
+                              void *host, tq_tensor **out)
+{
+    *out = NULL;
+    uint64_t bytes;
+    if (dt == TQ_DTYPE_STR || tq_dtype_payload_bytes(dt, rank, dims, &bytes) ||
+        (uintptr_t)host % 16)
+        return tq_fail(TQ_ERR_USAGE, "wrap: bad dtype, shape or alignment");
+    if (dev->backend->kind != TQ_BACKEND_CPU)
+        return TQ_OK;
+    tq_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    t->dtype = dt;
+    t->rank = rank;
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    t->dev = dev;
+    t->buf = host;
+    t->nbytes = (size_t)bytes;
+    *out = t;
+    return TQ_OK;
+}
+
 void tq_tensor_free(tq_tensor *t)
 {
     if (!t)

@@ -234,6 +234,12 @@ tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *di
  * it (no copy); free it before the parent. offset must be a multiple of 16. */
 tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, int rank,
                          const int64_t *dims, tq_tensor **t);
+/* A tensor over host memory the caller keeps (no copy), on a device that
+ * works in host memory (the CPU): *t is NULL on any other device, where the
+ * caller makes a tensor and uploads instead. host: 16-byte aligned, not freed
+ * by tq_tensor_free; it must outlive the tensor. */
+tq_status tq_tensor_wrap_host(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
+                              void *host, tq_tensor **t);
 void tq_tensor_free(tq_tensor *t);
 int64_t tq_tensor_numel(const tq_tensor *t);
 /* Host pointer of a CPU tensor (buf + offset); NULL on other devices. */

@@ -17,6 +17,7 @@ typedef struct part {
     uint64_t *skoff;
     char meta[256];      /* the idx frame's metadata, shard=0/1 */
     size_t meta_len;
+    int shard_i, shard_n; /* the shard=I/N of the metadata */
 } part;
 
 static void part_free(part *p)
@@ -64,6 +65,12 @@ static tq_status read_part(tq_reader *r, int s, tq_writer *w, part *p, int *eof)
             const char *k = tq_frame_meta_get(f, "k"), *dk = tq_frame_meta_get(f, "db_keys");
             if (!k || f->dtype != TQ_DTYPE_I64 || f->rank != 2)
                 return tq_fail(TQ_ERR_DATA, "frame %llu \"idx\": not the output of tq-simmat --topk",
+                               (unsigned long long)f->index);
+            const char *sh = tq_frame_meta_get(f, "shard");
+            int used = 0;
+            if (!sh || sscanf(sh, "%d/%d%n", &p->shard_i, &p->shard_n, &used) != 2 || sh[used] ||
+                p->shard_n < 1 || p->shard_i < 0 || p->shard_i >= p->shard_n)
+                return tq_fail(TQ_ERR_DATA, "frame %llu \"idx\": no shard=I/N in its metadata",
                                (unsigned long long)f->index);
             p->rows = f->dims[0], p->k = f->dims[1];
             p->keys = dk && !strcmp(dk, "1");
@@ -184,6 +191,25 @@ static tq_status merge_batch(part *p, int n, tq_writer *w)
     return st;
 }
 
+/* The parts must be the shards 0..N-1 of one search, each once: the same
+ * metadata (k, metric, database rows, keys) and N = the number of files. */
+static tq_status check_shards(const part *p, int n)
+{
+    for (int s = 0; s < n; s++) {
+        if (p[s].meta_len != p[0].meta_len || memcmp(p[s].meta, p[0].meta, p[0].meta_len))
+            return tq_fail(TQ_ERR_DATA, "files 1 and %d are not shards of one search "
+                                        "(k, metric or database differ)", s + 1);
+        if (p[s].shard_n != n)
+            return tq_fail(TQ_ERR_DATA, "file %d is shard %d/%d, but %d files were given",
+                           s + 1, p[s].shard_i, p[s].shard_n, n);
+        for (int t = 0; t < s; t++)
+            if (p[t].shard_i == p[s].shard_i)
+                return tq_fail(TQ_ERR_DATA, "files %d and %d are both shard %d/%d", t + 1, s + 1,
+                               p[s].shard_i, n);
+    }
+    return TQ_OK;
+}
+
 tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out)
 {
     part *p = calloc((size_t)n, sizeof *p);
@@ -203,7 +229,9 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out)
             st = tq_fail(TQ_ERR_DATA, "the shards hold different numbers of batches");
             break;
         }
-        st = merge_batch(p, n, out);
+        st = check_shards(p, n);
+        if (!st)
+            st = merge_batch(p, n, out);
     }
     for (int s = 0; s < n; s++)
         part_free(&p[s]);

@@ -66,8 +66,7 @@ tq_status tq_sim_rows_add(tq_sim_rows *rows, const float *x, int64_t n, int64_t 
     return TQ_OK;
 }
 
-/* Appends the keys of a key frame (i64 or str) to rows' keys. */
-static tq_status add_keys(tq_sim_rows *rows, tq_frame *f, int64_t have)
+tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have)
 {
     if (f->dtype != TQ_DTYPE_I64 && f->dtype != TQ_DTYPE_STR)
         return TQ_OK;
@@ -124,7 +123,7 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name
         if (!strcmp(f->name, "key") && f->rank == 1) {
             if (pending >= 0) /* two key frames in a row: the first labelled nothing */
                 break;
-            if ((st = add_keys(rows, f, key_rows)))
+            if ((st = tq_sim_rows_keys(rows, f, key_rows)))
                 break;
             pending = f->dims[0];
             continue;

@@ -1,18 +1,23 @@
 /* search.c: the modes of tq-simmat that take queries batch by batch against a
  * database held on the device: the full matrix, top-k search and the pairs
- * above a threshold. Frames of the query stream other than the vectors pass
- * through in order; each vector batch is followed by its results. */
+ * above a threshold. For the full matrix and top-k, frames of the query stream
+ * other than the vectors pass through in order and each vector batch is
+ * followed by its results. The pairs of --threshold are not rows of the
+ * query batch, so there no query frame passes: the query keys become the
+ * pairs' key_i (and the database's, key_j). */
 #include "../internal.h"
 #include "../simscore.h"
 #include "simmat.h"
 
 #include <float.h>
+#include <sys/mman.h>
 
 /* Query rows per product: a fixed tile, placed at multiples of TM of the
  * global row number (missing rows are zeros), so that every value of the
  * full matrix comes from the same call shape and position whatever the
  * batches: an sgemm's last bits depend on both. */
 enum { TM = 256 };
+#define HUGE ((size_t)2 << 20)
 
 static const char *metric_name(tq_sim_metric m)
 {
@@ -25,9 +30,15 @@ tq_status tq_sim_prepare(tq_sim *s)
     s->s0 = n * s->shard_i / s->shard_n;
     s->s1 = n * (s->shard_i + 1) / s->shard_n;
     int64_t dims[2] = {s->s1 - s->s0, d};
-    tq_status st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, dims, &s->dbt);
+    float *x = s->db.x + s->s0 * d;
+    /* the CPU works on the rows in place (one copy of the database, not two);
+     * another device gets them uploaded */
+    tq_status st = (uintptr_t)x % 16 ? TQ_OK : tq_tensor_wrap_host(s->dev, TQ_DTYPE_F32, 2, dims, x, &s->dbt);
+    if (st || s->dbt)
+        return st;
+    st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, dims, &s->dbt);
     if (!st)
-        st = tq_tensor_upload(s->dbt, s->db.x + s->s0 * d, (size_t)(dims[0] * d) * 4);
+        st = tq_tensor_upload(s->dbt, x, (size_t)(dims[0] * d) * 4);
     return st;
 }
 
@@ -88,8 +99,12 @@ static void tiles_close(tiles *t)
 }
 
 /* The tile of global rows [g0, g0 + TM): rows r0.. r0 + n of the batch q are
- * those present. On return t->ch holds q . x (times 2 for L2). */
-static tq_status tile_product(tiles *t, const float *q, int64_t r0, int64_t n, int64_t g0)
+ * those present. On return t->ch holds q . x (times 2 for L2), or, when dst
+ * is given (a CPU device, the tile wholly inside the batch), dst does: the
+ * product is written in place, through a tensor over dst that differs from
+ * t->c only in its address, so the call and its values are the same. */
+static tq_status tile_product(tiles *t, const float *q, int64_t r0, int64_t n, int64_t g0,
+                              float *dst)
 {
     tq_sim *s = t->s;
     int64_t d = s->db.d;
@@ -101,8 +116,13 @@ static tq_status tile_product(tiles *t, const float *q, int64_t r0, int64_t n, i
     if (t->ah != tq_tensor_host(t->a))
         st = tq_tensor_upload(t->a, t->ah, (size_t)(TM * d) * 4);
     if (!st)
-        st = tq_op_matmul(t->a, 0, s->dbt, 1, s->metric == TQ_SIM_L2 ? 2.0f : 1.0f, 0.0f, t->c);
-    if (!st && t->ch != tq_tensor_host(t->c))
+    {
+        tq_tensor c = *t->c;
+        if (dst)
+            c.buf = dst, c.offset = 0, c.owns = 0;
+        st = tq_op_matmul(t->a, 0, s->dbt, 1, s->metric == TQ_SIM_L2 ? 2.0f : 1.0f, 0.0f, &c);
+    }
+    if (!st && !dst && t->ch != tq_tensor_host(t->c))
         st = tq_tensor_download(t->c, t->ch, t->c->nbytes);
     return st;
 }
@@ -113,21 +133,33 @@ static tq_status run_full(tq_sim *s, tiles *t, const float *q, int64_t n, tq_wri
     int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
     size_t need = (size_t)(n * nd);
     if (need > *cap) {
-        float *o = realloc(*out, need * 4);
-        if (!o)
+        /* a large buffer, filled once per batch: in 2 MiB pages where the
+         * kernel offers them (MADV_HUGEPAGE), since faulting it in 4 KiB
+         * pages cost a fifth of the time of a 20000 x 20000 matrix */
+        free(*out);
+        *out = NULL, *cap = 0;
+        void *o = NULL;
+        size_t bytes = (need * 4 + HUGE - 1) / HUGE * HUGE;
+        if (posix_memalign(&o, HUGE, bytes))
             return tq_fail(TQ_ERR_NOMEM, "out of memory for a %lld x %lld batch", (long long)n,
                            (long long)nd);
+#ifdef MADV_HUGEPAGE
+        madvise(o, bytes, MADV_HUGEPAGE); /* as NumPy does for large arrays */
+#endif
         *out = o, *cap = need;
     }
     for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
-        tq_status st = tile_product(t, q, r0, n, g0);
+        /* whole tiles on the CPU: straight into the output, no copy */
+        int direct = t->ch == tq_tensor_host(t->c) && g0 >= r0 && g0 + TM <= r0 + n;
+        tq_status st = tile_product(t, q, r0, n, g0, direct ? *out + (g0 - r0) * nd : NULL);
         if (st)
             return st;
         for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
-            const float *c = t->ch + (g - g0) * nd;
             float *o = *out + (g - r0) * nd;
+            const float *c = direct ? o : t->ch + (g - g0) * nd;
             if (s->metric != TQ_SIM_L2) {
-                memcpy(o, c, (size_t)nd * 4);
+                if (!direct)
+                    memcpy(o, c, (size_t)nd * 4);
                 continue;
             }
             const float *qr = q + (g - r0) * d;
@@ -169,15 +201,19 @@ static tq_status pairs_add(pairs *p, int64_t i, int64_t j, float v)
     return TQ_OK;
 }
 
+static tq_status write_keys(tq_writer *w, const char *name, const tq_sim_rows *r,
+                            const int64_t *idx, int64_t base, int rank, const int64_t *dims);
+
+/* qk: the keys of the batch's rows (key_dtype TQ_DTYPE_INVALID: none). */
 static tq_status run_threshold(tq_sim *s, tiles *t, const float *q, int64_t n, tq_writer *w,
-                               pairs *p)
+                               pairs *p, const tq_sim_rows *qk)
 {
     int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
     int metric = s->metric == TQ_SIM_L2;
     float thr = (float)s->threshold;
     p->n = 0;
     for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
-        tq_status st = tile_product(t, q, r0, n, g0);
+        tq_status st = tile_product(t, q, r0, n, g0, NULL);
         if (st)
             return st;
         for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
@@ -208,36 +244,44 @@ static tq_status run_threshold(tq_sim *s, tiles *t, const float *q, int64_t n, t
         st = tq_writer_write(w, "j", TQ_DTYPE_I64, 1, &m, NULL, 0, p->j, (uint64_t)m * 8);
     if (!st)
         st = tq_writer_write(w, "score", TQ_DTYPE_F32, 1, &m, NULL, 0, p->v, (uint64_t)m * 4);
+    if (!st && qk->key_dtype != TQ_DTYPE_INVALID)
+        st = write_keys(w, "key_i", qk, p->i, r0, 1, &m);
+    if (!st && s->db.key_dtype != TQ_DTYPE_INVALID)
+        st = write_keys(w, "key_j", &s->db, p->j, 0, 1, &m);
     return st;
 }
 
 /* ---- top-k ---- */
 
-static tq_status write_db_keys(tq_sim *s, tq_writer *w, const int64_t *idx, int64_t n, int64_t k)
+/* Writes the frame NAME of the keys of rows r at the indices idx[0..m) (less
+ * base; -1: no row, written as -1 or ""), with dims (rank 1 or 2). */
+static tq_status write_keys(tq_writer *w, const char *name, const tq_sim_rows *r,
+                            const int64_t *idx, int64_t base, int rank, const int64_t *dims)
 {
-    const tq_sim_rows *db = &s->db;
-    if (db->key_dtype == TQ_DTYPE_I64) {
-        int64_t *kk = malloc((size_t)(n * k + 1) * 8), dims[2] = {n, k};
+    int64_t m = rank == 1 ? dims[0] : dims[0] * dims[1];
+    if (r->key_dtype == TQ_DTYPE_I64) {
+        int64_t *kk = malloc((size_t)(m + 1) * 8);
         if (!kk)
             return tq_fail(TQ_ERR_NOMEM, "out of memory");
-        for (int64_t i = 0; i < n * k; i++)
-            kk[i] = idx[i] < 0 ? -1 : db->ikey[idx[i]];
-        tq_status st = tq_writer_write(w, "db_key", TQ_DTYPE_I64, 2, dims, NULL, 0, kk,
-                                       (uint64_t)(n * k) * 8);
+        for (int64_t i = 0; i < m; i++)
+            kk[i] = idx[i] < 0 ? -1 : r->ikey[idx[i] - base];
+        tq_status st = tq_writer_write(w, name, TQ_DTYPE_I64, rank, dims, NULL, 0, kk,
+                                       (uint64_t)m * 8);
         free(kk);
         return st;
     }
-    const char **ss = malloc((size_t)(n * k + 1) * sizeof *ss);
-    size_t *ll = malloc((size_t)(n * k + 1) * sizeof *ll);
+    const char **ss = malloc((size_t)(m + 1) * sizeof *ss);
+    size_t *ll = malloc((size_t)(m + 1) * sizeof *ll);
     tq_status st = TQ_OK;
     if (!ss || !ll)
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; !st && i < n * k; i++) {
-        ss[i] = idx[i] < 0 ? "" : db->skey.p + db->skey_off[idx[i]];
-        ll[i] = idx[i] < 0 ? 0 : db->skey_off[idx[i] + 1] - db->skey_off[idx[i]];
+    for (int64_t i = 0; !st && i < m; i++) {
+        int64_t at = idx[i] - base;
+        ss[i] = idx[i] < 0 ? "" : r->skey.p + r->skey_off[at];
+        ll[i] = idx[i] < 0 ? 0 : r->skey_off[at + 1] - r->skey_off[at];
     }
     if (!st)
-        st = tq_writer_write_str(w, "db_key", n * k, ss, ll);
+        st = tq_writer_write_str(w, name, m, ss, ll);
     free(ss);
     free(ll);
     return st;
@@ -273,7 +317,7 @@ static tq_status run_topk(tq_sim *s, const float *q, int64_t n, tq_writer *w)
     if (!st)
         st = tq_writer_write(w, "score", TQ_DTYPE_F32, 2, kd, NULL, 0, v, (uint64_t)(n * k) * 4);
     if (!st && s->db.key_dtype != TQ_DTYPE_INVALID)
-        st = write_db_keys(s, w, ix, n, k);
+        st = write_keys(w, "db_key", &s->db, ix, 0, 2, kd);
     free(v);
     free(ix);
     return st;
@@ -295,10 +339,19 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     float *q = NULL, *res = NULL;
     size_t qcap = 0, rcap = 0;
     pairs p = {0};
+    tq_sim_rows qk;            /* --threshold: the keys of the next batch */
+    memset(&qk, 0, sizeof qk);
+    int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
         if (!tq_sim_is_vectors(f, s->db.name)) {
-            st = tq_writer_put(out, f);
+            if (s->mode != TQ_SIM_THRESHOLD)
+                st = tq_writer_put(out, f);
+            else if (!strcmp(f->name, "key") && f->rank == 1) {
+                tq_sim_rows_free(&qk);
+                qk_rows = f->dims[0];
+                st = tq_sim_rows_keys(&qk, f, 0);
+            }
             continue;
         }
         if ((st = tq_sim_frame_f32(f, &q, &qcap)))
@@ -316,13 +369,20 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
             st = run_topk(s, q, n, out);
         else if (s->mode == TQ_SIM_FULL)
             st = run_full(s, &t, q, n, out, &res, &rcap);
-        else
-            st = run_threshold(s, &t, q, n, out, &p);
+        else if (qk_rows >= 0 && qk_rows != n)
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
+                         (unsigned long long)f->index, f->name, (long long)n, (long long)qk_rows);
+        else {
+            st = run_threshold(s, &t, q, n, out, &p, &qk);
+            tq_sim_rows_free(&qk);
+            qk_rows = -1;
+        }
         s->q_seen += n;
     }
     tiles_close(&t);
     free(q);
     free(res);
     free(p.i), free(p.j), free(p.v);
+    tq_sim_rows_free(&qk);
     return st == TQ_EOF ? TQ_OK : st;
 }

@@ -46,6 +46,9 @@ typedef struct tq_sim {
  * keys. normalize: divide each row by its norm (cosine). */
 tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize);
 void tq_sim_rows_free(tq_sim_rows *rows);
+/* Appends the keys of a key frame (i64 or str; other dtypes are ignored) to
+ * rows' keys, of which there are `have` already. */
+tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have);
 /* Appends n rows (f32) and, when key_dtype is set, their keys. */
 tq_status tq_sim_rows_add(tq_sim_rows *rows, const float *x, int64_t n, int64_t d);
 

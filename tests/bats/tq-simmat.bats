@@ -69,6 +69,22 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     cmp a.tq b.tq
 }
 
+@test "full matrix: same bytes whatever the batches (whole tiles go straight to the output)" {
+    # db.tq comes in batches of 37 rows (every 256-row tile is partial and
+    # copied); as one batch of 700, tiles 0 and 1 are written in place
+    py -c '
+import numpy as np, tqstream as t
+fr = t.read(open("db.tq","rb").read())
+x = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "emb"])
+open("one.tq","wb").write(t.array_frame("emb", x))'
+    for m in cosine l2; do
+        tq-simmat --db db.tq --metric "$m" < db.tq | tq-cat --name sim --to npy -o a.npy
+        tq-simmat --db db.tq --metric "$m" < one.tq | tq-cat --name sim --to npy -o b.npy
+        cmp a.npy b.npy
+    done
+    py "$TESTS_DIR/lib/simref.py" full <(tq-simmat --db db.tq < one.tq) one.tq db.tq cosine
+}
+
 @test "threshold: every pair above it, and i < j for the input with itself" {
     tq-simmat --db db.tq --threshold 0.45 < q.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.45 db
@@ -76,6 +92,27 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     py "$TESTS_DIR/lib/simref.py" threshold self.tq db.tq db.tq cosine 0.4 self
     tq-simmat --metric l2 --threshold -20 < q.tq > l2.tq
     py "$TESTS_DIR/lib/simref.py" threshold l2.tq q.tq q.tq l2 -20 self
+}
+
+@test "threshold: pairs carry key_i and key_j, and no query frame passes" {
+    # simref checks key_i (the query's key of i) and key_j (the database's key
+    # of j) pair by pair, and that no key or emb frame of the queries is in the
+    # output; here with i64 query keys and str database keys
+    tq-simmat --db db.tq --threshold 0.5 < q.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.5 db
+    # a threshold that gives as many pairs as a batch has rows: still only the
+    # pair frames (the query keys once came first and looked like labels)
+    py -c '
+import numpy as np, tqstream as t
+x = np.eye(4, 8, dtype=np.float32)
+x[1] = x[0]; x[3] = x[2]
+open("pairs.tq","wb").write(t.array_frame("key", np.array([7, 8, 9, 10], dtype=np.int64)) + t.array_frame("emb", x))
+open("nokeys.tq","wb").write(t.array_frame("emb", x))'
+    tq-simmat --threshold 0.9 < pairs.tq > p.tq
+    [ "$(tq-cat -t tsv < p.tq)" = "$(printf 'i\tj\tscore\tkey_i\tkey_j\n0\t1\t1\t7\t8\n2\t3\t1\t9\t10')" ]
+    py "$TESTS_DIR/lib/simref.py" threshold p.tq pairs.tq pairs.tq cosine 0.9 self
+    tq-simmat --threshold 0.9 < nokeys.tq > n.tq
+    py "$TESTS_DIR/lib/simref.py" threshold n.tq nokeys.tq nokeys.tq cosine 0.9 self
 }
 
 @test "dedup: the greedy reference keeps the same rows, keys aligned" {
@@ -138,4 +175,11 @@ assert np.abs(D - sc).max() < 1e-4, np.abs(D - sc).max()'
     [ "$status" -eq 65 ]
     run --separate-stderr tq-simmat --merge
     [ "$status" -eq 2 ]
+    # shards that are not all of one search, once each: refused, not merged
+    for i in 0 1 2; do tq-simmat --db db.tq -k 2 --shard "$i/3" < q.tq > "s$i.tq"; done
+    tq-simmat --db db.tq -k 2 --metric dot --shard 1/3 < q.tq > d1.tq
+    for files in "s0.tq s2.tq" "s0.tq s0.tq s2.tq" "s0.tq d1.tq s2.tq"; do
+        run --separate-stderr tq-simmat --merge $files
+        [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ -z "$output" ]
+    done
 }

@@ -126,6 +126,22 @@ def check_threshold(out, qpath, dbpath, metric, t, self_):
             fail("pair (%d, %d): score %r, expected %r" % (a, b, c, s[a, b]))
     if (np.diff(i) < 0).any():
         fail("pairs not in query order")
+    # the pairs are labelled by key_i (query keys) and key_j (database keys),
+    # and no query frame (key, emb) passes: its rows are not the pairs'
+    names = {f["name"] for f in fr}
+    if names - {"i", "j", "score", "key_i", "key_j"}:
+        fail("frames other than the pairs': %r" % sorted(names - {"i", "j", "score", "key_i", "key_j"}))
+    _, qkeys = rows(qpath)
+    _, xkeys = rows(dbpath)
+    for name, want, at in (("key_i", qkeys, i), ("key_j", xkeys, j)):
+        got = [tqs.to_numpy(f) for f in fr if f["name"] == name]
+        if want is None:
+            if got:
+                fail("%s without keys in the input" % name)
+            continue
+        got = sum([list(a) for a in got], [])
+        if got != [want[k] for k in at.tolist()]:
+            fail("%s: %r..., expected %r..." % (name, got[:5], [want[k] for k in at.tolist()][:5]))
 
 
 def check_dedup(out, inp, metric, t, dbpath=None):

@@ -779,7 +779,7 @@ static void ref_simtopk(const float *q, const float *x, int64_t nq, int64_t ndb,
                 double a = q[i * d + p], b = x[j * d + p];
                 s += metric ? (a - b) * (a - b) : a * b;
             }
-            row[j] = (float)(metric ? -s : s);
+            row[j] = (float)(metric ? 0.0 - s : s); /* a row with itself: +0, not -0 */
             order[j] = j;
         }
         cmp_row = row;
