@@ -1,14 +1,7 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "vk.h"
 #define TODO(...) { (void)ctx; return tq_fail(TQ_ERR_RUNTIME, "vulkan: not yet"); }
-tq_status tq_vk_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms) TODO()
-tq_status tq_vk_normalize(void *ctx, const tq_tensor *x, float eps, tq_tensor *y) TODO()
 tq_status tq_vk_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx) TODO()
-tq_status tq_vk_softmax(void *ctx, const tq_tensor *x, tq_tensor *y) TODO()
-tq_status tq_vk_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
-                          const tq_tensor *beta, float eps, tq_tensor *y) TODO()
-tq_status tq_vk_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y) TODO()
-tq_status tq_vk_convert(void *ctx, const tq_tensor *x, tq_tensor *y) TODO()
 tq_status tq_vk_attention(void *ctx, const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                           const tq_attention_args *args, tq_tensor *out) TODO()
 tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
