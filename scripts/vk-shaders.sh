@@ -1,6 +1,6 @@
 #!/bin/sh
 # vk-shaders.sh MANIFEST OUT.c: compiles every shader variant the manifest
-# lists (lines "name file.comp [-DDEFINE ...]") with glslc and writes them as
+# lists (lines "name file.comp [-DDEFINE ...]") with glslc -O and writes them as
 # SPIR-V word arrays in one C file, the table lib/vulkan/pipeline.c looks up.
 # Variants whose defines include -DSUBGROUP use Vulkan 1.1 subgroup operations.
 set -eu
