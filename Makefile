@@ -128,6 +128,7 @@ demo: deps
 	@sh samples/demo.sh $(abspath $(BINDIR))
 
 bench: deps-test all
+	@sh scripts/venv-bench.sh
 	@bash scripts/bench.sh $(abspath $(BINDIR))
 
 install: all

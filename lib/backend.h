@@ -27,6 +27,7 @@ typedef struct tq_backend_ops {
     tq_status (*layernorm)(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
                            const tq_tensor *beta, float eps, tq_tensor *y);
     tq_status (*gelu)(void *ctx, const tq_tensor *x, tq_tensor *y);
+    tq_status (*activate)(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
     tq_status (*add)(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
     tq_status (*scale)(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
     tq_status (*gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);

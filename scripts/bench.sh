@@ -57,3 +57,7 @@ t_exp=$(best 3 "tq-cat --to npy -o '$work/out.npy' '$work/y.tq'")
 cmp -s <(tail -c "$nbytes" "$work/y.npy") <(tail -c "$nbytes" "$work/out.npy") || echo "warning: npy export differs from its input"
 printf 'npy import %s MB: %s GB/s (target >= 1)\n' $((nbytes / 1000000)) "$(rate "$nbytes" "$t_imp")"
 printf 'npy export %s MB: %s GB/s (target >= 1)\n' $((nbytes / 1000000)) "$(rate "$nbytes" "$t_exp")"
+bash "$root/scripts/bench-embed.sh" "$BIN"
+
+# ---- attention (issue 4): tq-attend against PyTorch eager ----
+bash "$root/scripts/bench-attend.sh" "$BIN"

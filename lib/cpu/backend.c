@@ -107,9 +107,12 @@ const tq_backend tq_backend_cpu = {
             .softmax = tq_cpu_softmax,
             .layernorm = tq_cpu_layernorm,
             .gelu = tq_cpu_gelu,
+            .activate = tq_cpu_activate,
             .add = tq_cpu_add,
             .scale = tq_cpu_scale,
             .gather = tq_cpu_gather,
             .convert = tq_cpu_convert,
+            .simtopk = tq_cpu_simtopk,
+            .attention = tq_cpu_attention,
         },
 };

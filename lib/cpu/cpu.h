@@ -46,10 +46,17 @@ tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma
 tq_status tq_cpu_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
                       tq_tensor *idx);
 tq_status tq_cpu_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
+tq_status tq_cpu_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
 tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
+/* simtopk.c */
+tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* attention.c */
+tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
+                           const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
 
 /* Rows of a tensor seen as [rows, last dim]. */
 static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }

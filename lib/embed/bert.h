@@ -18,13 +18,11 @@ typedef struct bert_config {
     char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
 } bert_config;
 
-/* One encoder layer. Query, key and value weights are stacked into one
- * [3 hidden, hidden] matrix so that one product projects all heads; the
- * attention output weights are cut per head (rows of W_o^T), as tensors of
- * their own (no views, so no alignment conditions on the head size). */
+/* One encoder layer, weights as PyTorch's Linear stores them (y = x W^T + b):
+ * the query, key, value and attention output projections [hidden, hidden],
+ * all heads together (the fused attention op splits the heads itself). */
 typedef struct bert_layer {
-    tq_tensor *wqkv, *bqkv; /* [3 hidden, hidden], [3 hidden] */
-    tq_tensor **wo_t;       /* per head: [dh, hidden] of W_o^T */
+    tq_tensor *wq, *bq, *wk, *bk, *wv, *bv, *wo;
     tq_tensor *bo, *ln1_g, *ln1_b, *wi, *bi, *wo2, *bo2, *ln2_g, *ln2_b;
 } bert_layer;
 

@@ -1,36 +1,23 @@
-/* bert_forward.c: the BERT encoder on a padded batch, every product, softmax,
- * layer norm, GELU, add and gather through the op API on the model's device.
- * Attention is built per head from batched matmuls until a fused op exists:
- * one product projects q, k, v of all heads ([b*len, 3 hidden]); seen as rows
- * of dh floats, a gather pulls each head's rows out into a contiguous
- * [b, len, dh] tensor, so no transpose op is needed. */
+/* bert_forward.c: the BERT encoder on a padded batch, every product, layer
+ * norm, GELU, add and gather through the op API on the model's device.
+ * Attention is the fused op (tq_op_attention, the one tq-attend runs): the
+ * projections give q, k, v of all heads side by side, the op splits the heads
+ * and masks each document's padding with key_len. */
 #include "bert.h"
 #include "internal.h"
 
-#include <math.h>
-
-/* Added to the scores of padded keys: exp() of it underflows to exactly 0
- * after the max subtraction, and it stays finite so no inf - inf NaN can
- * arise (every row has at least one real key, [CLS]). */
-#define MASK_NEG (-1e30f)
-
 typedef struct scratch {
-    tq_tensor *x, *x3, *tmp, *x1, *attn, *q, *k, *v, *s, *ctx, *mid, *mask;
-    tq_tensor *qkv, *qkv_rows, *q2, *k2, *v2; /* projections; q, k, v are views of q2.. */
-    tq_tensor **idx;                          /* 3 * heads gather indices, [b*len] each */
-    int64_t nidx;
+    tq_tensor *x, *x3, *tmp, *x1, *attn, *ctx, *mid, *key_len;
+    tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
 } scratch;
 
 static void scratch_free(scratch *s)
 {
     /* views before their parents */
-    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->q, s->k, s->v, s->s,
-                        s->ctx, s->mid, s->mask, s->qkv_rows, s->qkv, s->q2, s->k2, s->v2};
+    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->ctx, s->mid, s->key_len,
+                        s->q3, s->k3, s->v3, s->q, s->k, s->v};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
-    for (int64_t i = 0; s->idx && i < s->nidx; i++)
-        tq_tensor_free(s->idx[i]);
-    free(s->idx);
 }
 
 static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor **t)
@@ -39,61 +26,47 @@ static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor
     return tq_tensor_new(dev, TQ_DTYPE_F32, 3, d, t);
 }
 
+/* Self-attention of every document over its own real tokens; the output
+ * projection without its bias (layer() adds it). */
 static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
 {
-    int64_t nh = m->cfg.heads, dh = m->cfg.hidden / nh;
-    float scale = (float)(1.0 / sqrt((double)dh));
+    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
     tq_status st;
-    if ((st = tq_op_matmul(s->x, 0, L->wqkv, 1, 1, 0, s->qkv)) ||
-        (st = tq_op_add(s->qkv, L->bqkv, s->qkv)))
+    if ((st = tq_op_matmul(s->x, 0, L->wq, 1, 1, 0, s->q)) ||
+        (st = tq_op_add(s->q, L->bq, s->q)) ||
+        (st = tq_op_matmul(s->x, 0, L->wk, 1, 1, 0, s->k)) ||
+        (st = tq_op_add(s->k, L->bk, s->k)) ||
+        (st = tq_op_matmul(s->x, 0, L->wv, 1, 1, 0, s->v)) ||
+        (st = tq_op_add(s->v, L->bv, s->v)) ||
+        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)))
         return st;
-    for (int64_t h = 0; !st && h < nh; h++) {
-        if ((st = tq_op_gather(s->qkv_rows, s->idx[h], s->q2)) ||
-            (st = tq_op_gather(s->qkv_rows, s->idx[nh + h], s->k2)) ||
-            (st = tq_op_gather(s->qkv_rows, s->idx[2 * nh + h], s->v2)) ||
-            (st = tq_op_matmul(s->q, 0, s->k, 1, scale, 0, s->s)) ||
-            (st = tq_op_add(s->s, s->mask, s->s)) ||
-            (st = tq_op_softmax(s->s, s->s)) ||
-            (st = tq_op_matmul(s->s, 0, s->v, 0, 1, 0, s->ctx)))
-            break;
-        /* the output dense, head by head: attn += ctx_h (W_o^T rows of head h) */
-        st = tq_op_matmul(s->ctx, 0, L->wo_t[h], 0, 1, h ? 1.0f : 0.0f, s->attn);
-    }
-    return st;
+    return tq_op_matmul(s->ctx, 0, L->wo, 1, 1, 0, s->attn);
 }
 
-/* Projection buffers and the gather indices: row (b*len + t) * 3 heads +
- * part * heads + h of the [b*len*3*heads, dh] view is token t of doc b, head
- * h, part q/k/v. */
-static tq_status heads_setup(const bert_model *m, int64_t b, int64_t len, scratch *s)
+/* The projections [b*len, H], their [b, len, H] views, and key_len [b]: each
+ * document's real tokens (every document has at least [CLS], so no query of
+ * a real token is fully masked; padding rows are computed and ignored). */
+static tq_status heads_setup(const bert_model *m, int64_t b, int64_t len, const int *lens,
+                             scratch *s)
 {
     tq_device *dev = m->dev;
-    int64_t n = b * len, nh = m->cfg.heads, H = m->cfg.hidden, dh = H / nh;
-    int64_t d2[2] = {n, 3 * H}, rows[2] = {n * 3 * nh, dh}, dn[2] = {n, dh}, d3[3] = {b, len, dh};
+    int64_t n = b * len, H = m->cfg.hidden, d2[2] = {n, H}, d3[3] = {b, len, H};
     tq_status st;
-    if ((st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->qkv)) ||
-        (st = tq_tensor_view(s->qkv, 0, TQ_DTYPE_F32, 2, rows, &s->qkv_rows)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->q2)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->k2)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dn, &s->v2)) ||
-        (st = tq_tensor_view(s->q2, 0, TQ_DTYPE_F32, 3, d3, &s->q)) ||
-        (st = tq_tensor_view(s->k2, 0, TQ_DTYPE_F32, 3, d3, &s->k)) ||
-        (st = tq_tensor_view(s->v2, 0, TQ_DTYPE_F32, 3, d3, &s->v)))
+    if ((st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->q)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->k)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->v)) ||
+        (st = tq_tensor_view(s->q, 0, TQ_DTYPE_F32, 3, d3, &s->q3)) ||
+        (st = tq_tensor_view(s->k, 0, TQ_DTYPE_F32, 3, d3, &s->k3)) ||
+        (st = tq_tensor_view(s->v, 0, TQ_DTYPE_F32, 3, d3, &s->v3)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &b, &s->key_len)))
         return st;
-    s->nidx = 3 * nh;
-    s->idx = calloc((size_t)s->nidx, sizeof *s->idx);
-    int64_t *host = malloc((size_t)n * sizeof *host);
-    if (!s->idx || !host) {
-        free(host);
+    int64_t *kl = malloc((size_t)b * sizeof *kl + 1);
+    if (!kl)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    }
-    for (int64_t j = 0; !st && j < s->nidx; j++) {
-        for (int64_t r = 0; r < n; r++)
-            host[r] = r * 3 * nh + j;
-        if (!(st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->idx[j])))
-            st = tq_tensor_upload(s->idx[j], host, (size_t)n * sizeof *host);
-    }
-    free(host);
+    for (int64_t i = 0; i < b; i++)
+        kl[i] = lens[i];
+    st = tq_tensor_upload(s->key_len, kl, (size_t)b * sizeof *kl);
+    free(kl);
     return st;
 }
 
@@ -114,24 +87,6 @@ static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
         (st = tq_op_layernorm(s->x3, L->ln2_g, L->ln2_b, eps, s->x3)))
         return st;
     return TQ_OK;
-}
-
-/* The key-padding mask [b, len, len]: 0 for real keys, MASK_NEG for padding. */
-static tq_status make_mask(tq_device *dev, int64_t b, int64_t len, const int *lens, tq_tensor **t)
-{
-    tq_status st = new3(dev, b, len, len, t);
-    if (st)
-        return st;
-    float *h = malloc((size_t)(b * len * len) * sizeof *h);
-    if (!h)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < b; i++)
-        for (int64_t r = 0; r < len; r++)
-            for (int64_t j = 0; j < len; j++)
-                h[(i * len + r) * len + j] = j < lens[i] ? 0.0f : MASK_NEG;
-    st = tq_tensor_upload(*t, h, (size_t)(b * len * len) * sizeof *h);
-    free(h);
-    return st;
 }
 
 static tq_status embed(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
@@ -176,13 +131,12 @@ tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int
         return tq_fail(TQ_ERR_USAGE, "bert: %lld tokens exceed max_position_embeddings",
                        (long long)len);
     tq_device *dev = m->dev;
-    int64_t H = m->cfg.hidden, dh = H / m->cfg.heads;
+    int64_t H = m->cfg.hidden;
     scratch s = {0};
     tq_status st;
-    if (!(st = embed(m, b, len, ids, &s)) && !(st = make_mask(dev, b, len, lens, &s.mask)) &&
-        !(st = new3(dev, b, len, H, &s.x1)) && !(st = new3(dev, b, len, H, &s.attn)) &&
-        !(st = heads_setup(m, b, len, &s)) && !(st = new3(dev, b, len, len, &s.s)) &&
-        !(st = new3(dev, b, len, dh, &s.ctx)) &&
+    if (!(st = embed(m, b, len, ids, &s)) && !(st = new3(dev, b, len, H, &s.x1)) &&
+        !(st = new3(dev, b, len, H, &s.attn)) && !(st = heads_setup(m, b, len, lens, &s)) &&
+        !(st = new3(dev, b, len, H, &s.ctx)) &&
         !(st = new3(dev, b, len, m->cfg.inter, &s.mid))) {
         for (int64_t i = 0; !st && i < m->cfg.layers; i++)
             st = layer(m, &m->layer[i], &s);

@@ -1,6 +1,6 @@
 /* bert_model.c: loads a BertModel's weights from model.safetensors (names as
  * Hugging Face writes them, with or without a "bert." prefix) onto the device,
- * once; the attention weights are cut per head here. */
+ * once. */
 #include "bert.h"
 #include "io/safetensors_in.h"
 #include "internal.h"
@@ -51,73 +51,19 @@ static tq_status mat(loader *l, const char *name, int64_t r, int64_t c, tq_tenso
     return tensor(l, name, 2, d, t);
 }
 
-/* Stacks the query, key and value projections: rows [0, H) query, [H, 2H)
- * key, [2H, 3H) value, so x W^T gives each token's q, k, v side by side. */
-static tq_status qkv(loader *l, int64_t li, int64_t hid, bert_layer *L)
-{
-    static const char *const what[3] = {"query", "key", "value"};
-    char name[160];
-    int64_t dw[2] = {hid, hid}, d3[2] = {3 * hid, hid}, n3 = 3 * hid;
-    float *w = malloc((size_t)(3 * hid * hid) * sizeof *w), *b = malloc((size_t)n3 * sizeof *b);
-    tq_status st = w && b ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int k = 0; !st && k < 3; k++) {
-        float *hw = NULL, *hb = NULL;
-        snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.weight", (long long)li,
-                 what[k]);
-        st = host(l, name, 2, dw, &hw);
-        snprintf(name, sizeof name, "encoder.layer.%lld.attention.self.%s.bias", (long long)li,
-                 what[k]);
-        if (!st)
-            st = host(l, name, 1, &hid, &hb);
-        if (!st) {
-            memcpy(w + k * hid * hid, hw, (size_t)(hid * hid) * sizeof *w);
-            memcpy(b + k * hid, hb, (size_t)hid * sizeof *b);
-        }
-        free(hw);
-        free(hb);
-    }
-    if (!st)
-        st = put(l, w, 2, d3, &L->wqkv);
-    if (!st)
-        st = put(l, b, 1, &n3, &L->bqkv);
-    free(w);
-    free(b);
-    return st;
-}
-
-/* The attention output dense W_o [hidden, hidden]: head h's context columns
- * are rows h*dh.. of W_o^T, so the transpose is stored cut per head. */
-static tq_status split_out(loader *l, int64_t li, int64_t heads, int64_t hid, tq_tensor **wo_t)
-{
-    char name[160];
-    float *w = NULL;
-    int64_t dw[2] = {hid, hid}, dh = hid / heads, dhd[2] = {dh, hid};
-    snprintf(name, sizeof name, "encoder.layer.%lld.attention.output.dense.weight",
-             (long long)li);
-    tq_status st = host(l, name, 2, dw, &w);
-    float *t = st ? NULL : malloc((size_t)(hid * hid) * sizeof *t);
-    if (!st && !t)
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; !st && i < hid; i++)
-        for (int64_t j = 0; j < hid; j++)
-            t[j * hid + i] = w[i * hid + j];
-    for (int64_t h = 0; !st && h < heads; h++)
-        st = put(l, t + h * dh * hid, 2, dhd, &wo_t[h]);
-    free(w);
-    free(t);
-    return st;
-}
-
 static tq_status layer(loader *l, const bert_config *c, int64_t li, bert_layer *L)
 {
-    int64_t H = c->hidden, I = c->inter, nh = c->heads;
-    if (!(L->wo_t = calloc((size_t)nh, sizeof(tq_tensor *))))
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    int64_t H = c->hidden, I = c->inter;
     tq_status st;
     char n[160];
 #define NAME(s) (snprintf(n, sizeof n, "encoder.layer.%lld." s, (long long)li), n)
-    if ((st = qkv(l, li, H, L)) ||
-        (st = split_out(l, li, nh, H, L->wo_t)) ||
+    if ((st = mat(l, NAME("attention.self.query.weight"), H, H, &L->wq)) ||
+        (st = vec(l, NAME("attention.self.query.bias"), H, &L->bq)) ||
+        (st = mat(l, NAME("attention.self.key.weight"), H, H, &L->wk)) ||
+        (st = vec(l, NAME("attention.self.key.bias"), H, &L->bk)) ||
+        (st = mat(l, NAME("attention.self.value.weight"), H, H, &L->wv)) ||
+        (st = vec(l, NAME("attention.self.value.bias"), H, &L->bv)) ||
+        (st = mat(l, NAME("attention.output.dense.weight"), H, H, &L->wo)) ||
         (st = vec(l, NAME("attention.output.dense.bias"), H, &L->bo)) ||
         (st = vec(l, NAME("attention.output.LayerNorm.weight"), H, &L->ln1_g)) ||
         (st = vec(l, NAME("attention.output.LayerNorm.bias"), H, &L->ln1_b)) ||
@@ -188,23 +134,13 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     return TQ_OK;
 }
 
-static void free_heads(tq_tensor **t, int64_t n)
-{
-    if (!t)
-        return;
-    for (int64_t i = 0; i < n; i++)
-        tq_tensor_free(t[i]);
-    free(t);
-}
-
 void tq_bert_model_free(bert_model *m)
 {
     if (!m)
         return;
     for (int64_t i = 0; m->layer && i < m->cfg.layers; i++) {
         bert_layer *L = &m->layer[i];
-        free_heads(L->wo_t, m->cfg.heads);
-        tq_tensor *one[] = {L->wqkv, L->bqkv, L->bo, L->ln1_g, L->ln1_b, L->wi, L->bi,
+        tq_tensor *one[] = {L->wq, L->bq, L->wk, L->bk, L->wv, L->bv, L->wo, L->bo, L->ln1_g, L->ln1_b, L->wi, L->bi,
                             L->wo2, L->bo2, L->ln2_g, L->ln2_b};
         for (size_t k = 0; k < sizeof one / sizeof *one; k++)
             tq_tensor_free(one[k]);

@@ -248,13 +248,17 @@ static int wordpiece_word(emit_ctx *e, const uint32_t *w, size_t n)
     return 0;
 }
 
-tq_status tq_wordpiece_encode(const tq_wordpiece *wp, const char *text, size_t len,
-                              int32_t *ids, int max_len, int *n)
+typedef struct scratch {
+    cps clean, low, acc;
+} scratch;
+
+/* Basic tokenization and WordPiece of a stretch of text free of special
+ * tokens; returns -1 out of memory, 1 when the ids are full, else 0. */
+static int encode_plain(emit_ctx *ec, scratch *sc, const char *text, size_t len)
 {
-    if (max_len < 2)
-        return tq_fail(TQ_ERR_USAGE, "wordpiece: max_len must be at least 2");
-    cps clean = {0}, low = {0}, acc = {0};
-    tq_status st = TQ_OK;
+    const tq_wordpiece *wp = ec->wp;
+    cps *cl = &sc->clean;
+    cl->n = 0;
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
         size_t used;
@@ -265,67 +269,115 @@ tq_status tq_wordpiece_encode(const tq_wordpiece *wp, const char *text, size_t l
             continue;
         int bad = 0;
         if (f & TQ_UC_SPACE)
-            bad = cps_push(&clean, ' ');
+            bad = cps_push(cl, ' ');
         else if ((f & TQ_UC_CJK) && wp->opts.chinese_chars)
-            bad = cps_push(&clean, ' ') || cps_push(&clean, cp) || cps_push(&clean, ' ');
+            bad = cps_push(cl, ' ') || cps_push(cl, cp) || cps_push(cl, ' ');
         else
-            bad = cps_push(&clean, cp);
+            bad = cps_push(cl, cp);
         if (bad)
-            goto nomem;
+            return -1;
     }
-    char buf[4 * MAX_WORD_CHARS + 4];
-    size_t at[MAX_WORD_CHARS + 1];
-    emit_ctx e = {wp, ids + 1, max_len - 2, 0, buf, at};
     int strip = wp->opts.strip_accents < 0 ? wp->opts.lower_case : wp->opts.strip_accents;
     int full = 0;
-    for (size_t i = 0; i < clean.n && !full;) {
-        if (is_separator(clean.v[i])) {
+    for (size_t i = 0; i < cl->n && !full;) {
+        if (is_separator(cl->v[i])) {
             i++;
             continue;
         }
         size_t j = i;
-        while (j < clean.n && !is_separator(clean.v[j]))
+        while (j < cl->n && !is_separator(cl->v[j]))
             j++;
-        const uint32_t *tok = clean.v + i;
+        const uint32_t *tok = cl->v + i;
         size_t tn = j - i;
         i = j;
         if (strip) {
-            acc.n = 0;
-            if (strip_accents(tok, tn, &acc))
-                goto nomem;
-            tok = acc.v;
-            tn = acc.n;
+            sc->acc.n = 0;
+            if (strip_accents(tok, tn, &sc->acc))
+                return -1;
+            tok = sc->acc.v;
+            tn = sc->acc.n;
         }
         if (wp->opts.lower_case) {
-            low.n = 0;
-            if (lower_token(tok, tn, &low))
-                goto nomem;
-            tok = low.v;
-            tn = low.n;
+            sc->low.n = 0;
+            if (lower_token(tok, tn, &sc->low))
+                return -1;
+            tok = sc->low.v;
+            tn = sc->low.n;
         }
         /* punctuation marks become words of their own */
         for (size_t a = 0; a < tn && !full;) {
             if (tq_uc_flags(tok[a]) & TQ_UC_PUNCT) {
-                full = wordpiece_word(&e, tok + a, 1);
+                full = wordpiece_word(ec, tok + a, 1);
                 a++;
                 continue;
             }
             size_t b = a;
             while (b < tn && !(tq_uc_flags(tok[b]) & TQ_UC_PUNCT))
                 b++;
-            full = wordpiece_word(&e, tok + a, b - a);
+            full = wordpiece_word(ec, tok + a, b - a);
             a = b;
         }
     }
+    return full;
+}
+
+/* The special tokens BertTokenizer matches in the raw text, case-sensitively
+ * and before any cleaning: "x[SEP]y" is x, [SEP], y; "[sep]" is three words. */
+static const char *const specials[] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
+
+/* The special token starting text (its id, *l its length), or -1. */
+static int32_t special_at(const tq_wordpiece *wp, const char *text, size_t len, size_t *l)
+{
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) {
+        size_t n = strlen(specials[k]);
+        if (n <= len && !memcmp(text, specials[k], n)) {
+            int32_t id = tq_wordpiece_id(wp, specials[k], n);
+            if (id >= 0) {
+                *l = n;
+                return id;
+            }
+        }
+    }
+    return -1;
+}
+
+tq_status tq_wordpiece_encode(const tq_wordpiece *wp, const char *text, size_t len,
+                              int32_t *ids, int max_len, int *n)
+{
+    if (max_len < 2)
+        return tq_fail(TQ_ERR_USAGE, "wordpiece: max_len must be at least 2");
+    scratch sc = {0};
+    char buf[4 * MAX_WORD_CHARS + 4];
+    size_t at[MAX_WORD_CHARS + 1];
+    emit_ctx e = {wp, ids + 1, max_len - 2, 0, buf, at};
+    int r = 0;
+    size_t from = 0; /* start of the plain text not yet encoded */
+    for (size_t i = 0; i < len && !r;) {
+        const char *b = memchr(text + i, '[', len - i);
+        if (!b)
+            break;
+        i = (size_t)(b - text);
+        size_t l;
+        int32_t id = special_at(wp, b, len - i, &l);
+        if (id < 0) {
+            i++;
+            continue;
+        }
+        r = encode_plain(&e, &sc, text + from, i - from);
+        if (!r)
+            r = emit_id(&e, id);
+        i += l;
+        from = i;
+    }
+    if (!r)
+        r = encode_plain(&e, &sc, text + from, len - from);
+    free(sc.clean.v);
+    free(sc.low.v);
+    free(sc.acc.v);
+    if (r < 0)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory tokenizing");
     ids[0] = wp->cls;
     ids[e.n + 1] = wp->sep;
     *n = e.n + 2;
-    goto done;
-nomem:
-    st = tq_fail(TQ_ERR_NOMEM, "out of memory tokenizing");
-done:
-    free(clean.v);
-    free(low.v);
-    free(acc.v);
-    return st;
+    return TQ_OK;
 }

@@ -90,6 +90,11 @@ tq_status tq_import_jsonl(const char *path, const tq_import_opts *o, tq_sink *s)
  * at least TQ_NUM_MAX bytes; returns the length. */
 #define TQ_NUM_MAX 40
 size_t tq_fmt_float(char *buf, tq_dtype dt, const void *v);
+/* The two ways tq_fmt_float takes: printf and read back, digit count by digit
+ * count (exact, slow), and for f32 the same choice in double arithmetic, which
+ * returns 0 (nothing written) whenever it cannot be sure of the exact answer. */
+size_t tq_fmt_float_exact(char *buf, tq_dtype dt, const void *v);
+size_t tq_fmt_f32_fast(char *buf, float x);
 /* One element of a plain numeric dtype, integers in full. */
 size_t tq_fmt_number(char *buf, tq_dtype dt, const void *v);
 /* Parses s[0..len) as one number of dtype dt into dst: floats correctly

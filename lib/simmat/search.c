@@ -1,0 +1,328 @@
+/* search.c: the modes of tq-simmat that take queries batch by batch against a
+ * database held on the device: the full matrix, top-k search and the pairs
+ * above a threshold. Frames of the query stream other than the vectors pass
+ * through in order; each vector batch is followed by its results. */
+#include "../internal.h"
+#include "../simscore.h"
+#include "simmat.h"
+
+#include <float.h>
+
+/* Query rows per product: a fixed tile, placed at multiples of TM of the
+ * global row number (missing rows are zeros), so that every value of the
+ * full matrix comes from the same call shape and position whatever the
+ * batches: an sgemm's last bits depend on both. */
+enum { TM = 256 };
+
+static const char *metric_name(tq_sim_metric m)
+{
+    return m == TQ_SIM_COSINE ? "cosine" : m == TQ_SIM_DOT ? "dot" : "l2";
+}
+
+tq_status tq_sim_prepare(tq_sim *s)
+{
+    int64_t n = s->db.n, d = s->db.d;
+    s->s0 = n * s->shard_i / s->shard_n;
+    s->s1 = n * (s->shard_i + 1) / s->shard_n;
+    int64_t dims[2] = {s->s1 - s->s0, d};
+    tq_status st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, dims, &s->dbt);
+    if (!st)
+        st = tq_tensor_upload(s->dbt, s->db.x + s->s0 * d, (size_t)(dims[0] * d) * 4);
+    return st;
+}
+
+void tq_sim_free(tq_sim *s)
+{
+    tq_tensor_free(s->dbt);
+    s->dbt = NULL;
+    tq_sim_rows_free(&s->db);
+}
+
+/* ---- full matrix and threshold: products of TM-row tiles with the db ---- */
+
+typedef struct tiles {
+    tq_sim *s;
+    tq_tensor *a, *c;   /* [TM, d] and [TM, ndb] */
+    float *ah, *ch;     /* host copies (or the tensors themselves on the CPU) */
+    float *xsq;         /* [ndb] ||x||^2 of the db rows (L2) */
+    float xmax;         /* max ||x|| (threshold margins) */
+} tiles;
+
+static tq_status tiles_open(tiles *t, tq_sim *s)
+{
+    memset(t, 0, sizeof *t);
+    t->s = s;
+    int64_t d = s->db.d, n = s->s1 - s->s0;
+    int64_t ad[2] = {TM, d}, cd[2] = {TM, n};
+    tq_status st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, ad, &t->a);
+    if (!st)
+        st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, cd, &t->c);
+    if (st)
+        return st;
+    t->ah = tq_tensor_host(t->a);
+    t->ch = tq_tensor_host(t->c);
+    if (!t->ah && !(t->ah = malloc((size_t)(TM * d) * 4)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (!t->ch && !(t->ch = malloc((size_t)(TM * n) * 4)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (!(t->xsq = malloc((size_t)(n + 1) * 4)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; j < n; j++) {
+        const float *x = s->db.x + (s->s0 + j) * d;
+        t->xsq[j] = (float)tq_simscore_dot(x, x, d);
+        float nx = sqrtf(t->xsq[j]);
+        t->xmax = nx > t->xmax || nx != nx ? nx : t->xmax;
+    }
+    return TQ_OK;
+}
+
+static void tiles_close(tiles *t)
+{
+    if (t->a && t->ah != tq_tensor_host(t->a))
+        free(t->ah);
+    if (t->c && t->ch != tq_tensor_host(t->c))
+        free(t->ch);
+    tq_tensor_free(t->a);
+    tq_tensor_free(t->c);
+    free(t->xsq);
+}
+
+/* The tile of global rows [g0, g0 + TM): rows r0.. r0 + n of the batch q are
+ * those present. On return t->ch holds q . x (times 2 for L2). */
+static tq_status tile_product(tiles *t, const float *q, int64_t r0, int64_t n, int64_t g0)
+{
+    tq_sim *s = t->s;
+    int64_t d = s->db.d;
+    memset(t->ah, 0, (size_t)(TM * d) * 4);
+    for (int64_t g = g0; g < g0 + TM; g++)
+        if (g >= r0 && g < r0 + n)
+            memcpy(t->ah + (g - g0) * d, q + (g - r0) * d, (size_t)d * 4);
+    tq_status st = TQ_OK;
+    if (t->ah != tq_tensor_host(t->a))
+        st = tq_tensor_upload(t->a, t->ah, (size_t)(TM * d) * 4);
+    if (!st)
+        st = tq_op_matmul(t->a, 0, s->dbt, 1, s->metric == TQ_SIM_L2 ? 2.0f : 1.0f, 0.0f, t->c);
+    if (!st && t->ch != tq_tensor_host(t->c))
+        st = tq_tensor_download(t->c, t->ch, t->c->nbytes);
+    return st;
+}
+
+static tq_status run_full(tq_sim *s, tiles *t, const float *q, int64_t n, tq_writer *w,
+                          float **out, size_t *cap)
+{
+    int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
+    size_t need = (size_t)(n * nd);
+    if (need > *cap) {
+        float *o = realloc(*out, need * 4);
+        if (!o)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory for a %lld x %lld batch", (long long)n,
+                           (long long)nd);
+        *out = o, *cap = need;
+    }
+    for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
+        tq_status st = tile_product(t, q, r0, n, g0);
+        if (st)
+            return st;
+        for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
+            const float *c = t->ch + (g - g0) * nd;
+            float *o = *out + (g - r0) * nd;
+            if (s->metric != TQ_SIM_L2) {
+                memcpy(o, c, (size_t)nd * 4);
+                continue;
+            }
+            const float *qr = q + (g - r0) * d;
+            float qq = (float)tq_simscore_dot(qr, qr, d);
+            for (int64_t j = 0; j < nd; j++) {
+                float v = (c[j] - qq) - t->xsq[j];
+                o[j] = v < 0 ? v : 0.0f; /* -||q - x||^2 is never positive */
+            }
+        }
+    }
+    int64_t dims[2] = {n, nd};
+    char meta[64];
+    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", metric_name(s->metric)) + 1;
+    return tq_writer_write(w, "sim", TQ_DTYPE_F32, 2, dims, meta, ml, *out, need * 4);
+}
+
+typedef struct pairs {
+    int64_t *i, *j;
+    float *v;
+    int64_t n, cap;
+} pairs;
+
+static tq_status pairs_add(pairs *p, int64_t i, int64_t j, float v)
+{
+    if (p->n == p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 4096;
+        int64_t *ni = realloc(p->i, (size_t)cap * 8), *nj = ni ? realloc(p->j, (size_t)cap * 8) : NULL;
+        if (ni)
+            p->i = ni;
+        if (nj)
+            p->j = nj;
+        float *nv = nj ? realloc(p->v, (size_t)cap * 4) : NULL;
+        if (!nv)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory for pairs");
+        p->v = nv, p->cap = cap;
+    }
+    p->i[p->n] = i, p->j[p->n] = j, p->v[p->n] = v;
+    p->n++;
+    return TQ_OK;
+}
+
+static tq_status run_threshold(tq_sim *s, tiles *t, const float *q, int64_t n, tq_writer *w,
+                               pairs *p)
+{
+    int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
+    int metric = s->metric == TQ_SIM_L2;
+    float thr = (float)s->threshold;
+    p->n = 0;
+    for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
+        tq_status st = tile_product(t, q, r0, n, g0);
+        if (st)
+            return st;
+        for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
+            const float *c = t->ch + (g - g0) * nd, *qr = q + (g - r0) * d;
+            float qq = (float)tq_simscore_dot(qr, qr, d);
+            double m = tq_simscore_margin(metric, d, sqrt(qq) * (1 + 1e-6), t->xmax * (1 + 1e-6));
+            /* the product's value, bounded below the exact score by m */
+            double lo = (double)thr + (metric ? (double)qq : 0.0) - m;
+            lo -= 0x1p-22 * (fabs((double)thr) + (metric ? (double)qq : 0.0));
+            float tl = !(lo > -(double)FLT_MAX) ? -INFINITY : (float)lo;
+            if ((double)tl > lo)
+                tl = nextafterf(tl, -INFINITY);
+            int64_t j = s->self ? g + 1 - s->s0 : 0; /* i < j for the input with itself */
+            for (j = j < 0 ? 0 : j; j < nd; j++) {
+                float a = metric ? c[j] - t->xsq[j] : c[j];
+                if (a < tl)
+                    continue;
+                float v = tq_simscore(metric, qr, s->db.x + (s->s0 + j) * d, d);
+                if (v >= thr && (st = pairs_add(p, g, s->s0 + j, v)))
+                    return st;
+            }
+        }
+    }
+    s->pairs += p->n;
+    int64_t m = p->n;
+    tq_status st = tq_writer_write(w, "i", TQ_DTYPE_I64, 1, &m, NULL, 0, p->i, (uint64_t)m * 8);
+    if (!st)
+        st = tq_writer_write(w, "j", TQ_DTYPE_I64, 1, &m, NULL, 0, p->j, (uint64_t)m * 8);
+    if (!st)
+        st = tq_writer_write(w, "score", TQ_DTYPE_F32, 1, &m, NULL, 0, p->v, (uint64_t)m * 4);
+    return st;
+}
+
+/* ---- top-k ---- */
+
+static tq_status write_db_keys(tq_sim *s, tq_writer *w, const int64_t *idx, int64_t n, int64_t k)
+{
+    const tq_sim_rows *db = &s->db;
+    if (db->key_dtype == TQ_DTYPE_I64) {
+        int64_t *kk = malloc((size_t)(n * k + 1) * 8), dims[2] = {n, k};
+        if (!kk)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < n * k; i++)
+            kk[i] = idx[i] < 0 ? -1 : db->ikey[idx[i]];
+        tq_status st = tq_writer_write(w, "db_key", TQ_DTYPE_I64, 2, dims, NULL, 0, kk,
+                                       (uint64_t)(n * k) * 8);
+        free(kk);
+        return st;
+    }
+    const char **ss = malloc((size_t)(n * k + 1) * sizeof *ss);
+    size_t *ll = malloc((size_t)(n * k + 1) * sizeof *ll);
+    tq_status st = TQ_OK;
+    if (!ss || !ll)
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; !st && i < n * k; i++) {
+        ss[i] = idx[i] < 0 ? "" : db->skey.p + db->skey_off[idx[i]];
+        ll[i] = idx[i] < 0 ? 0 : db->skey_off[idx[i] + 1] - db->skey_off[idx[i]];
+    }
+    if (!st)
+        st = tq_writer_write_str(w, "db_key", n * k, ss, ll);
+    free(ss);
+    free(ll);
+    return st;
+}
+
+static tq_status run_topk(tq_sim *s, const float *q, int64_t n, tq_writer *w)
+{
+    int64_t d = s->db.d, k = s->k, qd[2] = {n, d}, kd[2] = {n, k};
+    tq_tensor *qt = NULL, *vt = NULL, *it = NULL;
+    float *v = malloc((size_t)(n * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(n * k + 1) * 8);
+    tq_status st = !v || !ix ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
+    for (int64_t i = 0; !st && i < n * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, qd, &qt)) &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, kd, &vt)) &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_I64, 2, kd, &it)) &&
+        !(st = tq_tensor_upload(qt, q, (size_t)(n * d) * 4)) &&
+        !(st = tq_tensor_upload(vt, v, (size_t)(n * k) * 4)) &&
+        !(st = tq_tensor_upload(it, ix, (size_t)(n * k) * 8)) &&
+        !(st = tq_op_simtopk(qt, s->dbt, s->metric == TQ_SIM_L2 ? TQ_METRIC_L2 : TQ_METRIC_DOT,
+                             s->s0, vt, it)) &&
+        !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
+        st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
+    tq_tensor_free(qt), tq_tensor_free(vt), tq_tensor_free(it);
+    if (!st) {
+        char meta[160];
+        size_t ml = (size_t)snprintf(meta, sizeof meta, "k=%lld%cmetric=%s%cshard=%d/%d%cdb_rows=%lld%cdb_keys=%d",
+                                     (long long)k, 0, metric_name(s->metric), 0, s->shard_i, s->shard_n, 0,
+                                     (long long)s->db.n, 0, s->db.key_dtype != TQ_DTYPE_INVALID) + 1;
+        st = tq_writer_write(w, "idx", TQ_DTYPE_I64, 2, kd, meta, ml, ix, (uint64_t)(n * k) * 8);
+    }
+    if (!st)
+        st = tq_writer_write(w, "score", TQ_DTYPE_F32, 2, kd, NULL, 0, v, (uint64_t)(n * k) * 4);
+    if (!st && s->db.key_dtype != TQ_DTYPE_INVALID)
+        st = write_db_keys(s, w, ix, n, k);
+    free(v);
+    free(ix);
+    return st;
+}
+
+/* ---- the loop over the query stream ---- */
+
+tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out); /* dedup.c */
+
+tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
+{
+    if (s->mode == TQ_SIM_DEDUP)
+        return tq_sim_dedup(s, in, out);
+    tiles t;
+    memset(&t, 0, sizeof t);
+    tq_status st = TQ_OK;
+    if (s->mode == TQ_SIM_FULL || s->mode == TQ_SIM_THRESHOLD)
+        st = tiles_open(&t, s);
+    float *q = NULL, *res = NULL;
+    size_t qcap = 0, rcap = 0;
+    pairs p = {0};
+    tq_frame *f;
+    while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
+        if (!tq_sim_is_vectors(f, s->db.name)) {
+            st = tq_writer_put(out, f);
+            continue;
+        }
+        if ((st = tq_sim_frame_f32(f, &q, &qcap)))
+            break;
+        int64_t n = f->dims[0];
+        if (f->dims[1] != s->db.d) {
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": queries of %lld values, the database has %lld",
+                         (unsigned long long)f->index, f->name, (long long)f->dims[1],
+                         (long long)s->db.d);
+            break;
+        }
+        if (s->metric == TQ_SIM_COSINE)
+            tq_sim_normalize_rows(q, n, s->db.d);
+        if (s->mode == TQ_SIM_TOPK)
+            st = run_topk(s, q, n, out);
+        else if (s->mode == TQ_SIM_FULL)
+            st = run_full(s, &t, q, n, out, &res, &rcap);
+        else
+            st = run_threshold(s, &t, q, n, out, &p);
+        s->q_seen += n;
+    }
+    tiles_close(&t);
+    free(q);
+    free(res);
+    free(p.i), free(p.j), free(p.v);
+    return st == TQ_EOF ? TQ_OK : st;
+}

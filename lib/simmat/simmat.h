@@ -1,0 +1,69 @@
+/* simmat.h: the similarity modes behind tq-simmat: full matrix, top-k search
+ * (sharded, and the merge of shards), pairs above a threshold and
+ * near-duplicate removal, on the op API (matmul, normalize, simtopk). Every
+ * score that decides something (a rank, a threshold, a dedup) is the exact
+ * pair score of simscore.h, so the modes agree with each other and the
+ * results do not depend on threads, batch sizes or shards. */
+#ifndef TQ_SIMMAT_H
+#define TQ_SIMMAT_H
+
+#include "io/io.h"
+#include "tq.h"
+
+typedef enum { TQ_SIM_COSINE = 0, TQ_SIM_DOT, TQ_SIM_L2 } tq_sim_metric;
+typedef enum { TQ_SIM_FULL = 0, TQ_SIM_TOPK, TQ_SIM_THRESHOLD, TQ_SIM_DEDUP } tq_sim_mode;
+
+/* Rows of vectors in host memory (f32, normalized for cosine), with their
+ * keys when the stream had a key frame per batch. */
+typedef struct tq_sim_rows {
+    float *x;
+    int64_t n, d, cap;
+    tq_dtype key_dtype;    /* TQ_DTYPE_INVALID (no keys), I64 or STR */
+    int64_t *ikey;         /* i64 keys */
+    tq_buf skey;           /* str keys: bytes back to back */
+    uint64_t *skey_off;    /* n + 1 offsets into skey */
+    char name[TQ_MAX_NAME + 1]; /* the vector frame's name */
+} tq_sim_rows;
+
+typedef struct tq_sim {
+    tq_sim_mode mode;
+    tq_sim_metric metric;
+    int64_t k;             /* --topk */
+    double threshold;      /* --threshold, --dedup */
+    int shard_i, shard_n;  /* --shard I/N (1 of 1 when not sharded) */
+    int self;              /* no --db: the input against itself */
+    const char *vec_name;  /* --name, or NULL: the first rank-2 float frame */
+    tq_device *dev;
+    tq_sim_rows db;        /* the database (all rows; the shard is a range) */
+    int64_t s0, s1;        /* the shard's rows of db */
+    tq_tensor *dbt;        /* db rows s0..s1 on the device */
+    int64_t q_seen;        /* query rows before the current batch */
+    int64_t pairs, kept, dropped;
+} tq_sim;
+
+/* Loads every row of the stream at PATH (a TQ file) into rows: the vector
+ * frame NAME (NULL: the first rank-2 float frame), any float dtype, and its
+ * keys. normalize: divide each row by its norm (cosine). */
+tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize);
+void tq_sim_rows_free(tq_sim_rows *rows);
+/* Appends n rows (f32) and, when key_dtype is set, their keys. */
+tq_status tq_sim_rows_add(tq_sim_rows *rows, const float *x, int64_t n, int64_t d);
+
+/* Fixes the shard range and uploads the database to the device. */
+tq_status tq_sim_prepare(tq_sim *s);
+/* Runs the mode over the query stream, writing the result stream. */
+tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out);
+void tq_sim_free(tq_sim *s);
+
+/* Merges the top-k streams of the shards (in any order) into the stream of a
+ * single run. */
+tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out);
+
+/* Helpers shared by the modes (rows.c). */
+int tq_sim_is_vectors(const tq_frame *f, const char *name);
+/* The rows of f as f32 (converted when needed) in *buf (grown). */
+tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap);
+/* Scales each of n rows of d values to unit norm (as tq_op_normalize does). */
+void tq_sim_normalize_rows(float *x, int64_t n, int64_t d);
+
+#endif

@@ -1,0 +1,152 @@
+/* simscore.c: the exact pair scores of simscore.h, in portable C and with
+ * AVX2 or AVX-512 where the CPU has them. Every version does the same
+ * operations in the same order on each lane (a product of two floats is
+ * exact in double, so a fused multiply-add rounds as the separate add
+ * does), so all give the same bits; the tests hold them to that. */
+#include "internal.h"
+#include "simscore.h"
+
+#include <pthread.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SIMSCORE_X86 1
+#endif
+
+static inline double lanes_sum(const double *s)
+{
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+double tq_simscore_dot_portable(const float *a, const float *b, int64_t d)
+{
+    double s[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8)
+        for (int j = 0; j < 8; j++)
+            s[j] += (double)a[i + j] * (double)b[i + j];
+    for (; i < d; i++)
+        s[0] += (double)a[i] * (double)b[i];
+    return lanes_sum(s);
+}
+
+double tq_simscore_l2_portable(const float *a, const float *b, int64_t d)
+{
+    double s[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8)
+        for (int j = 0; j < 8; j++) {
+            double t = (double)a[i + j] - (double)b[i + j];
+            s[j] += t * t;
+        }
+    for (; i < d; i++) {
+        double t = (double)a[i] - (double)b[i];
+        s[0] += t * t;
+    }
+    return lanes_sum(s);
+}
+
+#ifdef SIMSCORE_X86
+__attribute__((target("avx512f"))) static double dot_avx512(const float *a, const float *b,
+                                                             int64_t d)
+{
+    __m512d acc = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(a + i));
+        __m512d y = _mm512_cvtps_pd(_mm256_loadu_ps(b + i));
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(x, y));
+    }
+    double s[8];
+    _mm512_storeu_pd(s, acc);
+    for (; i < d; i++)
+        s[0] += (double)a[i] * (double)b[i];
+    return lanes_sum(s);
+}
+
+__attribute__((target("avx512f"))) static double l2_avx512(const float *a, const float *b,
+                                                            int64_t d)
+{
+    __m512d acc = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        __m512d t = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(a + i)),
+                                  _mm512_cvtps_pd(_mm256_loadu_ps(b + i)));
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(t, t));
+    }
+    double s[8];
+    _mm512_storeu_pd(s, acc);
+    for (; i < d; i++) {
+        double t = (double)a[i] - (double)b[i];
+        s[0] += t * t;
+    }
+    return lanes_sum(s);
+}
+
+__attribute__((target("avx2"))) static double dot_avx2(const float *a, const float *b, int64_t d)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)),
+                                             _mm256_cvtps_pd(_mm_loadu_ps(b + i))));
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)),
+                                             _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4))));
+    }
+    double s[8];
+    _mm256_storeu_pd(s, lo);
+    _mm256_storeu_pd(s + 4, hi);
+    for (; i < d; i++)
+        s[0] += (double)a[i] * (double)b[i];
+    return lanes_sum(s);
+}
+
+__attribute__((target("avx2"))) static double l2_avx2(const float *a, const float *b, int64_t d)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        __m256d t = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)),
+                                  _mm256_cvtps_pd(_mm_loadu_ps(b + i)));
+        __m256d u = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)),
+                                  _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)));
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(t, t));
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(u, u));
+    }
+    double s[8];
+    _mm256_storeu_pd(s, lo);
+    _mm256_storeu_pd(s + 4, hi);
+    for (; i < d; i++) {
+        double t = (double)a[i] - (double)b[i];
+        s[0] += t * t;
+    }
+    return lanes_sum(s);
+}
+#endif
+
+typedef double (*score_fn)(const float *, const float *, int64_t);
+static score_fn dot_fn = tq_simscore_dot_portable, l2_fn = tq_simscore_l2_portable;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void pick(void)
+{
+#ifdef SIMSCORE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        dot_fn = dot_avx512, l2_fn = l2_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        dot_fn = dot_avx2, l2_fn = l2_avx2;
+#endif
+}
+
+double tq_simscore_dot(const float *a, const float *b, int64_t d)
+{
+    pthread_once(&once, pick);
+    return dot_fn(a, b, d);
+}
+
+double tq_simscore_l2(const float *a, const float *b, int64_t d)
+{
+    pthread_once(&once, pick);
+    return l2_fn(a, b, d);
+}

@@ -1,0 +1,51 @@
+/* simscore.h: the exact similarity score of one pair of rows, shared by the
+ * CPU simtopk op and the similarity modes of lib/simmat, so that top-k lists,
+ * thresholds and dedup decisions agree to the bit. A matrix product ranks
+ * candidates fast, but its last bits depend on how it blocks the work (and so
+ * on shapes, threads and the BLAS); these scores do not: a fixed order of
+ * double-precision additions over exact products, rounded once to f32. */
+#ifndef TQ_SIMSCORE_H
+#define TQ_SIMSCORE_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+/* The order of operations, fixed: lane j (0..7) sums the exact double
+ * products (or squared differences) of the elements i = j mod 8 below the
+ * last multiple of 8, lane 0 then the rest in order, and the lanes add up as
+ * ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)). simscore.c runs it with
+ * the widest vectors the CPU has; each gives these bits. */
+double tq_simscore_dot(const float *a, const float *b, int64_t d);
+double tq_simscore_l2(const float *a, const float *b, int64_t d);
+/* The same with the portable code only (for the tests: the vector versions
+ * must match it bit for bit). */
+double tq_simscore_dot_portable(const float *a, const float *b, int64_t d);
+double tq_simscore_l2_portable(const float *a, const float *b, int64_t d);
+
+/* The score of a pair: metric 0 (dot) a . b, metric 1 (L2) -||a - b||^2,
+ * rounded once to f32. */
+static inline float tq_simscore(int metric, const float *a, const float *b, int64_t d)
+{
+    return metric ? (float)-tq_simscore_l2(a, b, d) : (float)tq_simscore_dot(a, b, d);
+}
+
+/* How far an f32 matrix product's value (any order of summation, with or
+ * without FMA) may lie from tq_simscore, for rows of norms nq and nx: the
+ * classic bound gamma_d = d u / (1 - d u) on sum |a_i b_i| <= nq nx, twice
+ * over (the product's error and the score's rounding), plus slack for the
+ * few roundings around it. For L2 the product is turned into
+ * 2 a.b - ||a||^2 - ||b||^2, all bounded by (nq + nx)^2. Infinite when the
+ * bound is meaningless (huge d or values): then nothing may be skipped. */
+static inline double tq_simscore_margin(int metric, int64_t d, double nq, double nx)
+{
+    const double u = 0x1p-24;
+    double du = (double)d * u;
+    if (du >= 0.25)
+        return INFINITY;
+    double gam = du / (1 - du);
+    double m = metric ? (2 * gam + 16 * u) * (nq + nx) * (nq + nx) : (2 * gam + 8 * u) * nq * nx;
+    return isfinite(m) ? m * (1 + 1e-6) + 1e-300 : INFINITY;
+}
+
+#endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# tq-attend: against PyTorch (Debian's python3-torch) in float64 at realistic
+# sizes, every mask kind, projections, consensus and weights; the alignment of
+# "out" with pass-through frames; errors; and peak memory linear in n.
+# Tolerance: max |tq - torch64| <= 1e-4 relative to max |torch64|: f32
+# attention over a few thousand keys keeps ~1e-6 (the op suite holds the
+# kernel to NMSE 1e-8 against float64); a wrong mask or scale is off by 1e-1.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    needs_numpy
+    "$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed (make deps-test installs it)"
+    cd "$BATS_TEST_TMPDIR"
+    cat > ref.py <<'EOF'
+import sys, numpy as np, torch
+import tqstream as tq
+torch.set_default_dtype(torch.float64)
+
+def frames(path):
+    out = {}
+    for f in tq.read(open(path, "rb").read()):
+        out.setdefault(f["name"], []).append(tq.to_numpy(f))
+    return {k: np.concatenate(v) if v[0].ndim else v for k, v in out.items()}
+
+def attention(q, k, v, heads, causal=False, key_len=None, qg=None, kg=None, scale=None):
+    """softmax(q k^T * scale + mask) v per head, torch float64; [B, L, d] in.
+    Fully masked queries give 0; received as the man page defines it."""
+    q, k, v = (torch.tensor(x, dtype=torch.float64) for x in (q, k, v))
+    B, Lq, d = q.shape; Lk = k.shape[1]; dh = d // heads; dv = v.shape[2] // heads
+    qh = q.view(B, Lq, heads, dh).transpose(1, 2)
+    kh = k.view(B, Lk, heads, dh).transpose(1, 2)
+    vh = v.view(B, Lk, heads, dv).transpose(1, 2)
+    s = qh @ kh.transpose(-1, -2) * (scale if scale else dh ** -0.5)
+    mask = torch.zeros(B, 1, Lq, Lk, dtype=torch.bool)
+    if causal:
+        mask |= torch.triu(torch.ones(Lq, Lk, dtype=torch.bool), 1)
+    if key_len is not None:
+        mask |= (torch.arange(Lk)[None, :] >= torch.tensor(key_len)[:, None])[:, None, None, :]
+    if qg is not None:
+        mask |= (torch.tensor(qg)[:, :, None] != torch.tensor(kg)[:, None, :])[:, None]
+    s = s.masked_fill(mask, float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    out = (p @ vh).transpose(1, 2).reshape(B, Lq, heads * dv)
+    off = p * (1 - torch.eye(Lq, Lk))
+    return out.numpy(), off.sum(2).mean(1).numpy(), p.numpy()
+
+def close(got, want, what):
+    got, want = np.asarray(got, np.float64), np.asarray(want)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+    assert err <= 1e-4, "%s: max relative error %.3g" % (what, err)
+    print("%s: max relative error %.2g" % (what, err))
+EOF
+}
+
+@test "self-attention, causal, groups, key mask, consensus and weights agree with PyTorch; out stays beside its keys" {
+    py - <<'EOF'
+import numpy as np, tqstream as tq
+rng = np.random.default_rng(1)
+n, d = 700, 96
+x = rng.standard_normal((n, d)).astype(np.float32)
+g = np.repeat(np.arange(7), 100).astype(np.int32)      # 7 groups of 100 rows
+m = (rng.random(n) > 0.1).astype(np.uint8)              # 10% of keys masked
+keys = ["r%d" % i for i in range(n)]
+with open("in.tq", "wb") as f:
+    for a, b in ((0, 300), (300, 700)):                 # two batches, each after its keys
+        f.write(tq.frame("key", "str", [b - a], tq.str_payload(keys[a:b])))
+        f.write(tq.array_frame("emb", x[a:b]))
+        f.write(tq.array_frame("grp", g[a:b]))
+        f.write(tq.array_frame("keep", m[a:b]))
+np.save("x.npy", x); np.save("g.npy", g); np.save("m.npy", m)
+EOF
+    run tq-attend --self --heads 4 --causal --group grp --key-mask keep --consensus --weights-out -o out.tq < in.tq
+    assert_success
+    py - <<'EOF'
+import numpy as np, tqstream as tq
+from ref import attention, close
+x, g, m = np.load("x.npy"), np.load("g.npy"), np.load("m.npy")
+fr = tq.read(open("out.tq", "rb").read())
+names = [f["name"] for f in fr]
+# out (and consensus) take the place of each emb batch, right after its key
+assert names == ["key", "out", "consensus", "grp", "keep"] * 2 + ["attn"], names
+for i in (0, 5):
+    assert fr[i + 1]["dims"][0] == fr[i]["dims"][0] == fr[i + 2]["dims"][0]
+out = np.concatenate([tq.to_numpy(f) for f in fr if f["name"] == "out"])
+cons = np.concatenate([tq.to_numpy(f) for f in fr if f["name"] == "consensus"])
+w = tq.to_numpy(fr[-1])
+kg = np.where(m == 0, -1, g)
+ro, rr, rw = attention(x[None], x[None], x[None], 4, causal=True, qg=g[None], kg=kg[None])
+close(out, ro[0], "out"); close(cons, rr[0], "consensus"); close(w, rw, "weights")
+assert (out[0] == 0).all() == (m[0] == 0)   # row 0 sees only key 0
+EOF
+}
+
+@test "cross-attention from --kv, rank 3 with --key-len and --weights projections agree with PyTorch" {
+    py - <<'EOF'
+import numpy as np, tqstream as tq
+rng = np.random.default_rng(2)
+B, Lq, Lk, dq, dk, dv, D, Dv, Do = 3, 150, 260, 40, 24, 20, 64, 32, 16
+q = rng.standard_normal((B, Lq, dq)).astype(np.float32)
+k = rng.standard_normal((B, Lk, dk)).astype(np.float32)
+v = rng.standard_normal((B, Lk, dv)).astype(np.float32)
+W = dict(wq=(D, dq), wk=(D, dk), wv=(Dv, dv), wo=(Do, Dv))
+ws = {n: (rng.standard_normal(s) / np.sqrt(s[1])).astype(np.float32) for n, s in W.items()}
+bs = {"b" + n[1]: rng.standard_normal(W[n][0]).astype(np.float32) for n in ("wq", "wk", "wv")}
+with open("w.tq", "wb") as f:
+    for n, a in list(ws.items()) + list(bs.items()):     # no bo: optional
+        f.write(tq.array_frame(n, a))
+with open("kv.tq", "wb") as f:
+    f.write(tq.array_frame("k", k)); f.write(tq.array_frame("v", v))
+with open("q.tq", "wb") as f:
+    f.write(tq.array_frame("q", q[:2])); f.write(tq.array_frame("q", q[2:]))
+    f.write(tq.array_frame("len", np.array([260, 0, 100], np.int64)))
+np.savez("ref.npz", q=q, k=k, v=v, **ws, **bs)
+EOF
+    run tq-attend --q q --kv kv.tq --weights w.tq --heads 4 --key-len len -o out.tq < q.tq
+    assert_success
+    py - <<'EOF'
+import numpy as np, tqstream as tq
+from ref import attention, close
+r = np.load("ref.npz")
+fr = tq.read(open("out.tq", "rb").read())
+assert [f["name"] for f in fr] == ["out", "out", "len"]
+out = np.concatenate([tq.to_numpy(f) for f in fr if f["name"] == "out"])
+f64 = lambda a: a.astype(np.float64)
+Q = f64(r["q"]) @ f64(r["wq"]).T + r["bq"]; K = f64(r["k"]) @ f64(r["wk"]).T + r["bk"]
+V = f64(r["v"]) @ f64(r["wv"]).T + r["bv"]
+ro, _, _ = attention(Q, K, V, 4, key_len=[260, 0, 100])
+close(out, ro @ f64(r["wo"]).T, "out")
+# sequence 1 has no keys: attention gives 0, the output projection's bias (none) too
+assert (out[1] == 0).all()
+EOF
+}
+
+@test "errors: one line, sysexits status" {
+    py -c 'import numpy as np, tqstream as tq, sys; sys.stdout.buffer.write(tq.array_frame("emb", np.ones((4, 6), np.float32)))' > x.tq
+    run -2 tq-attend --heads 2 < x.tq
+    assert_output --regexp "^tq-attend: error: give exactly one of --self and --kv FILE"
+    run -2 tq-attend --self --heads 4 -o o.tq < x.tq
+    assert_output "tq-attend: error: 4 heads do not divide the widths 6 and 6"
+    run -65 tq-attend --self --q nope -o o.tq < x.tq
+    assert_output 'tq-attend: error: no frame "nope" (queries) in the input'
+    run -66 tq-attend --kv missing.tq -o o.tq < x.tq
+    assert_output --regexp "^tq-attend: error: missing.tq: .*"
+    run -65 tq-attend --self --group g -o o.tq < x.tq
+    assert_output 'tq-attend: error: no frame "g" in the input'
+    head -c 100 x.tq > cut.tq
+    run -65 tq-attend --self -o o.tq < cut.tq
+    assert_equal "${#lines[@]}" 1
+    [ ! -e o.tq ]
+}
+
+@test "peak memory stays linear: n = 16384, d = 512, 8 heads under 2.5x inputs + outputs" {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
+    # AddressSanitizer's shadow memory and quarantine are no measure of ours
+    case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+    py -c '
+import numpy as np, sys, tqstream as tq
+x = np.random.default_rng(3).standard_normal((16384, 512)).astype(np.float32)
+sys.stdout.buffer.write(tq.array_frame("emb", x))' > big.tq
+    # causal halves the work; the memory behaviour is the same
+    run /usr/bin/time -f "%M" tq-attend --self --heads 8 --causal -o big-out.tq < big.tq
+    assert_success
+    kib=${lines[-1]}
+    io=$(( ($(stat -c %s big.tq) + $(stat -c %s big-out.tq)) / 1024 ))
+    echo "max RSS ${kib} KiB, inputs + outputs ${io} KiB"
+    [ "$kib" -lt $(( io * 5 / 2 )) ]
+}

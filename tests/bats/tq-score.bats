@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# tq-score against the float64 NumPy reference of tests/lib/score_ref.py: every
+# feature, weights, groups that span batches, --top, --sort, each model kind,
+# and the errors. Inputs and model files are written with tqstream.py.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    needs_numpy
+    D="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/score_ref.py" gen "$D" --d 16 --seed 3
+}
+
+# score_check OPTION...: runs tq-score on the sample input, checks the output
+score_check() {
+    run --separate-stderr tq-score "$@" "$D/in.tq" -o "$D/out.tq"
+    [ "$status" -eq 0 ] || { echo "tq-score $*: $stderr" >&2; return 1; }
+    run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/out.tq" "$@"
+    [ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+}
+
+@test "consensus within groups that span batches; a group of one scores 0" {
+    score_check --consensus
+}
+
+@test "query: one reference per group (ids in any order), and one for all" {
+    score_check --query "$D/query.tq"
+    score_check --query "$D/query1.tq" --consensus --weights 0.5,2
+}
+
+@test "feature columns and weights" {
+    score_check --feature lp
+    score_check --consensus --feature lp --weights -1,0.25
+}
+
+@test "--top and --sort" {
+    score_check --consensus --top 2
+    score_check --consensus --sort
+    score_check --query "$D/query.tq" --feature lp --top 3 --sort
+}
+
+@test "no group frame: all rows are one group" {
+    score_check --consensus --group none --top 5 --sort
+}
+
+@test "models: linear, logistic, softmax, mlp (relu, tanh + softmax, gelu + sigmoid)" {
+    for m in linear logistic softmax mlp mlp3 mlp-gelu; do
+        score_check -m "$D/$m.tq" --sort || { echo "model $m" >&2; return 1; }
+    done
+    score_check -m "$D/mlp.tq" --query "$D/query.tq" --consensus --feature lp \
+        --weights 0.5,1,-2,0.1 --top 4
+}
+
+@test "ties rank the earlier row first; NaN ranks last" {
+    py - "$D/ties.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+f = np.array([1, 3, 3, 2, 3, np.nan, 3], dtype=np.float32)
+e = np.ones((7, 2), dtype=np.float32)
+open(sys.argv[1], "wb").write(ts.array_frame("emb", e) + ts.array_frame("f", f))
+PYEOF
+    tq-score --feature f --sort "$D/ties.tq" | tq-cat -t tsv --no-header --name f,rank > "$D/got"
+    # by hand: the 3s at rows 1, 2, 4, 6 in row order, then 2, 1, NaN
+    printf '3\t1\n3\t2\n3\t3\n3\t4\n2\t5\n1\t6\nnan\t7\n' | diff - "$D/got"
+}
+
+@test "same bits whatever --threads" {
+    for t in 1 2 3; do
+        tq-score -m "$D/mlp.tq" --consensus --query "$D/query.tq" --threads $t "$D/in.tq" > "$D/t$t"
+    done
+    cmp "$D/t1" "$D/t2" && cmp "$D/t1" "$D/t3"
+}
+
+@test "a score and rank in the input are replaced; batches of --batch rows" {
+    tq-score --consensus --batch 7 "$D/in.tq" > "$D/once.tq"
+    tq-score --feature lp "$D/once.tq" -o "$D/twice.tq"
+    run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/twice.tq" --feature lp
+    [ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+    # the 91 rows in score frames of at most 7 rows
+    run bash -c "tq-cat --info '$D/once.tq' | awk '\$2 == \"score\" { n += \$4; if (\$4 > m) m = \$4 } END { print n, m }'"
+    [ "$output" = "91 7" ]
+}
+
+@test "errors: usage (2), missing files (66)" {
+    run --separate-stderr tq-score "$D/in.tq"
+    [ "$status" -eq 2 ] && [[ "$stderr" == "tq-score: error: nothing to score by"* ]]
+    run --separate-stderr tq-score --consensus --weights 1,2 "$D/in.tq"
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"--weights has 2 values for 1 feature"* ]]
+    run --separate-stderr tq-score --consensus --weights 1,x "$D/in.tq"
+    [ "$status" -eq 2 ]
+    run --separate-stderr tq-score --consensus --top 0 "$D/in.tq"
+    [ "$status" -eq 2 ]
+    run --separate-stderr tq-score -m "$D/nope.tq" "$D/in.tq"
+    [ "$status" -eq 66 ] && [[ "$stderr" == *"$D/nope.tq"* ]]
+    run --separate-stderr tq-score --query "$D/nope.tq" "$D/in.tq"
+    [ "$status" -eq 66 ]
+    run --separate-stderr tq-score --consensus "$D/nope.tq"
+    [ "$status" -eq 66 ]
+}
+
+@test "errors: bad model files exit 65 naming the file and what is wrong" {
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+from score_ref import model_frames, write
+D = sys.argv[1]
+o = np.ones
+write(D + "/kind.tq", model_frames("forest", [("w", o(16)), ("b", o(1))]))
+write(D + "/missing.tq", model_frames("mlp", [("w1", o((16, 4))), ("b1", o(4)), ("w2", o((4, 1)))]))
+write(D + "/chain.tq", model_frames("mlp", [("w1", o((16, 4))), ("b1", o(4)), ("w2", o((3, 1))), ("b2", o(1))]))
+write(D + "/bias.tq", model_frames("softmax", [("w", o((16, 3))), ("b", o(2))]))
+write(D + "/extra.tq", model_frames("linear", [("w", o(16)), ("b", o(1)), ("w2", o(3))]))
+write(D + "/class.tq", model_frames("softmax", [("w", o((16, 3))), ("b", o(3))], **{"class": 3}))
+write(D + "/act.tq", model_frames("mlp", [("w1", o((16, 1))), ("b1", o(1))], activation="swish"))
+write(D + "/dim.tq", model_frames("linear", [("w", o(8)), ("b", o(1))]))
+write(D + "/nohead.tq", [ts.array_frame("w", o(16, dtype=np.float32))])
+PYEOF
+    check() {
+        run --separate-stderr tq-score -m "$D/$1.tq" "$D/in.tq"
+        [ "$status" -eq 65 ] && [ "${#lines[@]}" -eq 0 ] &&
+            [[ "$stderr" == "tq-score: error: $D/$1.tq: "*"$2"* ]] ||
+            { echo "$1: status $status: $stderr" >&2; return 1; }
+    }
+    check kind "unknown model kind 'forest'"
+    check missing 'missing bias tensor "b2"'
+    check chain '"w2" takes 3 inputs, but the layer before gives 4'
+    check bias '"b" must be [3]'
+    check extra 'unexpected tensor "w2"'
+    check class 'class=3 is not a class 0..2'
+    check act "unknown activation 'swish'"
+    check dim 'the model takes vectors of dim 8, "emb" has 16'
+    check nohead 'no "model" frame'
+}
+
+@test "errors: data (65): groups not contiguous, query dims and groups, feature frames" {
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+D = sys.argv[1]
+e = np.ones((5, 16), dtype=np.float32)
+g = np.array([1, 1, 2, 2, 1], dtype=np.int64)
+open(D + "/split.tq", "wb").write(ts.array_frame("emb", e) + ts.array_frame("group", g))
+open(D + "/q5.tq", "wb").write(ts.array_frame("emb", np.ones((1, 5), dtype=np.float32)))
+open(D + "/qmiss.tq", "wb").write(ts.array_frame("group", np.array([7], dtype=np.int64)) +
+                                  ts.array_frame("emb", np.ones((1, 16), dtype=np.float32)))
+PYEOF
+    run --separate-stderr tq-score --consensus "$D/split.tq"
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"group 1 comes again at row 4"* ]]
+    run --separate-stderr tq-score --query "$D/q5.tq" "$D/in.tq"
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"q5.tq: the query vectors have dim 5"* ]]
+    run --separate-stderr tq-score --query "$D/qmiss.tq" "$D/in.tq"
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"no query row for group"* ]]
+    run --separate-stderr tq-score --query "$D/query.tq" --group none "$D/in.tq"
+    [ "$status" -eq 65 ]
+    run --separate-stderr tq-score --feature nope "$D/in.tq"
+    [ "$status" -eq 65 ] && [[ "$stderr" == *'no frame "nope"'* ]]
+    run --separate-stderr tq-score --feature tag "$D/in.tq"
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"one number a row"* ]]
+}

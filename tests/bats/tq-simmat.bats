@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# tq-simmat: every mode against a brute-force float64 NumPy reference
+# (tests/lib/simref.py states the tolerances), shard + merge against a single
+# run byte for byte, FAISS on a realistic size, and bad input.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/simref.py" make db.tq 0 700 24 1 str
+    py "$TESTS_DIR/lib/simref.py" make q.tq 0 90 24 2 i64
+}
+
+@test "top-k: exact neighbours and scores for every metric, with the database's keys" {
+    for m in cosine dot l2; do
+        tq-simmat --db db.tq --metric "$m" -k 7 < q.tq > out.tq
+        py "$TESTS_DIR/lib/simref.py" topk out.tq q.tq db.tq "$m" 7
+    done
+}
+
+@test "top-k: K beyond the database leaves empty slots (-1)" {
+    py "$TESTS_DIR/lib/simref.py" make small.tq 0 5 24 3 i64
+    tq-simmat --db small.tq -k 8 < q.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" topk out.tq q.tq small.tq cosine 8
+}
+
+@test "top-k: same bytes whatever the threads and the query batches" {
+    tq-simmat --db db.tq -k 5 --threads 1 < q.tq > a.tq
+    tq-simmat --db db.tq -k 5 --threads 2 < q.tq > b.tq
+    cmp a.tq b.tq
+    # the same queries in batches of 11 rows: the same idx and score values
+    py -c '
+import sys, tqstream as t, numpy as np
+fr = t.read(open("q.tq","rb").read())
+x = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "emb"])
+open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in range(0, len(x), 11)))'
+    tq-simmat --db db.tq -k 5 < q11.tq | tq-cat --name idx,score -t tsv > c.tsv
+    tq-cat --name idx,score -t tsv < a.tq > a.tsv
+    diff <(grep -v '^idx' a.tsv) <(grep -v '^idx' c.tsv)
+}
+
+@test "shard + merge equals a single run, byte for byte" {
+    tq-simmat --db db.tq -k 6 < q.tq > single.tq
+    for i in 0 1 2; do tq-simmat --db db.tq -k 6 --shard "$i/3" < q.tq > "s$i.tq"; done
+    tq-simmat --merge s2.tq s0.tq s1.tq > merged.tq
+    cmp single.tq merged.tq
+    for m in dot l2; do
+        tq-simmat --db db.tq -k 3 --metric "$m" < q.tq > single.tq
+        for i in 0 1 2 3 4; do tq-simmat --db db.tq -k 3 --metric "$m" --shard "$i/5" < q.tq > "s$i.tq"; done
+        tq-simmat --merge s0.tq s1.tq s2.tq s3.tq s4.tq > merged.tq
+        cmp single.tq merged.tq
+    done
+}
+
+@test "full matrix: cosine, dot and l2 against NumPy" {
+    for m in cosine dot l2; do
+        tq-simmat --db db.tq --metric "$m" < q.tq > out.tq
+        py "$TESTS_DIR/lib/simref.py" full out.tq q.tq db.tq "$m"
+    done
+    # the input with itself, read from a pipe
+    cat q.tq | tq-simmat > self.tq
+    py "$TESTS_DIR/lib/simref.py" full self.tq q.tq q.tq cosine
+}
+
+@test "full matrix: same bytes whatever the threads" {
+    tq-simmat --db db.tq --threads 1 < q.tq > a.tq
+    tq-simmat --db db.tq --threads 2 < q.tq > b.tq
+    cmp a.tq b.tq
+}
+
+@test "threshold: every pair above it, and i < j for the input with itself" {
+    tq-simmat --db db.tq --threshold 0.45 < q.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.45 db
+    tq-simmat --threshold 0.4 < db.tq > self.tq
+    py "$TESTS_DIR/lib/simref.py" threshold self.tq db.tq db.tq cosine 0.4 self
+    tq-simmat --metric l2 --threshold -20 < q.tq > l2.tq
+    py "$TESTS_DIR/lib/simref.py" threshold l2.tq q.tq q.tq l2 -20 self
+}
+
+@test "dedup: the greedy reference keeps the same rows, keys aligned" {
+    tq-simmat --dedup 0.3 < db.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" dedup out.tq db.tq cosine 0.3
+    # against a database of rows already kept
+    tq-simmat --dedup 0.35 --db q.tq < db.tq > out2.tq
+    py "$TESTS_DIR/lib/simref.py" dedup out2.tq db.tq cosine 0.35 q.tq
+}
+
+@test "FAISS IndexFlatIP finds the same neighbours on 20000 x 384" {
+    PYF=""
+    for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do
+        "$p" -c 'import faiss' 2>/dev/null && { PYF=$p; break; }
+    done
+    [ -n "$PYF" ] || skip "faiss is not installed (python3-faiss, or faiss-cpu in .venv)"
+    "$PYF" -c '
+import numpy as np, tqstream as t
+rng = np.random.default_rng(5)
+x = rng.standard_normal((20000, 384)).astype(np.float32); x /= np.linalg.norm(x, axis=1, keepdims=True)
+q = rng.standard_normal((200, 384)).astype(np.float32); q /= np.linalg.norm(q, axis=1, keepdims=True)
+np.save("x.npy", x); np.save("q.npy", q)'
+    tq-cat --from npy --as emb x.npy > x.tq
+    tq-cat --from npy --as emb q.npy | tq-simmat --db x.tq --metric dot -k 10 > out.tq
+    "$PYF" -c '
+import numpy as np, faiss, tqstream as t
+x, q = np.load("x.npy"), np.load("q.npy")
+ix = faiss.IndexFlatIP(384); ix.add(x); D, I = ix.search(q, 10)
+fr = t.read(open("out.tq","rb").read())
+idx = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "idx"])
+sc = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "score"])
+# FAISS scores come from an f32 sgemm (error ~ d 2^-24): 1e-4; neighbours may
+# swap only where two scores are that close.
+bad = [(i, r) for i in range(len(q)) for r in range(10)
+       if I[i, r] != idx[i, r] and abs(D[i, r] - sc[i, r]) > 1e-4]
+assert not bad, bad[:5]
+assert np.abs(D - sc).max() < 1e-4, np.abs(D - sc).max()'
+}
+
+@test "bad input: one line, the exit status of the conventions" {
+    run --separate-stderr tq-simmat --metric cos < q.tq
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "tq-simmat: error: "* ]]
+    run --separate-stderr tq-simmat --db missing.tq < q.tq
+    [ "$status" -eq 66 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    run --separate-stderr tq-simmat -k 3 --shard 3/3 --db db.tq < q.tq
+    [ "$status" -eq 2 ]
+    run --separate-stderr tq-simmat --shard 0/2 --db db.tq < q.tq
+    [ "$status" -eq 2 ]
+    py "$TESTS_DIR/lib/simref.py" make wide.tq 0 5 25 3 i64
+    run --separate-stderr tq-simmat --db db.tq -k 2 < wide.tq
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == *"25 values"* ]]
+    head -c 1000 db.tq > cut.tq
+    run --separate-stderr tq-simmat --db cut.tq -k 2 < q.tq
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    tq-simmat --db db.tq -k 2 < q.tq > a.tq
+    tq-simmat --db db.tq -k 2 --metric dot < q.tq > b.tq
+    run --separate-stderr tq-simmat --merge a.tq q.tq
+    [ "$status" -eq 65 ]
+    run --separate-stderr tq-simmat --merge
+    [ "$status" -eq 2 ]
+}
