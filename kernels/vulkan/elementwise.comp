@@ -1,7 +1,8 @@
 #version 450
 // elementwise.comp: y = op(x [, b]) element by element, one invocation an
 // element. Variants: ADD (b the same shape), ADD_ROW (b a row of d values
-// broadcast over x's rows), SCALE (y = alpha x), GELU (exact erf form).
+// broadcast over x's rows), SCALE (y = alpha x), GELU (exact erf form),
+// RELU, TANH, SIGMOID.
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
@@ -52,6 +53,42 @@ float gelu(float x)
 }
 #endif
 
+#ifdef TANH
+// |x| < 0.625: the odd Taylor series to x^17 (next term under 1e-7
+// relative); beyond, (1 - e) / (1 + e) with e = exp(-2|x|) (no cancellation)
+float tanh_f(float x)
+{
+    float a = abs(x);
+    if (a < 0.625) {
+        float z = x * x;
+        float p = 6404582.0 / 10854718875.0;
+        p = p * z - 929569.0 / 638512875.0;
+        p = p * z + 21844.0 / 6081075.0;
+        p = p * z - 1382.0 / 155925.0;
+        p = p * z + 62.0 / 2835.0;
+        p = p * z - 17.0 / 315.0;
+        p = p * z + 2.0 / 15.0;
+        p = p * z - 1.0 / 3.0;
+        return x + x * (z * p);
+    }
+    float e = exp_neg(-2.0 * a);
+    float t = (1.0 - e) / (1.0 + e);
+    return x < 0.0 ? -t : x > 0.0 ? t : x; // NaN stays NaN
+}
+#endif
+
+#ifdef SIGMOID
+float sigmoid(float x)
+{
+    if (x != x)
+        return x;
+    if (x >= 0.0)
+        return 1.0 / (1.0 + exp_neg(-x));
+    float e = exp_neg(x);
+    return e / (1.0 + e);
+}
+#endif
+
 void main()
 {
     uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
@@ -66,5 +103,11 @@ void main()
     y[pc.y_off + i] = pc.alpha * v;
 #elif defined(GELU)
     y[pc.y_off + i] = gelu(v);
+#elif defined(RELU)
+    y[pc.y_off + i] = v > 0.0 || v != v ? v : 0.0;
+#elif defined(TANH)
+    y[pc.y_off + i] = tanh_f(v);
+#elif defined(SIGMOID)
+    y[pc.y_off + i] = sigmoid(v);
 #endif
 }

@@ -151,6 +151,7 @@ const tq_backend tq_backend_vulkan = {
             .softmax = tq_vk_softmax,
             .layernorm = tq_vk_layernorm,
             .gelu = tq_vk_gelu,
+            .activate = tq_vk_activate,
             .add = tq_vk_add,
             .scale = tq_vk_scale,
             .gather = tq_vk_gather,

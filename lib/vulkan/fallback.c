@@ -50,3 +50,27 @@ tq_status tq_vk_host_topk(tq_vk_ctx *c, const tq_tensor *x, int64_t k, tq_tensor
     tq_tensor_free(hi);
     return st;
 }
+
+tq_status tq_vk_host_simtopk(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db,
+                             tq_metric metric, int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    tq_tensor *hq = NULL, *hd = NULL, *hv = NULL, *hi = NULL;
+    tq_status st = to_host(c, q, 1, &hq);
+    if (!st)
+        st = to_host(c, db, 1, &hd);
+    if (!st)
+        st = to_host(c, vals, 1, &hv);
+    if (!st)
+        st = to_host(c, idx, 1, &hi);
+    if (!st)
+        st = tq_op_simtopk(hq, hd, metric, idx_base, hv, hi);
+    if (!st)
+        st = tq_tensor_upload(vals, tq_tensor_host(hv), vals->nbytes);
+    if (!st)
+        st = tq_tensor_upload(idx, tq_tensor_host(hi), idx->nbytes);
+    tq_tensor_free(hq);
+    tq_tensor_free(hd);
+    tq_tensor_free(hv);
+    tq_tensor_free(hi);
+    return st;
+}

@@ -1,5 +1,5 @@
 /* ops_elementwise.c: the ops that touch each element on its own, on Vulkan:
- * add (same shape or a broadcast row), scale and GELU. */
+ * add (same shape or a broadcast row), scale, GELU and the activations. */
 #include "vk.h"
 
 typedef struct ew_pc {
@@ -44,4 +44,12 @@ tq_status tq_vk_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y)
 tq_status tq_vk_gelu(void *ctx, const tq_tensor *x, tq_tensor *y)
 {
     return ew_run(ctx, "gelu", "gelu", x, NULL, 0, y);
+}
+
+tq_status tq_vk_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y)
+{
+    static const char *const names[TQ_ACT_COUNT] = {"relu", "tanh", "sigmoid"};
+    if ((unsigned)act >= TQ_ACT_COUNT)
+        return tq_fail(TQ_ERR_USAGE, "vulkan: unknown activation %d", (int)act);
+    return ew_run(ctx, names[act], names[act], x, NULL, 0, y);
 }

@@ -231,6 +231,8 @@ extern const size_t tq_vk_spirv_count;
 tq_status tq_vk_host_convert(tq_vk_ctx *c, const tq_tensor *x, tq_tensor *y);
 tq_status tq_vk_host_topk(tq_vk_ctx *c, const tq_tensor *x, int64_t k, tq_tensor *vals,
                           tq_tensor *idx);
+tq_status tq_vk_host_simtopk(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db,
+                             tq_metric metric, int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 
 /* The op entries (ops_*.c). */
 tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
@@ -242,6 +244,7 @@ tq_status tq_vk_softmax(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status tq_vk_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
                           const tq_tensor *beta, float eps, tq_tensor *y);
 tq_status tq_vk_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
+tq_status tq_vk_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
 tq_status tq_vk_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_vk_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_vk_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
