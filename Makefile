@@ -47,6 +47,13 @@ endif
 
 LIB_SRC  := $(filter-out lib/vulkan/% lib/cuda/%,$(wildcard lib/*.c lib/*/*.c)) $(VULKAN_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
+# Vulkan: the shaders of kernels/vulkan/ compiled to SPIR-V and embedded in
+# libtq.a as C arrays (one generated file, rebuilt when any shader changes).
+ifneq ($(VULKAN_SRC),)
+CPPFLAGS += -DTQ_HAVE_VULKAN
+VK_SHADERS := $(OBJDIR)/kernels/vulkan/shaders.c
+LIB_OBJ  += $(VK_SHADERS:.c=.o)
+endif
 TOOLS    := $(patsubst cmd/%.c,%,$(wildcard cmd/tq-*.c))
 BINS     := $(TOOLS:%=$(BINDIR)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -68,6 +75,13 @@ $(OBJDIR)/%.o: %.c
 
 # f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
 $(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
+
+$(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kernels/vulkan/*.glsl) scripts/vk-shaders.sh
+	@mkdir -p $(dir $@)
+	sh scripts/vk-shaders.sh kernels/vulkan/shaders.txt $@
+
+$(VK_SHADERS:.c=.o): $(VK_SHADERS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

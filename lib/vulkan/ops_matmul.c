@@ -1,0 +1,34 @@
+/* ops_matmul.c: the matrix product on Vulkan (kernels/vulkan/matmul.comp):
+ * transposes and batches become strides, one dispatch a product. */
+#include "vk.h"
+
+typedef struct mm_pc {
+    uint32_t a_off, b_off, c_off, m, n, k, a_rs, a_cs, b_rs, b_cs, a_bs, b_bs, c_bs;
+    float alpha, beta;
+} mm_pc;
+
+tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
+                       float alpha, float beta, tq_tensor *c)
+{
+    tq_vk_ctx *vc = ctx;
+    int64_t batch = c->rank == 3 ? c->dims[0] : 1;
+    const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2;
+    int64_t m = ta ? ad[1] : ad[0], k = ta ? ad[0] : ad[1], n = tb ? bd[0] : bd[1];
+    if (tq_tensor_numel(a) > UINT32_MAX || tq_tensor_numel(b) > UINT32_MAX ||
+        tq_tensor_numel(c) > UINT32_MAX || batch > vc->caps.max_groups[2])
+        return tq_fail(TQ_ERR_RUNTIME, "vulkan: matmul operands over 2^32 elements or %u batches",
+                       vc->caps.max_groups[2]);
+    mm_pc pc = {
+        tq_vk_word(a), tq_vk_word(b), tq_vk_word(c), (uint32_t)m, (uint32_t)n, (uint32_t)k,
+        /* A stored [m, k] (or [k, m] when transposed), B [k, n] (or [n, k]) */
+        ta ? 1 : (uint32_t)k, ta ? (uint32_t)m : 1, tb ? 1 : (uint32_t)n, tb ? (uint32_t)k : 1,
+        a->rank == 3 ? (uint32_t)(m * k) : 0, b->rank == 3 ? (uint32_t)(k * n) : 0,
+        (uint32_t)(m * n), alpha, beta,
+    };
+    int small = vc->caps.max_invocations < 256;
+    uint32_t tile = small ? 32 : 64;
+    tq_vk_arg args[3] = {{a->buf, 0}, {b->buf, 0}, {c->buf, 1}};
+    return tq_vk_dispatch(vc, small ? "matmul_8" : "matmul", args, 3, &pc, sizeof pc,
+                          (uint32_t)((n + tile - 1) / tile), (uint32_t)((m + tile - 1) / tile),
+                          (uint32_t)batch);
+}

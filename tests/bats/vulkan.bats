@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# The Vulkan backend through real pipelines: --list-devices, the three ways
+# Vulkan can be missing, and tools run with --device vulkan against the same
+# tools on the CPU (and the float64 reference where there is one). On this
+# project's machines the device is Mesa's lavapipe, a CPU-type Vulkan driver:
+# it is only used when named. The op-by-op comparison with float64 references
+# is the cross-backend unit suite (tests/unit/test_ops.c).
+load helpers
+bats_require_minimum_version 1.5.0
+
+built() {
+    tq-cat --list-devices | grep -q '^vulkan .*not built' &&
+        skip "this build has no Vulkan backend (glslc was missing at build time)"
+    return 0
+}
+
+# Skips, saying why, when no Vulkan device can be used here.
+needs_vulkan() {
+    built
+    local line
+    line=$(tq-cat --list-devices | grep '^vulkan' | head -n 1)
+    case "$line" in
+    vulkan:*) ;;
+    *) skip "no Vulkan device: $(sed "s/^vulkan *unavailable: //" <<< "$line")" ;;
+    esac
+}
+
+@test "--list-devices: each Vulkan device with index, name, type, driver and memory" {
+    needs_vulkan
+    run tq-cat --list-devices
+    assert_success
+    # vulkan:N lines numbered from 0 without gaps
+    n=$(grep -c '^vulkan:' <<< "$output")
+    for i in $(seq 0 $((n - 1))); do
+        grep -q "^vulkan:$i " <<< "$output"
+    done
+    # every line: a name, then memory, the type, the driver and the Vulkan version
+    while read -r l; do
+        [[ "$l" =~ ^vulkan:[0-9]+\ +.+,\ [0-9.]+\ (MiB|GiB),\ (discrete\ GPU|integrated\ GPU|virtual\ GPU|CPU|other),\ .+,\ Vulkan\ [0-9]+\.[0-9]+ ]] ||
+            fail "malformed line: $l"
+    done < <(grep '^vulkan:' <<< "$output")
+    # a CPU-type device is marked: auto never takes it
+    while read -r l; do
+        [[ "$l" == *"(CPU-type device: only by name)"* ]] || fail "CPU-type not marked: $l"
+    done < <(grep '^vulkan:.*, CPU, ' <<< "$output")
+}
+
+@test "no Vulkan loader: --list-devices says so, --device vulkan fails (exit 1) saying why, auto uses the CPU" {
+    built
+    export TQ_VULKAN_LOADER=/nonexistent/libvulkan.so.1
+    run tq-cat --list-devices
+    assert_success
+    assert_line --regexp '^vulkan +unavailable: no Vulkan loader \(/nonexistent/libvulkan.so.1: .*\)$'
+    assert_line --regexp '^cpu '
+    run -1 tq-cat --device vulkan /dev/null
+    assert_output --regexp '^tq-cat: error: vulkan: no Vulkan loader'
+    run -1 tq-cat --device vulkan:1 /dev/null
+    printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
+    run tq-embed -v -m hash:8 --device auto -o "$BATS_TEST_TMPDIR/out.tq" "$BATS_TEST_TMPDIR/in.txt"
+    assert_success
+}
+
+@test "no Vulkan driver: the loader finds no ICD; --list-devices and --device vulkan say so" {
+    built
+    tq-cat --list-devices | grep -q 'no Vulkan loader' && skip "no Vulkan loader installed here"
+    export VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json
+    run tq-cat --list-devices
+    assert_success
+    assert_line --regexp '^vulkan +unavailable: (no Vulkan driver|no device found)'
+    run -1 tq-cat --device vulkan /dev/null
+    assert_output --regexp 'vulkan: (no Vulkan driver|no device found)'
+}
+
+@test "a device index past the last is exit 1 naming how many there are" {
+    needs_vulkan
+    run -1 tq-cat --device vulkan:99 /dev/null
+    assert_output --regexp 'vulkan: no device 99 \(there (is|are) [0-9]+\)'
+}
+
+@test "auto never picks a CPU-type Vulkan device" {
+    needs_vulkan
+    tq-cat --list-devices | grep '^vulkan:' | grep -qv 'CPU-type' &&
+        skip "a Vulkan GPU is present: auto may take it"
+    printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
+    run tq-embed -v -m hash:8 --device auto -o "$BATS_TEST_TMPDIR/out.tq" "$BATS_TEST_TMPDIR/in.txt"
+    assert_success
+    refute_output --partial 'vulkan:'
+}
+
+# tq-embed's tolerance (tq-embed.1): cosine >= 0.99999 with the float64
+# reference; the Vulkan encoder runs in f32 like the CPU one, with other
+# summation orders, so both sides hold it, and agree with each other as well.
+@test "tq-embed -m FOLDER --device vulkan: rows agree with the reference and with --device cpu" {
+    needs_vulkan
+    VENV_PY="$ROOT_DIR/.venv/bin/python"
+    [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
+    "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
+    "$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed"
+    T="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
+        "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
+    "$VENV_PY" "$TESTS_DIR/lib/bert_ref.py" "$T/m" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
+    tq-embed -m "$T/m" --device vulkan --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/vk.txt"
+    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    [ "$(wc -l < "$T/vk.txt")" -eq 5 ]
+    run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/vk.txt" 0.99999
+    assert_success
+    run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/vk.txt" 0.99999
+    assert_success
+}
+
+# tq-attend.1: across devices results agree to about 1e-6 relative; 1e-5 of
+# the largest magnitude leaves room for f32 sums in other orders and still
+# fails on a wrong mask, scale or weight (those move values by 1e-2 or more).
+@test "tq-attend --device vulkan agrees with --device cpu (outputs and consensus)" {
+    needs_vulkan
+    needs_numpy
+    T="$BATS_TEST_TMPDIR"
+    py -c "
+import numpy as np, tqstream
+rng = np.random.default_rng(3)
+x = rng.standard_normal((40, 24)).astype(np.float32)
+open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x))"
+    for dev in cpu vulkan; do
+        tq-attend --device "$dev" --self --heads 2 --consensus < "$T/in.tq" > "$T/$dev.tq"
+    done
+    run py -c "
+import numpy as np, tqstream
+a = tqstream.read(open('$T/cpu.tq', 'rb').read())
+b = tqstream.read(open('$T/vulkan.tq', 'rb').read())
+assert [f['name'] for f in a] == [f['name'] for f in b], 'frames differ'
+for fa, fb in zip(a, b):
+    x, y = tqstream.to_numpy(fa), tqstream.to_numpy(fb)
+    if x.dtype.kind != 'f':
+        assert (x == y).all(), fa['name']
+        continue
+    scale = max(1e-30, float(np.abs(x).max()))
+    err = float(np.abs(x.astype(np.float64) - y).max()) / scale
+    assert err <= 1e-5, (fa['name'], err)
+print('ok')"
+    assert_output "ok"
+}
