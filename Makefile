@@ -63,13 +63,22 @@ TTOOL_SRC := $(wildcard tests/tools/*.c)
 TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
 
 .SECONDARY:
-.PHONY: all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
+.PHONY: FORCE all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
 all: notes $(LIBA) $(BINS)
 
 notes:
 	@for n in $(BACKEND_NOTES); do echo "note: $$n"; done
 
-$(OBJDIR)/%.o: %.c
+# Every object depends on the flags it was compiled with: when a backend comes
+# or goes (glslc installed, say), -DTQ_HAVE_* changes and the library must be
+# rebuilt whole, not half with the old flags. The stamp changes only then.
+FLAGS_STAMP := $(OBJDIR)/flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS)' > $@
+FORCE:
+
+$(OBJDIR)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -80,7 +89,7 @@ $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kerne
 	@mkdir -p $(dir $@)
 	sh scripts/vk-shaders.sh kernels/vulkan/shaders.txt $@
 
-$(VK_SHADERS:.c=.o): $(VK_SHADERS)
+$(VK_SHADERS:.c=.o): $(VK_SHADERS) $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIBA): $(LIB_OBJ)
