@@ -77,7 +77,7 @@ static int has_instance_ext(const char *name)
     return found;
 }
 
-tq_status tq_vk_instance_create(tq_vk_instance *vi)
+static tq_status instance_make(tq_vk_instance *vi)
 {
     memset(vi, 0, sizeof *vi);
     pthread_once(&lib_once, lib_open);
@@ -127,7 +127,8 @@ tq_status tq_vk_instance_create(tq_vk_instance *vi)
     vi->fn.f = (PFN_##f)get_proc(vi->inst, #f);                                    \
     if (!vi->fn.f && strcmp(#f, "vkGetPhysicalDeviceProperties2") &&               \
         strcmp(#f, "vkGetPhysicalDeviceFeatures2")) {                              \
-        tq_vk_instance_destroy(vi);                                                \
+        vi->fn.vkDestroyInstance ? vi->fn.vkDestroyInstance(vi->inst, NULL) : (void)0; \
+        vi->inst = VK_NULL_HANDLE;                                                 \
         return tq_fail(TQ_ERR_RUNTIME, "vulkan: the loader lacks %s", #f);        \
     }
     TQ_VK_INSTANCE_FNS(TQ_VK_LOAD)
@@ -139,9 +140,36 @@ tq_status tq_vk_instance_create(tq_vk_instance *vi)
     return TQ_OK;
 }
 
+/* One instance for the process, made on first use and never destroyed.
+ * Destroying the last instance makes the loader unload the driver, and
+ * drivers keep state in globals that is lost then (lavapipe leaks a little at
+ * each unload, which LeakSanitizer reports once the module is gone); making
+ * one also costs a driver start (LLVM's, on lavapipe) that --list-devices and
+ * the device opens of one process should pay once. A failure is remembered
+ * and reported again to each caller. */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static int shared_tried;
+static tq_status shared_status;
+static char shared_error[512];
+static tq_vk_instance shared;
+
+tq_status tq_vk_instance_create(tq_vk_instance *vi)
+{
+    pthread_mutex_lock(&shared_lock);
+    if (!shared_tried) {
+        shared_tried = 1;
+        shared_status = instance_make(&shared);
+        if (shared_status)
+            snprintf(shared_error, sizeof shared_error, "%s", tq_errmsg());
+    }
+    tq_status st = shared_status;
+    *vi = shared;
+    pthread_mutex_unlock(&shared_lock);
+    return st ? tq_fail(st, "%s", shared_error) : TQ_OK;
+}
+
+/* The instance is shared (see above): a caller lets go of its copy. */
 void tq_vk_instance_destroy(tq_vk_instance *vi)
 {
-    if (vi->inst && vi->fn.vkDestroyInstance)
-        vi->fn.vkDestroyInstance(vi->inst, NULL);
     vi->inst = VK_NULL_HANDLE;
 }

@@ -83,8 +83,9 @@ typedef struct tq_vk_instance {
     tq_vk_ifn fn;
 } tq_vk_instance;
 
-/* loader.c: dlopen the loader (once), make an instance; on failure the
- * message says which of: no loader, no driver, other. */
+/* loader.c: dlopen the loader (once), hand out the process's one instance
+ * (made on first use, kept to exit; destroy only lets go of the copy); on
+ * failure the message says which of: no loader, no driver, other. */
 tq_status tq_vk_instance_create(tq_vk_instance *vi);
 void tq_vk_instance_destroy(tq_vk_instance *vi);
 const char *tq_vk_result_name(VkResult r);
