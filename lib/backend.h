@@ -44,6 +44,9 @@ typedef struct tq_backend {
     /* How many devices there are; on 0 or failure, the message says why
      * (runtime library not found, no driver, no device). */
     tq_status (*probe)(int *count);
+    /* For auto, before probe: 0 when this machine cannot have a device auto
+     * would take, known without loading the runtime; NULL means it may. */
+    int (*may_have_gpu)(void);
     tq_status (*info)(int index, tq_device_info *info);
     tq_status (*open)(int index, void **ctx);
     void (*close)(void *ctx);

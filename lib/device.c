@@ -61,7 +61,7 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
 static int first_real_device(const tq_backend *b)
 {
     int n = 0;
-    if (b->probe(&n) || n <= 0)
+    if ((b->may_have_gpu && !b->may_have_gpu()) || b->probe(&n) || n <= 0)
         return -1;
     for (int i = 0; i < n; i++) {
         tq_device_info info;

@@ -134,6 +134,7 @@ const tq_backend tq_backend_vulkan = {
     .kind = TQ_BACKEND_VULKAN,
     .name = "vulkan",
     .probe = tq_vk_probe_count,
+    .may_have_gpu = tq_vk_may_have_gpu,
     .info = tq_vk_probe_info,
     .open = vk_open,
     .close = vk_close,

@@ -89,6 +89,8 @@ typedef struct tq_vk_instance {
 tq_status tq_vk_instance_create(tq_vk_instance *vi);
 void tq_vk_instance_destroy(tq_vk_instance *vi);
 const char *tq_vk_result_name(VkResult r);
+/* gpu_nodes.c: whether a GPU device node exists (auto's cheap first test) */
+int tq_vk_may_have_gpu(void);
 /* A failed Vulkan call as a runtime error naming the call. */
 tq_status tq_vk_fail(VkResult r, const char *what);
 

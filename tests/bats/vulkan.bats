@@ -87,6 +87,28 @@ needs_vulkan() {
     refute_output --partial 'vulkan:'
 }
 
+@test "auto does not load Vulkan on a machine without a GPU device node" {
+    built
+    compgen -G '/dev/dri/renderD*' > /dev/null || [ -e /dev/nvidiactl ] || [ -e /dev/nvidia0 ] ||
+        [ -e /dev/dxg ] && skip "this machine has a GPU device node: auto must look at Vulkan"
+    command -v cc > /dev/null || skip "no C compiler to build the marker library"
+    # a stand-in loader that leaves a mark when it is loaded, and has no
+    # vkGetInstanceProcAddr (so Vulkan is then reported unusable)
+    printf '%s\n' '#include <stdio.h>' '#include <stdlib.h>' \
+        '__attribute__((constructor)) static void mark(void)' \
+        '{ FILE *f = fopen(getenv("TQ_TEST_MARK"), "w"); if (f) fclose(f); }' > "$BATS_TEST_TMPDIR/mark.c"
+    cc -shared -fPIC -o "$BATS_TEST_TMPDIR/libmark.so" "$BATS_TEST_TMPDIR/mark.c"
+    export TQ_VULKAN_LOADER="$BATS_TEST_TMPDIR/libmark.so" TQ_TEST_MARK="$BATS_TEST_TMPDIR/loaded"
+    printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
+    run tq-embed -m hash:8 --device auto -o "$BATS_TEST_TMPDIR/out.tq" "$BATS_TEST_TMPDIR/in.txt"
+    assert_success
+    [ ! -e "$TQ_TEST_MARK" ]
+    # the same stand-in is loaded when Vulkan is asked for: the test can fail
+    run tq-cat --list-devices
+    assert_line --regexp '^vulkan +unavailable: .*has no vkGetInstanceProcAddr'
+    [ -e "$TQ_TEST_MARK" ]
+}
+
 # tq-embed's tolerance (tq-embed.1): cosine >= 0.99999 with the float64
 # reference; the Vulkan encoder runs in f32 like the CPU one, with other
 # summation orders, so both sides hold it, and agree with each other as well.
