@@ -109,17 +109,24 @@ t_full=$(best3 "tq-simmat --threads $threads < '$work/full.tq' > /dev/null")
 t_np=$("$BENCHPY" - "$work" "$threads" <<'PY'
 import sys, time, os, numpy as np
 x = np.load(sys.argv[1] + "/full.npy")
-best = 1e30
+best, first = 1e30, None
 for _ in range(3):
     t0 = time.perf_counter()
     xn = x / np.linalg.norm(x, axis=1, keepdims=True)
     s = xn @ xn.T
-    best = min(best, time.perf_counter() - t0)
+    dt = time.perf_counter() - t0
+    best, first = min(best, dt), dt if first is None else first
     del s
-print("%.4f" % best)
+print("%.4f %.4f" % (best, first))
 PY
 )
+t_np_first=${t_np#* }; t_np=${t_np% *}
 echo "full cosine matrix 20000 x 20000 x 384 (NumPy: $BENCHPY, numpy $("$BENCHPY" -c 'import numpy; print(numpy.__version__)')):"
 printf '  %-46s %6.3f s  %6s GFLOP/s\n' "tq-simmat > /dev/null, whole tool" "$t_full" "$(gflops $fflop "$t_full")"
 printf '  %-46s %6.3f s  %6s GFLOP/s  tq is %sx as fast (target >= 1)\n' "NumPy normalize + matmul, in memory" "$t_np" \
     "$(gflops $fflop "$t_np")" "$(ratio "$t_np" "$t_full")"
+# the target compares with the best of 3, where NumPy reuses memory it just
+# freed; its first product in the process also faults its 1.6 GB output in,
+# as every run of the tool must (context, not the target)
+printf '  %-46s %6.3f s  %6s GFLOP/s  tq is %sx as fast\n' "NumPy, first product of the process" "$t_np_first" \
+    "$(gflops $fflop "$t_np_first")" "$(ratio "$t_np_first" "$t_full")"

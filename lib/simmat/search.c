@@ -10,14 +10,12 @@
 #include "simmat.h"
 
 #include <float.h>
-#include <sys/mman.h>
 
 /* Query rows per product: a fixed tile, placed at multiples of TM of the
  * global row number (missing rows are zeros), so that every value of the
  * full matrix comes from the same call shape and position whatever the
  * batches: an sgemm's last bits depend on both. */
 enum { TM = 256 };
-#define HUGE ((size_t)2 << 20)
 
 static const char *metric_name(tq_sim_metric m)
 {
@@ -133,19 +131,17 @@ static tq_status run_full(tq_sim *s, tiles *t, const float *q, int64_t n, tq_wri
     int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
     size_t need = (size_t)(n * nd);
     if (need > *cap) {
-        /* a large buffer, filled once per batch: in 2 MiB pages where the
-         * kernel offers them (MADV_HUGEPAGE), since faulting it in 4 KiB
-         * pages cost a fifth of the time of a 20000 x 20000 matrix */
+        /* A large buffer, faulted in once and reused by later batches. No
+         * MADV_HUGEPAGE: with Debian's default defrag setting ("madvise")
+         * the kernel compacts memory synchronously on such faults, and a
+         * 20000 x 20000 matrix took 2.8-3.0 s (1.7-2.1 s of it in the
+         * kernel) against 2.1-2.3 s in 4 KiB pages. */
         free(*out);
         *out = NULL, *cap = 0;
         void *o = NULL;
-        size_t bytes = (need * 4 + HUGE - 1) / HUGE * HUGE;
-        if (posix_memalign(&o, HUGE, bytes))
+        if (posix_memalign(&o, 64, need * 4))
             return tq_fail(TQ_ERR_NOMEM, "out of memory for a %lld x %lld batch", (long long)n,
                            (long long)nd);
-#ifdef MADV_HUGEPAGE
-        madvise(o, bytes, MADV_HUGEPAGE); /* as NumPy does for large arrays */
-#endif
         *out = o, *cap = need;
     }
     for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
