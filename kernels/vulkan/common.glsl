@@ -27,3 +27,22 @@ float exp_neg(float a)
     int k1 = k / 2;
     return ldexp(ldexp(p, k1), k - k1);
 }
+
+// The ranking of the top-k shaders as an unsigned order: a larger float a
+// larger key, NaN lowest (0), -0 as +0.
+uint order_key(float v)
+{
+    if (v != v)
+        return 0u;
+    if (v == 0.0)
+        v = 0.0;
+    uint u = floatBitsToUint(v);
+    return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
+}
+
+float key_value(uint k) // the inverse, NaN for key 0
+{
+    if (k == 0u)
+        return uintBitsToFloat(0x7fc00000u);
+    return uintBitsToFloat((k & 0x80000000u) != 0u ? k ^ 0x80000000u : ~k);
+}

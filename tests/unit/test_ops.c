@@ -831,6 +831,33 @@ static void sim_data(float *p, int64_t n, int kind)
                          : randf(-1, 1);
 }
 
+/* The kinds of simtopk data beyond sim_data's: 2 a NaN row, an infinite
+ * element (a row whose norm bounds nothing) and a NaN query element; 3
+ * duplicates: the database repeats 40 rows and the queries are database rows
+ * (equal exact scores across the k-th place, L2 +0 for a row with itself);
+ * 5 the same with 8 rows, each repeated more often than the candidates a
+ * device keeps; 4 a few rows of huge norm (f32 scores of them overflow). */
+static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, int kind)
+{
+    if (kind == 2 && ndb > 3) {
+        x[(ndb / 2) * d] = NAN;
+        x[(ndb / 3) * d + d - 1] = INFINITY;
+        if (nq > 1)
+            q[d] = NAN;
+    }
+    if (kind == 3 || kind == 5) {
+        int64_t rows = kind == 3 ? 40 : 8;
+        for (int64_t j = rows; j < ndb; j++)
+            memcpy(x + j * d, x + (j % rows) * d, (size_t)d * 4);
+        for (int64_t i = 0; i < nq; i++)
+            memcpy(q + i * d, x + ((i * 7) % ndb) * d, (size_t)d * 4);
+    }
+    if (kind == 4)
+        for (int64_t j = 5; j < ndb; j += ndb / 3 + 1)
+            for (int64_t p = 0; p < d; p++)
+                x[j * d + p] *= 1e30f;
+}
+
 static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metric, int kind,
                          const int64_t *cuts, int ncuts)
 {
@@ -839,11 +866,7 @@ static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metr
     int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
     sim_data(q, nq * d, kind);
     sim_data(x, ndb * d, kind);
-    if (kind == 2 && ndb > 3) { /* a NaN row and a NaN query element */
-        x[(ndb / 2) * d] = NAN;
-        if (nq > 1)
-            q[d] = NAN;
-    }
+    sim_kinds(q, x, nq, ndb, d, kind);
     int64_t whole[1] = {ndb};
     if (!cuts)
         cuts = whole, ncuts = 1;
@@ -868,25 +891,41 @@ static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metr
     free(q), free(x), free(v), free(rv), free(ix), free(ri);
 }
 
+/* Devices other than the CPU filter too: f32 scores pick a few more
+ * candidates than k (k + max(k, 32) on Vulkan, at most 512) and exact scores
+ * decide, a query whose candidates prove nothing is redone on the host. The
+ * cases cover blocks below, at and above that count, k at and past its cap,
+ * and the data that defeat the proof (ties, duplicates, NaN, inf, huge rows). */
 static void test_simtopk(void)
 {
     for (int metric = 0; metric < 2; metric++) {
         simtopk_case(1, 1, 1, 1, metric, 0, NULL, 0);
         simtopk_case(37, 3000, 67, 10, metric, 0, NULL, 0);
         simtopk_case(20, 2500, 8, 20, metric, 1, NULL, 0);   /* ties */
-        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN */
+        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN, inf */
+        simtopk_case(30, 900, 12, 6, metric, 3, NULL, 0);    /* duplicates */
+        simtopk_case(30, 900, 12, 6, metric, 5, NULL, 0);
+        simtopk_case(10, 1000, 9, 4, metric, 4, NULL, 0);    /* huge rows */
         /* blocks through idx_base, one of them empty and one of one row */
         static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
         simtopk_case(37, 3000, 67, 10, metric, 0, cuts, 5);
         simtopk_case(20, 3000, 8, 16, metric, 1, cuts, 5);
+        simtopk_case(30, 3000, 12, 6, metric, 3, cuts, 5);
+        /* blocks of 42 rows (the candidates of k = 10 on Vulkan), one more
+         * and one fewer */
+        static const int64_t near[] = {42, 43, 41, 200};
+        simtopk_case(13, 326, 20, 10, metric, 0, near, 4);
         /* k beyond a block, and beyond the whole database (empty slots) */
         static const int64_t small[] = {7, 3, 12};
         simtopk_case(11, 22, 16, 15, metric, 0, small, 3);
         simtopk_case(11, 22, 16, 30, metric, 1, small, 3);
         simtopk_case(5, 40, 300, 0, metric, 0, NULL, 0);
+        /* k whose candidates reach the cap of 512, and k past it */
+        simtopk_case(4, 2000, 16, 300, metric, 0, NULL, 0);
+        simtopk_case(3, 1500, 8, 600, metric, 0, NULL, 0);
+        /* a shape with several query blocks and database slices (tiles) */
+        simtopk_case(600, 20000, 24, 7, metric, 0, NULL, 0);
     }
-    /* a shape with several query blocks and database slices */
-    simtopk_case(600, 20000, 24, 7, 0, 0, NULL, 0);
 }
 
 /* The same bits with 1 and 2 threads, with blocks or one call, and (on the

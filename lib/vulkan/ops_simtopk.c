@@ -1,0 +1,413 @@
+/* ops_simtopk.c: the fused similarity top-k on Vulkan, a filter as the CPU
+ * op is one (lib/cpu/simtopk.c). The device scores the block in f32 tiles
+ * (the matmul shader) and keeps the KP > k best of each query by those
+ * scores (kernels/vulkan/select.comp, carried on from tile to tile); only
+ * those [nq, KP] candidates come back, the host scores them exactly
+ * (tq_simscore) and merges them into the lists. A query is decided by its
+ * candidates when its new k-th exact score lies above the least candidate's
+ * f32 score by more than the proven error of an f32 score: no row left out
+ * can then reach the list.
+ * Any other query (near ties, duplicates, NaN, huge values) goes through the
+ * CPU op over the whole block. Either way the lists are the CPU's, bit for
+ * bit, whatever the tiles and the blocks. */
+#include "vk.h"
+
+#include "../simscore.h"
+
+#include <float.h>
+#include <math.h>
+
+/* Score tiles of TILE_Q queries x TILE_D database rows: 16 MiB of f32 on the
+ * device whatever the block. KP_MAX: the candidates select.comp keeps. */
+enum { TILE_Q = 512, TILE_D = 8192, KP_MAX = 512 };
+
+/* How far the device's value for a pair may lie from its exact score, for a
+ * query of norm at most nq and a row of norm at most nx (both bounds).
+ * Dot: the value is an f32 dot product summed in some order, FMA or not;
+ * tq_simscore_margin bounds that error and the score's own rounding, with a
+ * factor 2 to spare. L2: the value is 2 q.x - fl(nx_j^2), nx_j the f32 norm
+ * of the row (relative error under gamma_d / 2 + 2u, so fl(nx_j^2) within
+ * (gamma_d + 6u) ||x||^2), and the host subtracts ||q||^2 in double: in all
+ * within (gamma_d + 8u)(nq + nx)^2, half of tq_simscore_margin's bound.
+ * Vulkan lets a device flush subnormals to zero: a flushed input moves a
+ * product sum by at most 2^-126 times the other side's 1-norm (<= sqrt(d)
+ * times its norm), a flushed result or partial sum by 2^-126; the last term
+ * covers all of them 8 times over. */
+static double device_margin(int metric, int64_t d, double nq, double nx)
+{
+    double m = tq_simscore_margin(metric, d, nq, nx);
+    return m + 0x1p-122 * (sqrt((double)d) * (nq + nx) * 2 + (double)d + 2);
+}
+
+/* 1 if (av, ai) ranks before (bv, bi), as the CPU op ranks: larger first,
+ * NaN below every number, ties to the lower index, an empty slot (idx < 0)
+ * below all. */
+static inline int better(float av, int64_t ai, float bv, int64_t bi)
+{
+    if ((ai < 0) != (bi < 0))
+        return bi < 0;
+    int an = av != av, bn = bv != bv;
+    if (an != bn)
+        return bn;
+    if (!an && av != bv)
+        return av > bv;
+    return ai < bi;
+}
+
+typedef struct cand {
+    float v;
+    int64_t i;
+} cand;
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    return better(a->v, a->i, b->v, b->i) ? -1 : better(b->v, b->i, a->v, a->i) ? 1 : 0;
+}
+
+typedef struct sim {
+    int metric;
+    int64_t nq, ndb, d, k, kp, base;
+    const float *q;          /* [nq, d] */
+    const float *vals;       /* [nq, k] the caller's lists */
+    const int64_t *idx;
+    float *out_v;            /* [nq, k] the new lists of decided queries */
+    int64_t *out_i;
+    const float *cv;         /* [nq, kp] device values of the candidates (unordered) */
+    const int64_t *ci;       /* [nq, kp] their indices (base + row) */
+    const int64_t *rows;     /* the block rows on the host, ascending; NULL: all */
+    int64_t nrows;
+    const float *x;          /* their values [nrows, d] */
+    const int64_t *bad;      /* rows of no finite norm: candidates of every query */
+    int64_t nbad;
+    double nx;               /* bound on the norms of the other rows */
+    unsigned char *undecided; /* [nq] */
+} sim;
+
+static const float *row_of(const sim *s, int64_t j)
+{
+    if (!s->rows)
+        return s->x + j * s->d;
+    int64_t lo = 0, hi = s->nrows - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s->rows[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return s->x + lo * s->d;
+}
+
+/* Query qi: its candidates scored exactly and merged into its list; 1 when
+ * that list is final (written to out_v/out_i). */
+static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *mi)
+{
+    const float *q = s->q + qi * s->d;
+    const int64_t *ci = s->ci + qi * s->kp;
+    int64_t n = 0;
+    for (int64_t r = 0; r < s->kp; r++)
+        cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
+    for (int64_t b = 0; b < s->nbad; b++) {
+        int64_t gi = s->base + s->bad[b], seen = 0;
+        for (int64_t r = 0; r < s->kp && !seen; r++)
+            seen = ci[r] == gi;
+        if (!seen)
+            cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
+    }
+    qsort(cs, (size_t)n, sizeof *cs, cand_cmp);
+    const float *lv = s->vals + qi * s->k;
+    const int64_t *li = s->idx + qi * s->k;
+    for (int64_t o = 0, a = 0, c = 0; o < s->k; o++) {
+        float bv = a < s->k ? lv[a] : NAN;
+        int64_t bi = a < s->k ? li[a] : -1;
+        if (c < n && better(cs[c].v, cs[c].i, bv, bi))
+            bv = cs[c].v, bi = cs[c++].i;
+        else
+            a++;
+        mv[o] = bi < 0 ? -INFINITY : bv;
+        mi[o] = bi;
+    }
+    if (s->kp < s->ndb) { /* rows were left out: may one of them still enter? */
+        double qq = 0;
+        for (int64_t p = 0; p < s->d; p++)
+            qq += (double)q[p] * q[p];
+        double nq = sqrt(qq) * (1 + 0x1p-20);
+        double size = s->metric ? (nq + s->nx) * (nq + s->nx) : nq * s->nx;
+        float kv = mv[s->k - 1];
+        /* a row left out has a device value at most the least candidate's:
+         * an exact score at most that plus the margin (for L2 less ||q||^2,
+         * which the device values leave out), in double with room for the
+         * few roundings of qq and of these sums. A NaN among the candidates
+         * (a row without a bound) leaves nothing proven. */
+        double amin = INFINITY;
+        for (int64_t r = 0; r < s->kp; r++) {
+            double v = s->cv[qi * s->kp + r];
+            amin = v < amin || v != v || amin != amin ? v : amin;
+        }
+        double top = (s->metric ? amin - qq : amin) + device_margin(s->metric, s->d, nq, s->nx) +
+                     (double)(s->d + 4) * 0x1p-52 * (fabs(amin) + qq);
+        /* values of 2^120 and more may have overflowed on the device */
+        if (mi[s->k - 1] < 0 || !(size < 0x1p120) || !(top < (double)kv))
+            return 0;
+    }
+    memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
+    memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
+    return 1;
+}
+
+static void rescore_fn(void *ctx, int64_t begin, int64_t end)
+{
+    sim *s = ctx;
+    cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
+    float *mv = malloc((size_t)s->k * sizeof *mv);
+    int64_t *mi = malloc((size_t)s->k * sizeof *mi);
+    for (int64_t qi = begin; qi < end; qi++) /* no memory: the CPU op does them */
+        s->undecided[qi] = !cs || !mv || !mi || !rescore_one(s, qi, cs, mv, mi);
+    free(cs);
+    free(mv);
+    free(mi);
+}
+
+/* Rows [r0, r0 + n) of a tensor, as a view (no allocation: the struct only). */
+static tq_tensor rows_view(const tq_tensor *t, int64_t r0, int64_t n)
+{
+    tq_tensor v = *t;
+    size_t row = t->rank == 1 ? tq_dtype_size(t->dtype) : (size_t)t->dims[1] * tq_dtype_size(t->dtype);
+    v.offset += (size_t)r0 * row;
+    v.dims[0] = n;
+    v.nbytes = (size_t)n * row;
+    v.owns = 0;
+    return v;
+}
+
+typedef struct sel_pc {
+    uint32_t x_off, v_off, i_off, rows, m, k, kept, base_lo, base_hi;
+} sel_pc;
+
+/* select.comp over the score tile x: the kp best of each row (with the kp
+ * already in vals and idx when kept) into vals and idx, column j as index
+ * base + j. */
+static tq_status select_run(tq_vk_ctx *c, const tq_tensor *x, int64_t kp, int64_t base, int kept,
+                            tq_tensor *vals, tq_tensor *idx)
+{
+    sel_pc pc = {tq_vk_word(x), tq_vk_word(vals), tq_vk_word(idx), (uint32_t)x->dims[0],
+                 (uint32_t)x->dims[1], (uint32_t)kp, (uint32_t)kept, (uint32_t)(uint64_t)base,
+                 (uint32_t)((uint64_t)base >> 32)};
+    tq_vk_arg args[3] = {{x->buf, 0}, {vals->buf, 1}, {idx->buf, 1}};
+    uint32_t gx, gy;
+    tq_vk_groups(c, (uint64_t)x->dims[0], 1, &gx, &gy);
+    return tq_vk_dispatch(c, "select", args, 3, &pc, sizeof pc, gx, gy, 1);
+}
+
+/* The device's part: per tile of queries and of rows, the f32 scores and
+ * the selection of the KP best, carried on over the row tiles, into cvt and
+ * cit. The first row tile holds at least KP rows (KP <= the block and
+ * KP_MAX < TILE_D), as select.comp needs. */
+static tq_status device_select(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db, int metric,
+                               int64_t idx_base, int64_t kp, const tq_tensor *negsq,
+                               tq_tensor *cvt, tq_tensor *cit)
+{
+    int64_t nq = q->dims[0], ndb = db->dims[0];
+    int64_t tq = nq < TILE_Q ? nq : TILE_Q, td = ndb < TILE_D ? ndb : TILE_D, dims[2] = {tq, td};
+    tq_tensor *tile = NULL;
+    tq_status st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, dims, &tile);
+    for (int64_t q0 = 0; !st && q0 < nq; q0 += tq) {
+        int64_t mq = nq - q0 < tq ? nq - q0 : tq;
+        tq_tensor qv = rows_view(q, q0, mq), cv = rows_view(cvt, q0, mq), iv = rows_view(cit, q0, mq);
+        for (int64_t j0 = 0; !st && j0 < ndb; j0 += td) {
+            int64_t nb = ndb - j0 < td ? ndb - j0 : td;
+            tq_tensor xv = rows_view(db, j0, nb), sv = *tile;
+            sv.dims[0] = mq, sv.dims[1] = nb, sv.nbytes = (size_t)(mq * nb) * 4;
+            /* L2 ranks by 2 q.x - ||x||^2: -||q||^2 is the same along the row */
+            st = tq_vk_matmul(c, &qv, 0, &xv, 1, metric ? 2.0f : 1.0f, 0.0f, &sv);
+            if (!st && metric) {
+                tq_tensor nv = rows_view(negsq, j0, nb);
+                st = tq_vk_add(c, &sv, &nv, &sv);
+            }
+            if (!st)
+                st = select_run(c, &sv, kp, idx_base + j0, j0 > 0, &cv, &iv);
+        }
+    }
+    tq_tensor_free(tile);
+    return st;
+}
+
+static int fits32(const tq_tensor *t) { return (t->offset + t->nbytes) / 4 <= UINT32_MAX; }
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The undecided queries through the CPU op over the whole block (x, all of
+ * it on the host), from their lists as the caller gave them. */
+static tq_status host_rest(tq_vk_ctx *c, sim *s, const float *x)
+{
+    int64_t nu = 0, d = s->d, k = s->k;
+    for (int64_t i = 0; i < s->nq; i++)
+        nu += s->undecided[i];
+    if (!nu)
+        return TQ_OK;
+    int64_t qd[2] = {nu, d}, kd[2] = {nu, k}, xd[2] = {s->ndb, d};
+    tq_tensor *hq = NULL, *hx = NULL, *hv = NULL, *hi = NULL;
+    tq_status st;
+    if (!(st = tq_tensor_new(c->host, TQ_DTYPE_F32, 2, qd, &hq)) &&
+        !(st = tq_tensor_wrap_host(c->host, TQ_DTYPE_F32, 2, xd, (void *)x, &hx)) &&
+        !(st = tq_tensor_new(c->host, TQ_DTYPE_F32, 2, kd, &hv)) &&
+        !(st = tq_tensor_new(c->host, TQ_DTYPE_I64, 2, kd, &hi))) {
+        float *pq = tq_tensor_host(hq), *pv = tq_tensor_host(hv);
+        int64_t *pi = tq_tensor_host(hi);
+        for (int64_t i = 0, u = 0; i < s->nq; i++)
+            if (s->undecided[i]) {
+                memcpy(pq + u * d, s->q + i * d, (size_t)d * 4);
+                memcpy(pv + u * k, s->vals + i * k, (size_t)k * 4);
+                memcpy(pi + u * k, s->idx + i * k, (size_t)k * 8);
+                u++;
+            }
+        st = tq_op_simtopk(hq, hx, s->metric ? TQ_METRIC_L2 : TQ_METRIC_DOT, s->base, hv, hi);
+        for (int64_t i = 0, u = 0; !st && i < s->nq; i++)
+            if (s->undecided[i]) {
+                memcpy(s->out_v + i * k, pv + u * k, (size_t)k * 4);
+                memcpy(s->out_i + i * k, pi + u * k, (size_t)k * 8);
+                u++;
+            }
+    }
+    tq_tensor_free(hq);
+    tq_tensor_free(hx);
+    tq_tensor_free(hv);
+    tq_tensor_free(hi);
+    return st;
+}
+
+tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                        int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    tq_vk_ctx *c = ctx;
+    int64_t nq = q->dims[0], d = q->dims[1], ndb = db->dims[0], k = vals->dims[1];
+    if (!k || !nq || !ndb)
+        return TQ_OK;
+    /* candidates: twice k, at least k + 32, within the sort and the block */
+    int64_t kp = k + (k > 32 ? k : 32);
+    kp = kp < KP_MAX ? kp : KP_MAX;
+    kp = kp < ndb ? kp : ndb;
+    /* the host for k past the selection, rows of nothing (every score 0, no
+     * norm to bound) and operands past the shaders' 32-bit word offsets */
+    if (k > KP_MAX || d == 0 || !fits32(q) || !fits32(db) ||
+        (uint64_t)nq * (uint64_t)kp > UINT32_MAX / 4)
+        return tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
+
+    sim s = {.metric = metric == TQ_METRIC_L2, .nq = nq, .ndb = ndb, .d = d, .k = k, .kp = kp,
+             .base = idx_base};
+    size_t nk = (size_t)(nq * k), nc = (size_t)(nq * kp), xbytes = (size_t)(ndb * d) * 4;
+    int64_t cd[2] = {nq, kp};
+    tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL;
+    float *hn = malloc((size_t)ndb * 4), *hq = malloc((size_t)(nq * d) * 4);
+    float *hv = malloc(nk * 4), *ov = malloc(nk * 4), *hcv = malloc(nc * 4);
+    int64_t *hi = malloc(nk * 8), *oi = malloc(nk * 8), *hci = malloc(nc * 8);
+    int64_t *bad = NULL, *rows = NULL;
+    float *x = NULL;
+    unsigned char *und = calloc((size_t)nq, 1);
+    tq_status st = TQ_OK;
+    if (!hn || !hq || !hv || !ov || !hcv || !hi || !oi || !hci || !und) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+
+    /* row norms: the margin's bound and L2's ||x||^2; a row without a finite
+     * norm (NaN, inf, overflow) has no bound and is a candidate everywhere */
+    if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 1, &ndb, &norms)) ||
+        (st = tq_vk_rownorm(c, db, norms)) || (st = tq_tensor_download(norms, hn, (size_t)ndb * 4)))
+        goto done;
+    int64_t nbad = 0;
+    double nx = 0;
+    for (int64_t j = 0; j < ndb; j++)
+        if (!isfinite(hn[j]))
+            nbad++;
+        else if (hn[j] > nx)
+            nx = hn[j];
+    if (nbad > kp) { /* a bound for so few rows is not worth the device's time */
+        st = tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
+        goto done;
+    }
+    if (!(bad = malloc((size_t)(nbad + 1) * 8))) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    for (int64_t j = 0, b = 0; j < ndb; j++) {
+        if (!isfinite(hn[j]))
+            bad[b++] = j;
+        /* the device's ||x||^2: one f32 rounding of the norm squared (as
+         * device_margin assumes); NaN ranks the rows without a bound last */
+        hn[j] = isfinite(hn[j]) ? -(hn[j] * hn[j]) : NAN;
+    }
+    s.bad = bad, s.nbad = nbad;
+    /* the f32 norm is within gamma_d / 2 + 2u of the true one (rows.comp) */
+    s.nx = nx * (1 + (double)d * 0x1p-23 + 0x1p-20);
+    if (s.metric && ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 1, &ndb, &negsq)) ||
+                     (st = tq_tensor_upload(negsq, hn, (size_t)ndb * 4))))
+        goto done;
+
+    if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cvt)) ||
+        (st = tq_tensor_new(q->dev, TQ_DTYPE_I64, 2, cd, &cit)) ||
+        (st = device_select(c, q, db, s.metric, idx_base, kp, negsq, cvt, cit)) ||
+        (st = tq_tensor_download(cvt, hcv, nc * 4)) || (st = tq_tensor_download(cit, hci, nc * 8)) ||
+        (st = tq_tensor_download(q, hq, (size_t)(nq * d) * 4)) ||
+        (st = tq_tensor_download(vals, hv, nk * 4)) || (st = tq_tensor_download(idx, hi, nk * 8)))
+        goto done;
+    s.q = hq, s.vals = hv, s.idx = hi, s.out_v = ov, s.out_i = oi, s.cv = hcv, s.ci = hci;
+    s.undecided = und;
+
+    /* the candidates' rows, each once; the whole block when they are most of it */
+    if (!(rows = malloc((nc + (size_t)nbad) * 8))) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nc; i++)
+        rows[i] = hci[i] - idx_base;
+    memcpy(rows + nc, bad, (size_t)nbad * 8);
+    qsort(rows, nc + (size_t)nbad, 8, cmp_i64);
+    int64_t nrows = 0;
+    for (size_t i = 0; i < nc + (size_t)nbad; i++)
+        if (!nrows || rows[i] != rows[nrows - 1])
+            rows[nrows++] = rows[i];
+    int whole = nrows * 2 > ndb;
+    if (!(x = aligned_alloc(64, ((whole ? xbytes : (size_t)(nrows * d) * 4) + 63) & ~(size_t)63))) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    st = whole ? tq_tensor_download(db, x, xbytes)
+               : tq_vk_download_rows(c, db->buf, db->offset, (size_t)d * 4, rows, (size_t)nrows, x);
+    if (st)
+        goto done;
+    s.rows = whole ? NULL : rows, s.nrows = nrows, s.x = x;
+
+    tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), rescore_fn, &s);
+
+    int any = 0;
+    for (int64_t i = 0; i < nq; i++)
+        any |= und[i];
+    if (any && !whole) { /* the CPU op needs the whole block */
+        free(x);
+        s.x = x = aligned_alloc(64, (xbytes + 63) & ~(size_t)63);
+        if (!x) {
+            st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+            goto done;
+        }
+        if ((st = tq_tensor_download(db, x, xbytes)))
+            goto done;
+    }
+    if ((st = host_rest(c, &s, x)))
+        goto done;
+    if (!(st = tq_tensor_upload(vals, ov, nk * 4)))
+        st = tq_tensor_upload(idx, oi, nk * 8);
+done:
+    tq_tensor_free(norms);
+    tq_tensor_free(negsq);
+    tq_tensor_free(cvt);
+    tq_tensor_free(cit);
+    free(hn), free(hq), free(hv), free(ov), free(hcv), free(hi), free(oi), free(hci);
+    free(bad), free(rows), free(x), free(und);
+    return st;
+}
