@@ -78,7 +78,7 @@ typedef struct sim {
     const int64_t *rows;     /* the block rows on the host, ascending; NULL: all */
     int64_t nrows;
     const float *x;          /* their values [nrows, d] */
-    const int64_t *bad;      /* rows of no finite norm: candidates of every query */
+    const int64_t *bad;      /* rows of no useful norm: candidates of every query */
     int64_t nbad;
     double nx;               /* bound on the norms of the other rows */
     unsigned char *undecided; /* [nq] */
@@ -315,15 +315,16 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         goto done;
     }
 
-    /* row norms: the margin's bound and L2's ||x||^2; a row without a finite
-     * norm (NaN, inf, overflow) has no bound and is a candidate everywhere */
+    /* row norms: the margin's bound and L2's ||x||^2. A row without a finite
+     * norm (NaN, inf) has no bound, and one of 2^50 or more would loosen the
+     * bound of all: both are candidates of every query instead */
     if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 1, &ndb, &norms)) ||
         (st = tq_vk_rownorm(c, db, norms)) || (st = tq_tensor_download(norms, hn, (size_t)ndb * 4)))
         goto done;
     int64_t nbad = 0;
     double nx = 0;
     for (int64_t j = 0; j < ndb; j++)
-        if (!isfinite(hn[j]))
+        if (!(hn[j] < 0x1p50f))
             nbad++;
         else if (hn[j] > nx)
             nx = hn[j];
@@ -336,11 +337,11 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         goto done;
     }
     for (int64_t j = 0, b = 0; j < ndb; j++) {
-        if (!isfinite(hn[j]))
+        if (!(hn[j] < 0x1p50f))
             bad[b++] = j;
         /* the device's ||x||^2: one f32 rounding of the norm squared (as
          * device_margin assumes); NaN ranks the rows without a bound last */
-        hn[j] = isfinite(hn[j]) ? -(hn[j] * hn[j]) : NAN;
+        hn[j] = hn[j] < 0x1p50f ? -(hn[j] * hn[j]) : NAN;
     }
     s.bad = bad, s.nbad = nbad;
     /* the f32 norm is within gamma_d / 2 + 2u of the true one (rows.comp) */
