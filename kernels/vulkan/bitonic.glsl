@@ -2,8 +2,8 @@
 // top-k ops: larger key first, ties to the lower index; a key is a float
 // mapped to an unsigned order (NaN lowest, -0 as +0), an index 64 bits
 // (hi, lo), padding (key 0, index all ones) after everything.
-// The includer defines S (a power of two) and the workgroup, and includes
-// common.glsl (order_key) first.
+// The includer defines S (a power of two), declares the workgroup first (see
+// common.glsl) and includes common.glsl (order_key) before this file.
 shared uint s_key[S], s_lo[S], s_hi[S];
 
 bool ranks_before(uint a, uint b)

@@ -2,6 +2,11 @@
 // each tensor's place in its buffer comes as a word offset in the push
 // constants. Groups may be spread over x and y (over 65535 of them): the flat
 // group id puts them back in a line.
+// An includer declares its workgroup size (layout(local_size_x_id = 0) in)
+// before including these files: glslang folds gl_WorkGroupSize in code it
+// compiles before that declaration to its default, 1, so a loop striding by
+// it or a tree halving it runs on one thread's share (rows.comp's plain
+// reductions summed one element a row that way).
 
 uint flat_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 

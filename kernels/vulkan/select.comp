@@ -9,8 +9,8 @@
 // sorts what it gets. A handful of barriers a row, where a full sort would
 // take dozens a round (lavapipe, a CPU driver, pays dearly for each).
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer V { float vals[]; };

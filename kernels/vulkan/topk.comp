@@ -5,10 +5,10 @@
 // them all with a bitonic sort in shared memory and writes back the best
 // min(k, kept + take). vals come from x itself (bits as they are).
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
 #define S 1024
 #include "bitonic.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer V { float vals[]; };

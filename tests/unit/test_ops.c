@@ -7,6 +7,7 @@
  * are bit-identical with 1 and 2 threads (attention included). */
 #include "../../lib/cpu/cpu.h"
 #include "../../lib/cpu/gemm.h"
+#include "../../lib/internal.h"
 #include "../../lib/simscore.h"
 #include "check.h"
 #include "tq.h"
@@ -1728,6 +1729,33 @@ static void test_cpu_engines(void)
     tq_cpu_blas_force_builtin(0);
 }
 
+/* ------------------------------------------------------------ plain variants */
+
+/* A GPU backend picks shader variants by what the device can do (subgroup
+ * operations, 16-bit types, workgroup size); the test machines can do it all,
+ * so the plain variants would go untested. Here the ops that have variants
+ * run again on the same device with only the plain ones. */
+static void test_plain_variants(const char *spec, uint64_t seed)
+{
+    tq_device_force_plain(1);
+    if (tq_device_open(spec, &dev) != TQ_OK) {
+        tq_device_force_plain(0);
+        CHECK(0, "%s: cannot open again with plain variants: %s", spec, tq_errmsg());
+        return;
+    }
+    dev_name = tq_device_name(dev);
+    printf("ok device %s\n", tq_device_describe(dev));
+    rng = seed;
+    test_matmul("plain variants");
+    test_rows();
+    test_elementwise();
+    test_topk();
+    test_simtopk(); /* its proof of candidates leans on rownorm's bound */
+    test_attention();
+    tq_device_close(dev);
+    tq_device_force_plain(0);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -1757,6 +1785,8 @@ int main(void)
         test_simtopk_same_bits();
         test_attention();
         tq_device_close(dev);
+        if (s > 0)
+            test_plain_variants(specs[s], 0x9e3779b97f4a7c15u + s);
     }
     CHECK(ran > 0, "no device opened (the CPU always should)");
     return CHECK_DONE();
