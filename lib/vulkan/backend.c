@@ -78,8 +78,15 @@ static tq_status vk_open(int index, void **out)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    /* 16-bit storage for the f16 operands of matmul (Vulkan 1.1 core; caps
+     * has it only on such devices) */
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = VK_TRUE,
+    };
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = c->caps.fp16_storage ? &s16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
     };

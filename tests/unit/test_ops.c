@@ -199,10 +199,21 @@ static void ref_matmul(int ta, int tb, int64_t m, int64_t n, int64_t k, double a
         }
 }
 
+/* The values of x as f16 storage (h) and back in f32 (exact), so that the
+ * reference sees what the op sees. */
+static void to_f16(float *x, uint16_t *h, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = tq_f32_to_f16(x[i]);
+        x[i] = tq_f16_to_f32(h[i]);
+    }
+}
+
 /* One product, batch items of A and/or B (a_batch/b_batch 0: rank 2, shared),
- * against the reference; beta == 0 starts C as NaN. */
-static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_batched,
-                       int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta)
+ * A and B f32 or f16, against the reference; beta == 0 starts C as NaN. */
+static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int b_batched,
+                          int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta,
+                          tq_dtype adt, tq_dtype bdt)
 {
     if (!batch) /* batch 0: plain rank-2 product */
         a_batched = b_batched = 0;
@@ -217,6 +228,11 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     double *ref = malloc((size_t)(cn + 1) * 8);
     fill(a, an, -1, 1);
     fill(b, bn, -1, 1);
+    uint16_t *ah = malloc((size_t)(an + 1) * 2), *bh = malloc((size_t)(bn + 1) * 2);
+    to_f16(a, ah, adt == TQ_DTYPE_F16 ? an : 0);
+    to_f16(b, bh, bdt == TQ_DTYPE_F16 ? bn : 0);
+    const void *ad16 = adt == TQ_DTYPE_F16 ? (const void *)ah : a,
+               *bd16 = bdt == TQ_DTYPE_F16 ? (const void *)bh : b;
     if (beta == 0)
         for (int64_t i = 0; i < cn; i++)
             c[i] = NAN;
@@ -225,19 +241,20 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     for (int64_t it = 0; it < items; it++)
         ref_matmul(ta, tb, m, n, k, alpha, a + (a_batched ? it * m * k : 0),
                    b + (b_batched ? it * k * n : 0), beta, c + it * m * n, ref + it * m * n);
-    gt *ga = gt_new(TQ_DTYPE_F32, ar, a_batched ? ad : ad + 1, a);
-    gt *gb = gt_new(TQ_DTYPE_F32, br, b_batched ? bd : bd + 1, b);
+    gt *ga = gt_new(adt, ar, a_batched ? ad : ad + 1, ad16);
+    gt *gb = gt_new(bdt, br, b_batched ? bd : bd + 1, bd16);
     gt *gc = gt_new(TQ_DTYPE_F32, cr, batch ? cd : cd + 1, c);
     tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, beta, gc->t);
-    char what[160];
-    snprintf(what, sizeof what, "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g",
+    char what[192];
+    snprintf(what, sizeof what, "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
              engine, (long long)batch, batch && !a_batched ? " A shared" : "",
              batch && !b_batched ? " B shared" : "",
-             (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta);
+             (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta,
+             tq_dtype_name(adt), tq_dtype_name(bdt));
     CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
     gt_get(gc, out, what);
-    gt_unchanged(ga, a, what);
-    gt_unchanged(gb, b, what);
+    gt_unchanged(ga, ad16, what);
+    gt_unchanged(gb, bd16, what);
     CHECK_NMSE(out, ref, cn, TOL_MM, what);
     gt_free(ga);
     gt_free(gb);
@@ -247,6 +264,35 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     free(c);
     free(out);
     free(ref);
+    free(ah);
+    free(bh);
+}
+
+static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_batched,
+                       int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta)
+{
+    one_matmul_dt(engine, batch, a_batched, b_batched, m, n, k, ta, tb, alpha, beta,
+                  TQ_DTYPE_F32, TQ_DTYPE_F32);
+}
+
+/* f16 operands (storage: widened to f32 exactly): each of A, B and both, in
+ * every transpose, batched and shared, at odd shapes; the reference takes the
+ * f16 values, so TOL_MM holds as for f32. */
+static void test_matmul_f16(const char *engine)
+{
+    static const tq_dtype dts[3][2] = {{TQ_DTYPE_F16, TQ_DTYPE_F32},
+                                       {TQ_DTYPE_F32, TQ_DTYPE_F16},
+                                       {TQ_DTYPE_F16, TQ_DTYPE_F16}};
+    for (int d = 0; d < 3; d++)
+        for (int t = 0; t < 4; t++) {
+            one_matmul_dt(engine, 0, 1, 1, 67, 45, 33, t & 1, t >> 1, 1.0f, 0.0f, dts[d][0], dts[d][1]);
+            one_matmul_dt(engine, 0, 1, 1, 7, 130, 257, t & 1, t >> 1, -0.5f, 1.5f, dts[d][0],
+                          dts[d][1]);
+            one_matmul_dt(engine, 3, 0, 1, 17, 9, 40, t & 1, t >> 1, 2.0f, 0.0f, dts[d][0], dts[d][1]);
+            one_matmul_dt(engine, 2, 1, 0, 5, 70, 33, t & 1, t >> 1, 1.0f, -1.0f, dts[d][0],
+                          dts[d][1]);
+        }
+    one_matmul_dt(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f, TQ_DTYPE_F16, TQ_DTYPE_F16);
 }
 
 static void test_matmul(const char *engine)
@@ -270,6 +316,7 @@ static void test_matmul(const char *engine)
     one_matmul(engine, 1, 1, 1, 3, 4, 5, 0, 0, 1.0f, 0.0f);  /* a batch of one */
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f);  /* k = 0: C = 0 */
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 1, 1, 1.0f, -2.0f); /* k = 0: C = beta C */
+    test_matmul_f16(engine);
 }
 
 /* --------------------------------------------------- row ops: references */
