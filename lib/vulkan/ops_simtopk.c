@@ -6,10 +6,13 @@
  * (tq_simscore) and merges them into the lists. A query is decided by its
  * candidates when its new k-th exact score lies above the least candidate's
  * f32 score by more than the proven error of an f32 score: no row left out
- * can then reach the list.
- * Any other query (near ties, duplicates, NaN, huge values) goes through the
- * CPU op over the whole block. Either way the lists are the CPU's, bit for
- * bit, whatever the tiles and the blocks. */
+ * can then reach the list. For another query the host knows a threshold of
+ * f32 score below which no row can enter; the device lists the rows above it
+ * (kernels/vulkan/above.comp) and the host scores those (many rows tied or
+ * repeated across the k-th place). What is left (NaN, huge values, more rows
+ * above the threshold than the list holds) goes through the CPU op over the
+ * whole block. Either way the lists are the CPU's, bit for bit, whatever the
+ * tiles and the blocks. */
 #include "vk.h"
 
 #include "../simscore.h"
@@ -20,6 +23,8 @@
 /* Score tiles of TILE_Q queries x TILE_D database rows: 16 MiB of f32 on the
  * device whatever the block. KP_MAX: the candidates select.comp keeps. */
 enum { TILE_Q = 512, TILE_D = 8192, KP_MAX = 512 };
+/* Rows above the threshold a query may list (above.comp). */
+enum { ABOVE_CAP = 2048 };
 
 /* How far the device's value for a pair may lie from its exact score, for a
  * query of norm at most nq and a row of norm at most nx (both bounds).
@@ -82,6 +87,7 @@ typedef struct sim {
     int64_t nbad;
     double nx;               /* bound on the norms of the other rows */
     unsigned char *undecided; /* [nq] */
+    float *thr;              /* [nq] an undecided query's threshold of device value, or NaN */
 } sim;
 
 static const float *row_of(const sim *s, int64_t j)
@@ -99,18 +105,18 @@ static const float *row_of(const sim *s, int64_t j)
     return s->x + lo * s->d;
 }
 
-/* Query qi: its candidates scored exactly and merged into its list; 1 when
- * that list is final (written to out_v/out_i). */
-static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *mi)
+/* Query qi's list from the caller's and the exact scores of the rows ci
+ * (n0 indices, base + row) and of the rows without a bound: into mv, mi. */
+static void merge_rows(const sim *s, int64_t qi, const int64_t *ci, int64_t n0, cand *cs,
+                       float *mv, int64_t *mi)
 {
     const float *q = s->q + qi * s->d;
-    const int64_t *ci = s->ci + qi * s->kp;
     int64_t n = 0;
-    for (int64_t r = 0; r < s->kp; r++)
+    for (int64_t r = 0; r < n0; r++)
         cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
     for (int64_t b = 0; b < s->nbad; b++) {
         int64_t gi = s->base + s->bad[b], seen = 0;
-        for (int64_t r = 0; r < s->kp && !seen; r++)
+        for (int64_t r = 0; r < n0 && !seen; r++)
             seen = ci[r] == gi;
         if (!seen)
             cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
@@ -128,6 +134,15 @@ static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *m
         mv[o] = bi < 0 ? -INFINITY : bv;
         mi[o] = bi;
     }
+}
+
+/* Query qi: its candidates scored exactly and merged into its list; 1 when
+ * that list is final (written to out_v/out_i), else 0 with thr[qi] set. */
+static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *mi)
+{
+    const float *q = s->q + qi * s->d;
+    merge_rows(s, qi, s->ci + qi * s->kp, s->kp, cs, mv, mi);
+    s->thr[qi] = NAN;
     if (s->kp < s->ndb) { /* rows were left out: may one of them still enter? */
         double qq = 0;
         for (int64_t p = 0; p < s->d; p++)
@@ -148,8 +163,20 @@ static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *m
         double top = (s->metric ? amin - qq : amin) + device_margin(s->metric, s->d, nq, s->nx) +
                      (double)(s->d + 4) * 0x1p-52 * (fabs(amin) + qq);
         /* values of 2^120 and more may have overflowed on the device */
-        if (mi[s->k - 1] < 0 || !(size < 0x1p120) || !(top < (double)kv))
+        if (mi[s->k - 1] < 0 || !(size < 0x1p120) || kv != kv)
             return 0;
+        if (!(top < (double)kv)) {
+            /* a row whose device value lies below kv less the margin (plus
+             * ||q||^2 for L2) cannot reach kv: the threshold for above.comp,
+             * rounded down to an f32 */
+            double m = device_margin(s->metric, s->d, nq, s->nx);
+            double t = (double)kv + (s->metric ? qq : 0) - m -
+                       (double)(s->d + 4) * 0x1p-51 * (fabs((double)kv) + qq + m);
+            float f = (float)t;
+            if (t > -(double)FLT_MAX && t < (double)FLT_MAX)
+                s->thr[qi] = (double)f > t ? nextafterf(f, -INFINITY) : f;
+            return 0;
+        }
     }
     memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
     memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
@@ -158,7 +185,7 @@ static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *m
 
 static void rescore_fn(void *ctx, int64_t begin, int64_t end)
 {
-    sim *s = ctx;
+    const sim *s = ctx;
     cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
     float *mv = malloc((size_t)s->k * sizeof *mv);
     int64_t *mi = malloc((size_t)s->k * sizeof *mi);
@@ -200,13 +227,15 @@ static tq_status select_run(tq_vk_ctx *c, const tq_tensor *x, int64_t kp, int64_
     return tq_vk_dispatch(c, "select", args, 3, &pc, sizeof pc, gx, gy, 1);
 }
 
-/* The device's part: per tile of queries and of rows, the f32 scores and
- * the selection of the KP best, carried on over the row tiles, into cvt and
- * cit. The first row tile holds at least KP rows (KP <= the block and
- * KP_MAX < TILE_D), as select.comp needs. */
-static tq_status device_select(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db, int metric,
-                               int64_t idx_base, int64_t kp, const tq_tensor *negsq,
-                               tq_tensor *cvt, tq_tensor *cit)
+/* What is done with each score tile [mq, nb] of queries q0.. and rows j0.. */
+typedef tq_status (*tile_fn)(tq_vk_ctx *c, const tq_tensor *scores, int64_t q0, int64_t j0,
+                             void *ctx);
+
+/* The f32 scores of q against db, tile by tile (TILE_Q x TILE_D): dot, or
+ * for L2 2 q.x - ||x||^2 (negsq holds -||x||^2; -||q||^2 is the same along
+ * a row), each tile handed to fn. Row tiles run in order for each query tile. */
+static tq_status score_tiles(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db, int metric,
+                             const tq_tensor *negsq, tile_fn fn, void *ctx)
 {
     int64_t nq = q->dims[0], ndb = db->dims[0];
     int64_t tq = nq < TILE_Q ? nq : TILE_Q, td = ndb < TILE_D ? ndb : TILE_D, dims[2] = {tq, td};
@@ -214,23 +243,62 @@ static tq_status device_select(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor
     tq_status st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, dims, &tile);
     for (int64_t q0 = 0; !st && q0 < nq; q0 += tq) {
         int64_t mq = nq - q0 < tq ? nq - q0 : tq;
-        tq_tensor qv = rows_view(q, q0, mq), cv = rows_view(cvt, q0, mq), iv = rows_view(cit, q0, mq);
+        tq_tensor qv = rows_view(q, q0, mq);
         for (int64_t j0 = 0; !st && j0 < ndb; j0 += td) {
             int64_t nb = ndb - j0 < td ? ndb - j0 : td;
             tq_tensor xv = rows_view(db, j0, nb), sv = *tile;
             sv.dims[0] = mq, sv.dims[1] = nb, sv.nbytes = (size_t)(mq * nb) * 4;
-            /* L2 ranks by 2 q.x - ||x||^2: -||q||^2 is the same along the row */
             st = tq_vk_matmul(c, &qv, 0, &xv, 1, metric ? 2.0f : 1.0f, 0.0f, &sv);
             if (!st && metric) {
                 tq_tensor nv = rows_view(negsq, j0, nb);
                 st = tq_vk_add(c, &sv, &nv, &sv);
             }
             if (!st)
-                st = select_run(c, &sv, kp, idx_base + j0, j0 > 0, &cv, &iv);
+                st = fn(c, &sv, q0, j0, ctx);
         }
     }
     tq_tensor_free(tile);
     return st;
+}
+
+/* The candidates: the kp best of each query, carried on over the row tiles
+ * into cvt and cit. The first row tile holds at least kp rows (kp <= the
+ * block and KP_MAX < TILE_D), as select.comp needs. */
+typedef struct sel_ctx {
+    tq_tensor *cvt, *cit;
+    int64_t kp, base;
+} sel_ctx;
+
+static tq_status select_tile(tq_vk_ctx *c, const tq_tensor *sv, int64_t q0, int64_t j0, void *ctx)
+{
+    sel_ctx *x = ctx;
+    int64_t mq = sv->dims[0];
+    tq_tensor cv = rows_view(x->cvt, q0, mq), iv = rows_view(x->cit, q0, mq);
+    return select_run(c, sv, x->kp, x->base + j0, j0 > 0, &cv, &iv);
+}
+
+typedef struct above_pc {
+    uint32_t x_off, t_off, c_off, l_off, rows, m, cap, base;
+} above_pc;
+
+/* The rows above each query's threshold: counts in cnt [nu], their numbers
+ * in the block in lst [nu, ABOVE_CAP]. */
+typedef struct above_ctx {
+    tq_tensor *thr, *cnt, *lst;
+} above_ctx;
+
+static tq_status above_tile(tq_vk_ctx *c, const tq_tensor *sv, int64_t q0, int64_t j0, void *ctx)
+{
+    above_ctx *x = ctx;
+    int64_t mq = sv->dims[0];
+    tq_tensor tv = rows_view(x->thr, q0, mq), cv = rows_view(x->cnt, q0, mq),
+              lv = rows_view(x->lst, q0, mq);
+    above_pc pc = {tq_vk_word(sv), tq_vk_word(&tv), tq_vk_word(&cv), tq_vk_word(&lv),
+                   (uint32_t)mq, (uint32_t)sv->dims[1], ABOVE_CAP, (uint32_t)j0};
+    tq_vk_arg args[4] = {{sv->buf, 0}, {tv.buf, 0}, {cv.buf, 1}, {lv.buf, 1}};
+    uint32_t gx, gy;
+    tq_vk_groups(c, (uint64_t)mq, 1, &gx, &gy);
+    return tq_vk_dispatch(c, "above", args, 4, &pc, sizeof pc, gx, gy, 1);
 }
 
 static int fits32(const tq_tensor *t) { return (t->offset + t->nbytes) / 4 <= UINT32_MAX; }
@@ -239,6 +307,106 @@ static int cmp_i64(const void *pa, const void *pb)
 {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
     return (a > b) - (a < b);
+}
+
+typedef struct above_job {
+    const sim *s;
+    const int64_t *qs;   /* [nu] the queries */
+    const uint32_t *cnt; /* [nu] how many rows reached each one's threshold */
+    const uint32_t *lst; /* [nu, ABOVE_CAP] those rows */
+} above_job;
+
+static void above_fn(void *ctx, int64_t begin, int64_t end)
+{
+    const above_job *a = ctx;
+    const sim *s = a->s;
+    cand *cs = malloc((size_t)(ABOVE_CAP + s->nbad) * sizeof *cs);
+    int64_t *gi = malloc(ABOVE_CAP * sizeof *gi), *mi = malloc((size_t)s->k * sizeof *mi);
+    float *mv = malloc((size_t)s->k * sizeof *mv);
+    for (int64_t u = begin; cs && gi && mi && mv && u < end; u++) {
+        if (a->cnt[u] > ABOVE_CAP) /* the list overflowed: the CPU op does it */
+            continue;
+        int64_t qi = a->qs[u], n = a->cnt[u];
+        for (int64_t r = 0; r < n; r++)
+            gi[r] = s->base + a->lst[u * ABOVE_CAP + r];
+        merge_rows(s, qi, gi, n, cs, mv, mi);
+        memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
+        memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
+        s->undecided[qi] = 0;
+    }
+    free(cs), free(gi), free(mi), free(mv);
+}
+
+/* The undecided queries that have a threshold: the device lists the rows
+ * whose value reaches it, the host scores those and the rows without a
+ * bound. Every other row scores below the query's k-th so far, so the list
+ * is final, unless more than ABOVE_CAP rows reached the threshold. */
+static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
+                              const tq_tensor *negsq)
+{
+    int64_t nu = 0, d = s->d;
+    for (int64_t i = 0; i < s->nq; i++)
+        nu += s->undecided[i] && s->thr[i] == s->thr[i];
+    if (!nu)
+        return TQ_OK;
+    int64_t qd[2] = {nu, d}, ld[2] = {nu, ABOVE_CAP}, nrows = 0;
+    tq_tensor *qt = NULL, *tt = NULL, *ct = NULL, *lt = NULL;
+    int64_t *qs = malloc((size_t)nu * 8), *rows = NULL;
+    float *hq = malloc((size_t)(nu * d) * 4), *ht = malloc((size_t)nu * 4), *x = NULL;
+    uint32_t *hc = calloc((size_t)nu, 4), *hl = malloc((size_t)(nu * ABOVE_CAP) * 4);
+    tq_status st = TQ_OK;
+    if (!qs || !hq || !ht || !hc || !hl) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0, u = 0; i < s->nq; i++)
+        if (s->undecided[i] && s->thr[i] == s->thr[i]) {
+            qs[u] = i, ht[u] = s->thr[i];
+            memcpy(hq + u * d, s->q + i * d, (size_t)d * 4);
+            u++;
+        }
+    if ((st = tq_tensor_new(db->dev, TQ_DTYPE_F32, 2, qd, &qt)) ||
+        (st = tq_tensor_new(db->dev, TQ_DTYPE_F32, 1, &nu, &tt)) ||
+        (st = tq_tensor_new(db->dev, TQ_DTYPE_I32, 1, &nu, &ct)) ||
+        (st = tq_tensor_new(db->dev, TQ_DTYPE_I32, 2, ld, &lt)) ||
+        (st = tq_tensor_upload(qt, hq, (size_t)(nu * d) * 4)) ||
+        (st = tq_tensor_upload(tt, ht, (size_t)nu * 4)) ||
+        (st = tq_tensor_upload(ct, hc, (size_t)nu * 4)) ||
+        (st = score_tiles(c, qt, db, s->metric, negsq, above_tile, &(above_ctx){tt, ct, lt})) ||
+        (st = tq_tensor_download(ct, hc, (size_t)nu * 4)) ||
+        (st = tq_tensor_download(lt, hl, (size_t)(nu * ABOVE_CAP) * 4)))
+        goto done;
+    /* their rows, each once */
+    size_t most = (size_t)s->nbad;
+    for (int64_t u = 0; u < nu; u++)
+        most += hc[u] <= ABOVE_CAP ? hc[u] : 0;
+    if (!(rows = malloc(most * 8 + 8))) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    memcpy(rows, s->bad, (size_t)s->nbad * 8);
+    size_t at = (size_t)s->nbad;
+    for (int64_t u = 0; u < nu; u++)
+        for (uint32_t r = 0; hc[u] <= ABOVE_CAP && r < hc[u]; r++)
+            rows[at++] = hl[u * ABOVE_CAP + r];
+    qsort(rows, at, 8, cmp_i64);
+    for (size_t i = 0; i < at; i++)
+        if (!nrows || rows[i] != rows[nrows - 1])
+            rows[nrows++] = rows[i];
+    if (!(x = malloc((size_t)(nrows * d) * 4 + 4))) {
+        st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+        goto done;
+    }
+    if ((st = tq_vk_download_rows(c, db->buf, db->offset, (size_t)d * 4, rows, (size_t)nrows, x)))
+        goto done;
+    sim s2 = *s;
+    s2.rows = rows, s2.nrows = nrows, s2.x = x;
+    above_job job = {&s2, qs, hc, hl};
+    tq_parallel_for(nu, 1 + 65536 / (ABOVE_CAP * d + 1), above_fn, &job);
+done:
+    tq_tensor_free(qt), tq_tensor_free(tt), tq_tensor_free(ct), tq_tensor_free(lt);
+    free(qs), free(rows), free(hq), free(ht), free(x), free(hc), free(hl);
+    return st;
 }
 
 /* The undecided queries through the CPU op over the whole block (x, all of
@@ -309,8 +477,9 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
     int64_t *bad = NULL, *rows = NULL;
     float *x = NULL;
     unsigned char *und = calloc((size_t)nq, 1);
+    float *thr = malloc((size_t)nq * 4);
     tq_status st = TQ_OK;
-    if (!hn || !hq || !hv || !ov || !hcv || !hi || !oi || !hci || !und) {
+    if (!hn || !hq || !hv || !ov || !hcv || !hi || !oi || !hci || !und || !thr) {
         st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
         goto done;
     }
@@ -352,13 +521,14 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
 
     if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cvt)) ||
         (st = tq_tensor_new(q->dev, TQ_DTYPE_I64, 2, cd, &cit)) ||
-        (st = device_select(c, q, db, s.metric, idx_base, kp, negsq, cvt, cit)) ||
+        (st = score_tiles(c, q, db, s.metric, negsq, select_tile,
+                          &(sel_ctx){cvt, cit, kp, idx_base})) ||
         (st = tq_tensor_download(cvt, hcv, nc * 4)) || (st = tq_tensor_download(cit, hci, nc * 8)) ||
         (st = tq_tensor_download(q, hq, (size_t)(nq * d) * 4)) ||
         (st = tq_tensor_download(vals, hv, nk * 4)) || (st = tq_tensor_download(idx, hi, nk * 8)))
         goto done;
     s.q = hq, s.vals = hv, s.idx = hi, s.out_v = ov, s.out_i = oi, s.cv = hcv, s.ci = hci;
-    s.undecided = und;
+    s.undecided = und, s.thr = thr;
 
     /* the candidates' rows, each once; the whole block when they are most of it */
     if (!(rows = malloc((nc + (size_t)nbad) * 8))) {
@@ -385,6 +555,8 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
     s.rows = whole ? NULL : rows, s.nrows = nrows, s.x = x;
 
     tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), rescore_fn, &s);
+    if ((st = settle_above(c, &s, db, negsq)))
+        goto done;
 
     int any = 0;
     for (int64_t i = 0; i < nq; i++)
@@ -409,6 +581,6 @@ done:
     tq_tensor_free(cvt);
     tq_tensor_free(cit);
     free(hn), free(hq), free(hv), free(ov), free(hcv), free(hi), free(oi), free(hci);
-    free(bad), free(rows), free(x), free(und);
+    free(bad), free(rows), free(x), free(und), free(thr);
     return st;
 }

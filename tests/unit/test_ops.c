@@ -941,9 +941,10 @@ static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metr
 
 /* Devices other than the CPU filter too: f32 scores pick a few more
  * candidates than k (k + max(k, 32) on Vulkan, at most 512) and exact scores
- * decide, a query whose candidates prove nothing is redone on the host. The
- * cases cover blocks below, at and above that count, k at and past its cap,
- * and the data that defeat the proof (ties, duplicates, NaN, inf, huge rows). */
+ * decide; a query whose candidates prove nothing gets the rows above a proven
+ * threshold scored, or, failing that, is redone on the host. The cases cover
+ * blocks below, at and above that count, k at and past its cap, and the data
+ * that defeat the proof (ties, duplicates, NaN, inf, huge rows). */
 static void test_simtopk(void)
 {
     for (int metric = 0; metric < 2; metric++) {
@@ -953,6 +954,9 @@ static void test_simtopk(void)
         simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN, inf */
         simtopk_case(30, 900, 12, 6, metric, 3, NULL, 0);    /* duplicates */
         simtopk_case(30, 900, 12, 6, metric, 5, NULL, 0);
+        /* 2500 copies a row: more rows tie at the k-th place than a device
+         * lists above a threshold (2048 on Vulkan) */
+        simtopk_case(4, 20000, 8, 3, metric, 5, NULL, 0);
         simtopk_case(10, 1000, 9, 4, metric, 4, NULL, 0);    /* huge rows */
         /* blocks through idx_base, one of them empty and one of one row */
         static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
