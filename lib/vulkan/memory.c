@@ -314,8 +314,8 @@ tq_status tq_vk_download_rows(tq_vk_ctx *c, const void *buf, size_t off, size_t 
             .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
             .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
         };
-        c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                                   0, 1, &to_host, 0, NULL, 0, NULL);
+        c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                   VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
         if ((st = tq_vk_sync(c)))
             break;
         memcpy(out + i * row_bytes, f->stage_ptr + soff, take * row_bytes);

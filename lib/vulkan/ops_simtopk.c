@@ -13,194 +13,19 @@
  * above the threshold than the list holds) goes through the CPU op over the
  * whole block. Either way the lists are the CPU's, bit for bit, whatever the
  * tiles and the blocks. */
-#include "vk.h"
+#include "simtopk.h"
 
-#include "../simscore.h"
-
-#include <float.h>
 #include <math.h>
 
 /* Score tiles of TILE_Q queries x TILE_D database rows: 16 MiB of f32 on the
  * device whatever the block. KP_MAX: the candidates select.comp keeps. */
 enum { TILE_Q = 512, TILE_D = 8192, KP_MAX = 512 };
-/* Rows above the threshold a query may list (above.comp). */
-enum { ABOVE_CAP = 2048 };
-
-/* How far the device's value for a pair may lie from its exact score, for a
- * query of norm at most nq and a row of norm at most nx (both bounds).
- * Dot: the value is an f32 dot product summed in some order, FMA or not;
- * tq_simscore_margin bounds that error and the score's own rounding, with a
- * factor 2 to spare. L2: the value is 2 q.x - fl(nx_j^2), nx_j the f32 norm
- * of the row (relative error under gamma_d / 2 + 2u, so fl(nx_j^2) within
- * (gamma_d + 6u) ||x||^2), and the host subtracts ||q||^2 in double: in all
- * within (gamma_d + 8u)(nq + nx)^2, half of tq_simscore_margin's bound.
- * Vulkan lets a device flush subnormals to zero: a flushed input moves a
- * product sum by at most 2^-126 times the other side's 1-norm (<= sqrt(d)
- * times its norm), a flushed result or partial sum by 2^-126; the last term
- * covers all of them 8 times over. */
-static double device_margin(int metric, int64_t d, double nq, double nx)
-{
-    double m = tq_simscore_margin(metric, d, nq, nx);
-    return m + 0x1p-122 * (sqrt((double)d) * (nq + nx) * 2 + (double)d + 2);
-}
-
-/* 1 if (av, ai) ranks before (bv, bi), as the CPU op ranks: larger first,
- * NaN below every number, ties to the lower index, an empty slot (idx < 0)
- * below all. */
-static inline int better(float av, int64_t ai, float bv, int64_t bi)
-{
-    if ((ai < 0) != (bi < 0))
-        return bi < 0;
-    int an = av != av, bn = bv != bv;
-    if (an != bn)
-        return bn;
-    if (!an && av != bv)
-        return av > bv;
-    return ai < bi;
-}
-
-typedef struct cand {
-    float v;
-    int64_t i;
-} cand;
-
-static int cand_cmp(const void *pa, const void *pb)
-{
-    const cand *a = pa, *b = pb;
-    return better(a->v, a->i, b->v, b->i) ? -1 : better(b->v, b->i, a->v, a->i) ? 1 : 0;
-}
-
-typedef struct sim {
-    int metric;
-    int64_t nq, ndb, d, k, kp, base;
-    const float *q;          /* [nq, d] */
-    const float *vals;       /* [nq, k] the caller's lists */
-    const int64_t *idx;
-    float *out_v;            /* [nq, k] the new lists of decided queries */
-    int64_t *out_i;
-    const float *cv;         /* [nq, kp] device values of the candidates (unordered) */
-    const int64_t *ci;       /* [nq, kp] their indices (base + row) */
-    const int64_t *rows;     /* the block rows on the host, ascending; NULL: all */
-    int64_t nrows;
-    const float *x;          /* their values [nrows, d] */
-    const int64_t *bad;      /* rows of no useful norm: candidates of every query */
-    int64_t nbad;
-    double nx;               /* bound on the norms of the other rows */
-    unsigned char *undecided; /* [nq] */
-    float *thr;              /* [nq] an undecided query's threshold of device value, or NaN */
-} sim;
-
-static const float *row_of(const sim *s, int64_t j)
-{
-    if (!s->rows)
-        return s->x + j * s->d;
-    int64_t lo = 0, hi = s->nrows - 1;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s->rows[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return s->x + lo * s->d;
-}
-
-/* Query qi's list from the caller's and the exact scores of the rows ci
- * (n0 indices, base + row) and of the rows without a bound: into mv, mi. */
-static void merge_rows(const sim *s, int64_t qi, const int64_t *ci, int64_t n0, cand *cs,
-                       float *mv, int64_t *mi)
-{
-    const float *q = s->q + qi * s->d;
-    int64_t n = 0;
-    for (int64_t r = 0; r < n0; r++)
-        cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
-    for (int64_t b = 0; b < s->nbad; b++) {
-        int64_t gi = s->base + s->bad[b], seen = 0;
-        for (int64_t r = 0; r < n0 && !seen; r++)
-            seen = ci[r] == gi;
-        if (!seen)
-            cs[n++] = (cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
-    }
-    qsort(cs, (size_t)n, sizeof *cs, cand_cmp);
-    const float *lv = s->vals + qi * s->k;
-    const int64_t *li = s->idx + qi * s->k;
-    for (int64_t o = 0, a = 0, c = 0; o < s->k; o++) {
-        float bv = a < s->k ? lv[a] : NAN;
-        int64_t bi = a < s->k ? li[a] : -1;
-        if (c < n && better(cs[c].v, cs[c].i, bv, bi))
-            bv = cs[c].v, bi = cs[c++].i;
-        else
-            a++;
-        mv[o] = bi < 0 ? -INFINITY : bv;
-        mi[o] = bi;
-    }
-}
-
-/* Query qi: its candidates scored exactly and merged into its list; 1 when
- * that list is final (written to out_v/out_i), else 0 with thr[qi] set. */
-static int rescore_one(const sim *s, int64_t qi, cand *cs, float *mv, int64_t *mi)
-{
-    const float *q = s->q + qi * s->d;
-    merge_rows(s, qi, s->ci + qi * s->kp, s->kp, cs, mv, mi);
-    s->thr[qi] = NAN;
-    if (s->kp < s->ndb) { /* rows were left out: may one of them still enter? */
-        double qq = 0;
-        for (int64_t p = 0; p < s->d; p++)
-            qq += (double)q[p] * q[p];
-        double nq = sqrt(qq) * (1 + 0x1p-20);
-        double size = s->metric ? (nq + s->nx) * (nq + s->nx) : nq * s->nx;
-        float kv = mv[s->k - 1];
-        /* a row left out has a device value at most the least candidate's:
-         * an exact score at most that plus the margin (for L2 less ||q||^2,
-         * which the device values leave out), in double with room for the
-         * few roundings of qq and of these sums. A NaN among the candidates
-         * (a row without a bound) leaves nothing proven. */
-        double amin = INFINITY;
-        for (int64_t r = 0; r < s->kp; r++) {
-            double v = s->cv[qi * s->kp + r];
-            amin = v < amin || v != v || amin != amin ? v : amin;
-        }
-        double top = (s->metric ? amin - qq : amin) + device_margin(s->metric, s->d, nq, s->nx) +
-                     (double)(s->d + 4) * 0x1p-52 * (fabs(amin) + qq);
-        /* values of 2^120 and more may have overflowed on the device */
-        if (mi[s->k - 1] < 0 || !(size < 0x1p120) || kv != kv)
-            return 0;
-        if (!(top < (double)kv)) {
-            /* a row whose device value lies below kv less the margin (plus
-             * ||q||^2 for L2) cannot reach kv: the threshold for above.comp,
-             * rounded down to an f32 */
-            double m = device_margin(s->metric, s->d, nq, s->nx);
-            double t = (double)kv + (s->metric ? qq : 0) - m -
-                       (double)(s->d + 4) * 0x1p-51 * (fabs((double)kv) + qq + m);
-            float f = (float)t;
-            if (t > -(double)FLT_MAX && t < (double)FLT_MAX)
-                s->thr[qi] = (double)f > t ? nextafterf(f, -INFINITY) : f;
-            return 0;
-        }
-    }
-    memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
-    memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
-    return 1;
-}
-
-static void rescore_fn(void *ctx, int64_t begin, int64_t end)
-{
-    const sim *s = ctx;
-    cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
-    float *mv = malloc((size_t)s->k * sizeof *mv);
-    int64_t *mi = malloc((size_t)s->k * sizeof *mi);
-    for (int64_t qi = begin; qi < end; qi++) /* no memory: the CPU op does them */
-        s->undecided[qi] = !cs || !mv || !mi || !rescore_one(s, qi, cs, mv, mi);
-    free(cs);
-    free(mv);
-    free(mi);
-}
 
 /* Rows [r0, r0 + n) of a tensor, as a view (no allocation: the struct only). */
 static tq_tensor rows_view(const tq_tensor *t, int64_t r0, int64_t n)
 {
     tq_tensor v = *t;
-    size_t row = t->rank == 1 ? tq_dtype_size(t->dtype) : (size_t)t->dims[1] * tq_dtype_size(t->dtype);
+    size_t row = tq_dtype_size(t->dtype) * (t->rank == 1 ? 1 : (size_t)t->dims[1]);
     v.offset += (size_t)r0 * row;
     v.dims[0] = n;
     v.nbytes = (size_t)n * row;
@@ -282,7 +107,7 @@ typedef struct above_pc {
 } above_pc;
 
 /* The rows above each query's threshold: counts in cnt [nu], their numbers
- * in the block in lst [nu, ABOVE_CAP]. */
+ * in the block in lst [nu, TQ_VK_ABOVE_CAP]. */
 typedef struct above_ctx {
     tq_tensor *thr, *cnt, *lst;
 } above_ctx;
@@ -294,7 +119,7 @@ static tq_status above_tile(tq_vk_ctx *c, const tq_tensor *sv, int64_t q0, int64
     tq_tensor tv = rows_view(x->thr, q0, mq), cv = rows_view(x->cnt, q0, mq),
               lv = rows_view(x->lst, q0, mq);
     above_pc pc = {tq_vk_word(sv), tq_vk_word(&tv), tq_vk_word(&cv), tq_vk_word(&lv),
-                   (uint32_t)mq, (uint32_t)sv->dims[1], ABOVE_CAP, (uint32_t)j0};
+                   (uint32_t)mq, (uint32_t)sv->dims[1], TQ_VK_ABOVE_CAP, (uint32_t)j0};
     tq_vk_arg args[4] = {{sv->buf, 0}, {tv.buf, 0}, {cv.buf, 1}, {lv.buf, 1}};
     uint32_t gx, gy;
     tq_vk_groups(c, (uint64_t)mq, 1, &gx, &gy);
@@ -309,39 +134,11 @@ static int cmp_i64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-typedef struct above_job {
-    const sim *s;
-    const int64_t *qs;   /* [nu] the queries */
-    const uint32_t *cnt; /* [nu] how many rows reached each one's threshold */
-    const uint32_t *lst; /* [nu, ABOVE_CAP] those rows */
-} above_job;
-
-static void above_fn(void *ctx, int64_t begin, int64_t end)
-{
-    const above_job *a = ctx;
-    const sim *s = a->s;
-    cand *cs = malloc((size_t)(ABOVE_CAP + s->nbad) * sizeof *cs);
-    int64_t *gi = malloc(ABOVE_CAP * sizeof *gi), *mi = malloc((size_t)s->k * sizeof *mi);
-    float *mv = malloc((size_t)s->k * sizeof *mv);
-    for (int64_t u = begin; cs && gi && mi && mv && u < end; u++) {
-        if (a->cnt[u] > ABOVE_CAP) /* the list overflowed: the CPU op does it */
-            continue;
-        int64_t qi = a->qs[u], n = a->cnt[u];
-        for (int64_t r = 0; r < n; r++)
-            gi[r] = s->base + a->lst[u * ABOVE_CAP + r];
-        merge_rows(s, qi, gi, n, cs, mv, mi);
-        memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
-        memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
-        s->undecided[qi] = 0;
-    }
-    free(cs), free(gi), free(mi), free(mv);
-}
-
 /* The undecided queries that have a threshold: the device lists the rows
  * whose value reaches it, the host scores those and the rows without a
  * bound. Every other row scores below the query's k-th so far, so the list
- * is final, unless more than ABOVE_CAP rows reached the threshold. */
-static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
+ * is final, unless more than TQ_VK_ABOVE_CAP rows reached the threshold. */
+static tq_status settle_above(tq_vk_ctx *c, const tq_vk_sim *s, const tq_tensor *db,
                               const tq_tensor *negsq)
 {
     int64_t nu = 0, d = s->d;
@@ -349,11 +146,11 @@ static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
         nu += s->undecided[i] && s->thr[i] == s->thr[i];
     if (!nu)
         return TQ_OK;
-    int64_t qd[2] = {nu, d}, ld[2] = {nu, ABOVE_CAP}, nrows = 0;
+    int64_t qd[2] = {nu, d}, ld[2] = {nu, TQ_VK_ABOVE_CAP}, nrows = 0;
     tq_tensor *qt = NULL, *tt = NULL, *ct = NULL, *lt = NULL;
     int64_t *qs = malloc((size_t)nu * 8), *rows = NULL;
     float *hq = malloc((size_t)(nu * d) * 4), *ht = malloc((size_t)nu * 4), *x = NULL;
-    uint32_t *hc = calloc((size_t)nu, 4), *hl = malloc((size_t)(nu * ABOVE_CAP) * 4);
+    uint32_t *hc = calloc((size_t)nu, 4), *hl = malloc((size_t)(nu * TQ_VK_ABOVE_CAP) * 4);
     tq_status st = TQ_OK;
     if (!qs || !hq || !ht || !hc || !hl) {
         st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
@@ -374,12 +171,12 @@ static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
         (st = tq_tensor_upload(ct, hc, (size_t)nu * 4)) ||
         (st = score_tiles(c, qt, db, s->metric, negsq, above_tile, &(above_ctx){tt, ct, lt})) ||
         (st = tq_tensor_download(ct, hc, (size_t)nu * 4)) ||
-        (st = tq_tensor_download(lt, hl, (size_t)(nu * ABOVE_CAP) * 4)))
+        (st = tq_tensor_download(lt, hl, (size_t)(nu * TQ_VK_ABOVE_CAP) * 4)))
         goto done;
     /* their rows, each once */
     size_t most = (size_t)s->nbad;
     for (int64_t u = 0; u < nu; u++)
-        most += hc[u] <= ABOVE_CAP ? hc[u] : 0;
+        most += hc[u] <= TQ_VK_ABOVE_CAP ? hc[u] : 0;
     if (!(rows = malloc(most * 8 + 8))) {
         st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
         goto done;
@@ -387,8 +184,8 @@ static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
     memcpy(rows, s->bad, (size_t)s->nbad * 8);
     size_t at = (size_t)s->nbad;
     for (int64_t u = 0; u < nu; u++)
-        for (uint32_t r = 0; hc[u] <= ABOVE_CAP && r < hc[u]; r++)
-            rows[at++] = hl[u * ABOVE_CAP + r];
+        for (uint32_t r = 0; hc[u] <= TQ_VK_ABOVE_CAP && r < hc[u]; r++)
+            rows[at++] = hl[u * TQ_VK_ABOVE_CAP + r];
     qsort(rows, at, 8, cmp_i64);
     for (size_t i = 0; i < at; i++)
         if (!nrows || rows[i] != rows[nrows - 1])
@@ -399,10 +196,10 @@ static tq_status settle_above(tq_vk_ctx *c, const sim *s, const tq_tensor *db,
     }
     if ((st = tq_vk_download_rows(c, db->buf, db->offset, (size_t)d * 4, rows, (size_t)nrows, x)))
         goto done;
-    sim s2 = *s;
+    tq_vk_sim s2 = *s;
     s2.rows = rows, s2.nrows = nrows, s2.x = x;
-    above_job job = {&s2, qs, hc, hl};
-    tq_parallel_for(nu, 1 + 65536 / (ABOVE_CAP * d + 1), above_fn, &job);
+    tq_vk_sim_above job = {&s2, qs, hc, hl};
+    tq_parallel_for(nu, 1 + 65536 / (TQ_VK_ABOVE_CAP * d + 1), tq_vk_sim_settle, &job);
 done:
     tq_tensor_free(qt), tq_tensor_free(tt), tq_tensor_free(ct), tq_tensor_free(lt);
     free(qs), free(rows), free(hq), free(ht), free(x), free(hc), free(hl);
@@ -411,7 +208,7 @@ done:
 
 /* The undecided queries through the CPU op over the whole block (x, all of
  * it on the host), from their lists as the caller gave them. */
-static tq_status host_rest(tq_vk_ctx *c, sim *s, const float *x)
+static tq_status host_rest(tq_vk_ctx *c, tq_vk_sim *s, const float *x)
 {
     int64_t nu = 0, d = s->d, k = s->k;
     for (int64_t i = 0; i < s->nq; i++)
@@ -466,7 +263,7 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         (uint64_t)nq * (uint64_t)kp > UINT32_MAX / 4)
         return tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
 
-    sim s = {.metric = metric == TQ_METRIC_L2, .nq = nq, .ndb = ndb, .d = d, .k = k, .kp = kp,
+    tq_vk_sim s = {.metric = metric == TQ_METRIC_L2, .nq = nq, .ndb = ndb, .d = d, .k = k, .kp = kp,
              .base = idx_base};
     size_t nk = (size_t)(nq * k), nc = (size_t)(nq * kp), xbytes = (size_t)(ndb * d) * 4;
     int64_t cd[2] = {nq, kp};
@@ -523,7 +320,8 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         (st = tq_tensor_new(q->dev, TQ_DTYPE_I64, 2, cd, &cit)) ||
         (st = score_tiles(c, q, db, s.metric, negsq, select_tile,
                           &(sel_ctx){cvt, cit, kp, idx_base})) ||
-        (st = tq_tensor_download(cvt, hcv, nc * 4)) || (st = tq_tensor_download(cit, hci, nc * 8)) ||
+        (st = tq_tensor_download(cvt, hcv, nc * 4)) ||
+        (st = tq_tensor_download(cit, hci, nc * 8)) ||
         (st = tq_tensor_download(q, hq, (size_t)(nq * d) * 4)) ||
         (st = tq_tensor_download(vals, hv, nk * 4)) || (st = tq_tensor_download(idx, hi, nk * 8)))
         goto done;
@@ -554,7 +352,7 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         goto done;
     s.rows = whole ? NULL : rows, s.nrows = nrows, s.x = x;
 
-    tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), rescore_fn, &s);
+    tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), tq_vk_sim_rescore, &s);
     if ((st = settle_above(c, &s, db, negsq)))
         goto done;
 

@@ -246,7 +246,8 @@ static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int 
     gt *gc = gt_new(TQ_DTYPE_F32, cr, batch ? cd : cd + 1, c);
     tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, beta, gc->t);
     char what[192];
-    snprintf(what, sizeof what, "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
+    snprintf(what, sizeof what,
+             "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
              engine, (long long)batch, batch && !a_batched ? " A shared" : "",
              batch && !b_batched ? " B shared" : "",
              (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta,
@@ -285,12 +286,12 @@ static void test_matmul_f16(const char *engine)
                                        {TQ_DTYPE_F16, TQ_DTYPE_F16}};
     for (int d = 0; d < 3; d++)
         for (int t = 0; t < 4; t++) {
-            one_matmul_dt(engine, 0, 1, 1, 67, 45, 33, t & 1, t >> 1, 1.0f, 0.0f, dts[d][0], dts[d][1]);
-            one_matmul_dt(engine, 0, 1, 1, 7, 130, 257, t & 1, t >> 1, -0.5f, 1.5f, dts[d][0],
-                          dts[d][1]);
-            one_matmul_dt(engine, 3, 0, 1, 17, 9, 40, t & 1, t >> 1, 2.0f, 0.0f, dts[d][0], dts[d][1]);
-            one_matmul_dt(engine, 2, 1, 0, 5, 70, 33, t & 1, t >> 1, 1.0f, -1.0f, dts[d][0],
-                          dts[d][1]);
+            tq_dtype x = dts[d][0], y = dts[d][1];
+            int ta = t & 1, tb = t >> 1;
+            one_matmul_dt(engine, 0, 1, 1, 67, 45, 33, ta, tb, 1.0f, 0.0f, x, y);
+            one_matmul_dt(engine, 0, 1, 1, 7, 130, 257, ta, tb, -0.5f, 1.5f, x, y);
+            one_matmul_dt(engine, 3, 0, 1, 17, 9, 40, ta, tb, 2.0f, 0.0f, x, y);
+            one_matmul_dt(engine, 2, 1, 0, 5, 70, 33, ta, tb, 1.0f, -1.0f, x, y);
         }
     one_matmul_dt(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f, TQ_DTYPE_F16, TQ_DTYPE_F16);
 }
