@@ -144,7 +144,8 @@ static tq_status settle_above(tq_vk_ctx *c, const tq_vk_sim *s, const tq_tensor 
     int64_t nu = 0, d = s->d;
     for (int64_t i = 0; i < s->nq; i++)
         nu += s->undecided[i] && s->thr[i] == s->thr[i];
-    if (!nu)
+    /* none, or lists past the shader's 32-bit offsets: the CPU op does them */
+    if (!nu || (uint64_t)nu * TQ_VK_ABOVE_CAP > UINT32_MAX / 2)
         return TQ_OK;
     int64_t qd[2] = {nu, d}, ld[2] = {nu, TQ_VK_ABOVE_CAP}, nrows = 0;
     tq_tensor *qt = NULL, *tt = NULL, *ct = NULL, *lt = NULL;
