@@ -30,6 +30,11 @@ static const struct {
 };
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
+static int plain_forced; /* atomic: tq_device_force_plain */
+
+void tq_device_force_plain(int on) { __atomic_store_n(&plain_forced, on != 0, __ATOMIC_RELAXED); }
+int tq_device_plain_forced(void) { return __atomic_load_n(&plain_forced, __ATOMIC_RELAXED); }
+
 static tq_status device_make(const tq_backend *b, int index, tq_device **out)
 {
     tq_device *d = calloc(1, sizeof *d);
@@ -53,6 +58,10 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
                  info.detail[0] ? ", " : "", info.detail);
     else
         snprintf(d->describe, sizeof d->describe, "%s", d->name);
+    if (b->kind != TQ_BACKEND_CPU && tq_device_plain_forced()) {
+        size_t n = strlen(d->describe);
+        snprintf(d->describe + n, sizeof d->describe - n, " (plain shader variants forced)");
+    }
     *out = d;
     return TQ_OK;
 }

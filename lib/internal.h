@@ -67,6 +67,16 @@ tq_status tq_frame_inflate(tq_frame *f, int keep);
 tq_status tq_name_check(const char *name, size_t len);
 tq_status tq_meta_check(const char *meta, size_t len);
 
+/* ---- devices ---- */
+
+/* For the tests: 1 makes devices opened from then on use only their plainest
+ * shader variants, as on hardware without subgroup operations, 16-bit types
+ * or large workgroups (a GPU backend chooses variants by those capabilities,
+ * and the test machines have them all); 0 restores the normal choice. Not a
+ * user setting: users never need it, results agree either way. */
+void tq_device_force_plain(int on);
+int tq_device_plain_forced(void);
+
 /* ---- output files written atomically ---- */
 
 /* Registers a temporary path to remove if the process is interrupted. */

@@ -44,8 +44,10 @@ static tq_status dispatch_missing(const tq_tensor *t, const char *op)
 tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
                        float alpha, float beta, tq_tensor *c)
 {
-    F32(a, "matmul A");
-    F32(b, "matmul B");
+    CHECK(a->dtype == TQ_DTYPE_F32 || a->dtype == TQ_DTYPE_F16, "matmul A must be f32 or f16, not %s",
+          tq_dtype_name(a->dtype));
+    CHECK(b->dtype == TQ_DTYPE_F32 || b->dtype == TQ_DTYPE_F16, "matmul B must be f32 or f16, not %s",
+          tq_dtype_name(b->dtype));
     F32(c, "matmul C");
     SAME_DEV(a, b);
     SAME_DEV(a, c);

@@ -2,7 +2,8 @@
 # vk-shaders.sh MANIFEST OUT.c: compiles every shader variant the manifest
 # lists (lines "name file.comp [-DDEFINE ...]") with glslc -O and writes them as
 # SPIR-V word arrays in one C file, the table lib/vulkan/pipeline.c looks up.
-# Variants whose defines include -DSUBGROUP use Vulkan 1.1 subgroup operations.
+# Variants whose defines include -DSUBGROUP use Vulkan 1.1 subgroup operations,
+# those with -DA_F16 or -DB_F16 its 16-bit storage.
 set -eu
 manifest=$1
 out=$2
@@ -19,7 +20,7 @@ names=""
 grep -v '^[[:space:]]*\(#\|$\)' "$manifest" >"$tmp/list"
 while read -r name file defines; do
     env=vulkan1.0
-    case " $defines " in *" -DSUBGROUP"*) env=vulkan1.1 ;; esac
+    case " $defines " in *" -DSUBGROUP"* | *" -DA_F16"* | *" -DB_F16"*) env=vulkan1.1 ;; esac
     # shellcheck disable=SC2086
     glslc -O --target-env=$env -I"$dir" $defines "$dir/$file" -o "$tmp/$name.spv"
     {

@@ -9,9 +9,9 @@
 // POST_RECEIVED: one workgroup a key (b, j): the weight it receives from
 // queries i != j, summed over i and averaged over heads.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
 #include "reduce.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };

@@ -2,25 +2,9 @@
 // top-k ops: larger key first, ties to the lower index; a key is a float
 // mapped to an unsigned order (NaN lowest, -0 as +0), an index 64 bits
 // (hi, lo), padding (key 0, index all ones) after everything.
-// The includer defines S (a power of two) and the workgroup.
+// The includer defines S (a power of two), declares the workgroup first (see
+// common.glsl) and includes common.glsl (order_key) before this file.
 shared uint s_key[S], s_lo[S], s_hi[S];
-
-uint order_key(float v)
-{
-    if (v != v)
-        return 0u;
-    if (v == 0.0)
-        v = 0.0;
-    uint u = floatBitsToUint(v);
-    return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
-}
-
-float key_value(uint k) // the inverse, NaN for key 0
-{
-    if (k == 0u)
-        return uintBitsToFloat(0x7fc00000u);
-    return uintBitsToFloat((k & 0x80000000u) != 0u ? k ^ 0x80000000u : ~k);
-}
 
 bool ranks_before(uint a, uint b)
 {

@@ -2,6 +2,11 @@
 // each tensor's place in its buffer comes as a word offset in the push
 // constants. Groups may be spread over x and y (over 65535 of them): the flat
 // group id puts them back in a line.
+// An includer declares its workgroup size (layout(local_size_x_id = 0) in)
+// before including these files: glslang folds gl_WorkGroupSize in code it
+// compiles before that declaration to its default, 1, so a loop striding by
+// it or a tree halving it runs on one thread's share (rows.comp's plain
+// reductions summed one element a row that way).
 
 uint flat_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
@@ -26,4 +31,23 @@ float exp_neg(float a)
     int k = int(n);
     int k1 = k / 2;
     return ldexp(ldexp(p, k1), k - k1);
+}
+
+// The ranking of the top-k shaders as an unsigned order: a larger float a
+// larger key, NaN lowest (0), -0 as +0.
+uint order_key(float v)
+{
+    if (v != v)
+        return 0u;
+    if (v == 0.0)
+        v = 0.0;
+    uint u = floatBitsToUint(v);
+    return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
+}
+
+float key_value(uint k) // the inverse, NaN for key 0
+{
+    if (k == 0u)
+        return uintBitsToFloat(0x7fc00000u);
+    return uintBitsToFloat((k & 0x80000000u) != 0u ? k ^ 0x80000000u : ~k);
 }

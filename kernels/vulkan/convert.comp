@@ -6,8 +6,8 @@
 // encoder works on bits: round to nearest even, NaN kept quiet, integers
 // saturated with NaN -> 0, as lib/dtype.c does.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) buffer Y { uint y[]; };

@@ -4,8 +4,8 @@
 // broadcast over x's rows), SCALE (y = alpha x), GELU (exact erf form),
 // RELU, TANH, SIGMOID.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #if defined(ADD) || defined(ADD_ROW)

@@ -4,8 +4,8 @@
 // bytes come from; the last word keeps y's bytes past its end (they belong
 // to something else). Indices were checked on the host.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) readonly buffer I { uint idx[]; }; // i64: low, high words

@@ -6,7 +6,9 @@
 // NN, NT, TN, TT and rank-3 batches (a stride of 0 shares an operand).
 // Each C element is one f32 sum in order of k: the same bits on every run.
 // Variants: TS = 16 (256 threads, 64 x 64 tiles), TS = 8 (64 threads, 32 x 32)
-// for devices that allow fewer than 256 invocations per workgroup.
+// for devices that allow fewer than 256 invocations per workgroup; A_F16,
+// B_F16: that operand stored as f16 (16-bit storage), widened to f32 as it is
+// staged, exactly, so the sums are those of the f32 operands' values.
 #ifndef TS
 #define TS 16
 #endif
@@ -15,12 +17,23 @@
 #define BK 16
 layout(local_size_x = TS, local_size_y = TS) in;
 
+#if defined(A_F16) || defined(B_F16)
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef A_F16
+layout(std430, binding = 0) readonly buffer A { float16_t a[]; };
+#else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
+#endif
+#ifdef B_F16
+layout(std430, binding = 1) readonly buffer B { float16_t b[]; };
+#else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
+#endif
 layout(std430, binding = 2) buffer C { float c[]; };
 
 layout(push_constant) uniform PC {
-    uint a_off, b_off, c_off;
+    uint a_off, b_off, c_off;  // in elements of each buffer's type
     uint m, n, k;
     uint a_rs, a_cs, b_rs, b_cs; // op(A)[i,p] at i a_rs + p a_cs; op(B)[p,j] at p b_rs + j b_cs
     uint a_bs, b_bs, c_bs;       // batch strides (0: shared)
@@ -45,12 +58,12 @@ void main()
         for (uint e = t; e < BM * BK; e += TS * TS) {
             uint ii = e / BK, pp = e % BK;
             uint i = i0 + ii, p = p0 + pp;
-            As[pp][ii] = i < pc.m && p < pc.k ? a[ab + i * pc.a_rs + p * pc.a_cs] : 0.0;
+            As[pp][ii] = i < pc.m && p < pc.k ? float(a[ab + i * pc.a_rs + p * pc.a_cs]) : 0.0;
         }
         for (uint e = t; e < BN * BK; e += TS * TS) {
             uint jj = e % BN, pp = e / BN;
             uint j = j0 + jj, p = p0 + pp;
-            Bs[pp][jj] = j < pc.n && p < pc.k ? b[bb + p * pc.b_rs + j * pc.b_cs] : 0.0;
+            Bs[pp][jj] = j < pc.n && p < pc.k ? float(b[bb + p * pc.b_rs + j * pc.b_cs]) : 0.0;
         }
         barrier();
         uint pe = min(uint(BK), pc.k - p0);

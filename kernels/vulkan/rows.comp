@@ -6,9 +6,9 @@
 // for close values) and keeps the mean as that value plus a small part.
 // Variants: ROWNORM, NORMALIZE, SOFTMAX, LAYERNORM; each with SUBGROUP or not.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
 #include "reduce.glsl"
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer Y { float y[]; };

@@ -4,45 +4,20 @@
 // `kept` so far from the outputs, the next `take` values of the row, ranks
 // them all with a bitonic sort in shared memory and writes back the best
 // min(k, kept + take). vals come from x itself (bits as they are).
-// SIMTOPK: the same rounds over database rows scored against the query
-// (dot product, or minus the squared L2 distance), indices from idx_base.
 #extension GL_GOOGLE_include_directive : enable
+layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
 #define S 1024
 #include "bitonic.glsl"
-layout(local_size_x_id = 0) in;
 
-#ifdef SIMTOPK
-layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 3) readonly buffer D { float db[]; };
-#else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-#endif
 layout(std430, binding = 1) buffer V { float vals[]; };
 layout(std430, binding = 2) buffer I { uint idx[]; }; // i64 as (low, high)
 
 layout(push_constant) uniform PC {
-    uint x_off, v_off, i_off, rows, m, k; // SIMTOPK: x = q [rows, m = d]
-    uint pos, take, kept;                 // this round: row items [pos, pos + take)
-    uint db_off, base_lo, base_hi, metric;
+    uint x_off, v_off, i_off, rows, m, k;
+    uint pos, take, kept; // this round: row items [pos, pos + take)
 } pc;
-
-#ifdef SIMTOPK
-float score(uint r, uint j) // fixed order over d: the same bits whatever the blocks
-{
-    uint qr = pc.x_off + r * pc.m, dr = pc.db_off + j * pc.m;
-    float s = 0.0;
-    if (pc.metric == 0u)
-        for (uint p = 0; p < pc.m; p++)
-            s += q[qr + p] * db[dr + p];
-    else
-        for (uint p = 0; p < pc.m; p++) {
-            float e = q[qr + p] - db[dr + p];
-            s += e * e;
-        }
-    return pc.metric == 0u ? s : -s;
-}
-#endif
 
 void main()
 {
@@ -66,15 +41,9 @@ void main()
             }
         } else if (s < pc.kept + pc.take) {
             uint j = pc.pos + (s - pc.kept);
-#ifdef SIMTOPK
-            key = order_key(score(r, j));
-            lo = pc.base_lo + j;
-            hi = pc.base_hi + (lo < j ? 1u : 0u);
-#else
             key = order_key(x[pc.x_off + r * pc.m + j]);
             lo = j;
             hi = 0u;
-#endif
         }
         s_key[s] = key;
         s_lo[s] = lo;
@@ -84,11 +53,7 @@ void main()
     uint n = min(pc.k, pc.kept + pc.take);
     for (uint j = t; j < n; j += W) {
         bool empty = s_hi[j] == 0xffffffffu;
-#ifdef SIMTOPK
-        vals[pc.v_off + out0 + j] = empty ? -1.0 / 0.0 : key_value(s_key[j]);
-#else
         vals[pc.v_off + out0 + j] = x[pc.x_off + r * pc.m + s_lo[j]];
-#endif
         idx[pc.i_off + 2 * (out0 + j)] = empty ? 0xffffffffu : s_lo[j];
         idx[pc.i_off + 2 * (out0 + j) + 1] = s_hi[j];
     }

@@ -58,6 +58,22 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* An f16 operand as f32 (exact: every f16 value is one), in a buffer the
+ * caller frees; f32 operands are used in place. */
+static tq_status operand(const tq_tensor *t, const float **p, float **owned)
+{
+    *owned = NULL;
+    if (t->dtype == TQ_DTYPE_F32) {
+        *p = tq_cpu_ptr(t);
+        return TQ_OK;
+    }
+    size_t n = (size_t)tq_tensor_numel(t);
+    if (!(*owned = malloc(n ? n * 4 : 4)))
+        return tq_fail(TQ_ERR_NOMEM, "matmul: out of memory to widen an f16 operand");
+    *p = *owned;
+    return tq_convert(TQ_DTYPE_F32, *owned, TQ_DTYPE_F16, tq_cpu_ptr(t), n, 0);
+}
+
 /* k == 0 or alpha == 0: C = beta C, A and B unread (as BLAS does). */
 static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
 {
@@ -81,8 +97,6 @@ tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_ten
     p.n = p.tb ? bd[0] : bd[1];
     p.lda = ad[1];
     p.ldb = bd[1];
-    p.a = tq_cpu_ptr(a);
-    p.b = tq_cpu_ptr(b);
     p.c = tq_cpu_ptr(c);
     p.a_stride = a->rank == 3 ? ad[0] * ad[1] : 0;
     p.b_stride = b->rank == 3 ? bd[0] * bd[1] : 0;
@@ -94,6 +108,15 @@ tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_ten
         tq_parallel_for(batch * p.m, 1 + 65536 / p.n, mm_scale_c, &p);
         return TQ_OK;
     }
+    float *wa, *wb = NULL;
+    tq_status st = operand(a, &p.a, &wa);
+    if (!st)
+        st = operand(b, &p.b, &wb);
+    if (st) {
+        free(wa);
+        free(wb);
+        return st;
+    }
     const char *engine;
     p.sgemm = tq_cpu_sgemm_current(&engine);
     plan(&p);
@@ -104,5 +127,7 @@ tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_ten
      * most 64 chunks, so at most 64 threads call it at once. */
     int64_t min_chunk = engine[0] == 'O' ? (jobs + 63) / 64 : 1;
     tq_parallel_for(jobs, min_chunk, mm_blocks, &p);
+    free(wa);
+    free(wb);
     return TQ_OK;
 }

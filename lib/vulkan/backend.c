@@ -58,6 +58,15 @@ static tq_status vk_open(int index, void **out)
     }
     c->pd = pds[want];
     tq_vk_caps_probe(&c->vi, c->pd, &c->caps);
+    if (tq_device_plain_forced()) {
+        /* the least a device may have: every choice of variant that reads
+         * these takes its plain branch (the tests run the suite so) */
+        c->caps.subgroup_size = 0;
+        c->caps.subgroup_arith = 0;
+        c->caps.fp16_storage = 0;
+        c->caps.fp16_arith = 0;
+        c->caps.max_invocations = 128;
+    }
     if ((st = find_queue(c))) {
         vk_close(c);
         return st;
@@ -69,8 +78,15 @@ static tq_status vk_open(int index, void **out)
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    /* 16-bit storage for the f16 operands of matmul (Vulkan 1.1 core; caps
+     * has it only on such devices) */
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = VK_TRUE,
+    };
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = c->caps.fp16_storage ? &s16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
     };

@@ -275,3 +275,52 @@ void tq_vk_stage_free(tq_vk_ctx *c, tq_vk_frame *f)
     c->fn.vkFreeMemory(c->dev, f->stage_mem, NULL);
     f->stage = VK_NULL_HANDLE;
 }
+
+tq_status tq_vk_download_rows(tq_vk_ctx *c, const void *buf, size_t off, size_t row_bytes,
+                              const int64_t *rows, size_t n, void *dst)
+{
+    const tq_vk_buf *b = buf;
+    unsigned char *out = dst;
+    if (b->shadow_valid || row_bytes > STAGE_MAX / 2) { /* no staging to save */
+        for (size_t i = 0; i < n; i++) {
+            tq_status st = tq_vk_download(c, buf, off + (size_t)rows[i] * row_bytes,
+                                          out + i * row_bytes, row_bytes);
+            if (st)
+                return st;
+        }
+        return TQ_OK;
+    }
+    VkBufferCopy *reg = malloc((n ? n : 1) * sizeof *reg);
+    if (!reg)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    tq_status st = TQ_OK;
+    for (size_t i = 0; i < n && !st;) {
+        /* as many rows as one staging load holds, in runs of neighbours */
+        size_t fit = STAGE_MAX / row_bytes, take = n - i < fit ? n - i : fit, nreg = 0, soff;
+        tq_vk_frame *f;
+        if ((st = tq_vk_stage(c, take * row_bytes, &f, &soff)))
+            break;
+        for (size_t r = 0; r < take; r++) {
+            size_t src = off + (size_t)rows[i + r] * row_bytes, at = soff + r * row_bytes;
+            if (nreg && reg[nreg - 1].srcOffset + reg[nreg - 1].size == src)
+                reg[nreg - 1].size += row_bytes;
+            else
+                reg[nreg++] = (VkBufferCopy){src, at, row_bytes};
+        }
+        tq_vk_barrier(c, f->cmd);
+        c->fn.vkCmdCopyBuffer(f->cmd, b->buf, f->stage, (uint32_t)nreg, reg);
+        VkMemoryBarrier to_host = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+        };
+        c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                   VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+        if ((st = tq_vk_sync(c)))
+            break;
+        memcpy(out + i * row_bytes, f->stage_ptr + soff, take * row_bytes);
+        i += take;
+    }
+    free(reg);
+    return st;
+}

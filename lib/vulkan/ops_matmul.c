@@ -1,5 +1,7 @@
 /* ops_matmul.c: the matrix product on Vulkan (kernels/vulkan/matmul.comp):
- * transposes and batches become strides, one dispatch a product. */
+ * transposes and batches become strides, one dispatch a product. f16
+ * operands are read as such where the device has 16-bit storage, and widened
+ * to f32 by the convert shader first where it has not. */
 #include "vk.h"
 
 typedef struct mm_pc {
@@ -7,10 +9,45 @@ typedef struct mm_pc {
     float alpha, beta;
 } mm_pc;
 
+/* A device tensor of t's shape in f32 with t's values (t f16). */
+static tq_status widen(tq_vk_ctx *vc, const tq_tensor *t, tq_tensor **w)
+{
+    tq_status st = tq_tensor_new(t->dev, TQ_DTYPE_F32, t->rank, t->dims, w);
+    if (!st && (st = tq_vk_convert(vc, t, *w))) {
+        tq_tensor_free(*w);
+        *w = NULL;
+    }
+    return st;
+}
+
+/* The offset of a tensor in elements of its dtype (f32 or f16). */
+static uint32_t elem(const tq_tensor *t) { return (uint32_t)(t->offset / tq_dtype_size(t->dtype)); }
+
+static tq_status product(tq_vk_ctx *vc, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
+                         float alpha, float beta, tq_tensor *c);
+
 tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
                        float alpha, float beta, tq_tensor *c)
 {
     tq_vk_ctx *vc = ctx;
+    int fa = a->dtype == TQ_DTYPE_F16, fb = b->dtype == TQ_DTYPE_F16;
+    if ((!fa && !fb) || vc->caps.fp16_storage)
+        return product(vc, a, ta, b, tb, alpha, beta, c);
+    /* freed once recorded: the pool reuses them only after this product */
+    tq_tensor *wa = NULL, *wb = NULL;
+    tq_status st = fa ? widen(vc, a, &wa) : TQ_OK;
+    if (!st && fb)
+        st = widen(vc, b, &wb);
+    if (!st)
+        st = product(vc, wa ? wa : a, ta, wb ? wb : b, tb, alpha, beta, c);
+    tq_tensor_free(wa);
+    tq_tensor_free(wb);
+    return st;
+}
+
+static tq_status product(tq_vk_ctx *vc, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
+                         float alpha, float beta, tq_tensor *c)
+{
     int64_t batch = c->rank == 3 ? c->dims[0] : 1;
     const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2;
     int64_t m = ta ? ad[1] : ad[0], k = ta ? ad[0] : ad[1], n = tb ? bd[0] : bd[1];
@@ -19,7 +56,7 @@ tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b
         return tq_fail(TQ_ERR_RUNTIME, "vulkan: matmul operands over 2^32 elements or %u batches",
                        vc->caps.max_groups[2]);
     mm_pc pc = {
-        tq_vk_word(a), tq_vk_word(b), tq_vk_word(c), (uint32_t)m, (uint32_t)n, (uint32_t)k,
+        elem(a), elem(b), tq_vk_word(c), (uint32_t)m, (uint32_t)n, (uint32_t)k,
         /* A stored [m, k] (or [k, m] when transposed), B [k, n] (or [n, k]) */
         ta ? 1 : (uint32_t)k, ta ? (uint32_t)m : 1, tb ? 1 : (uint32_t)n, tb ? (uint32_t)k : 1,
         a->rank == 3 ? (uint32_t)(m * k) : 0, b->rank == 3 ? (uint32_t)(k * n) : 0,
@@ -27,8 +64,12 @@ tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b
     };
     int small = vc->caps.max_invocations < 256;
     uint32_t tile = small ? 32 : 64;
+    int fa = a->dtype == TQ_DTYPE_F16, fb = b->dtype == TQ_DTYPE_F16;
+    char name[32];
+    snprintf(name, sizeof name, "matmul%s%s", small ? "_8" : "",
+             fa && fb ? "_ab16" : fa ? "_a16" : fb ? "_b16" : "");
     tq_vk_arg args[3] = {{a->buf, 0}, {b->buf, 0}, {c->buf, 1}};
-    return tq_vk_dispatch(vc, small ? "matmul_8" : "matmul", args, 3, &pc, sizeof pc,
+    return tq_vk_dispatch(vc, name, args, 3, &pc, sizeof pc,
                           (uint32_t)((n + tile - 1) / tile), (uint32_t)((m + tile - 1) / tile),
                           (uint32_t)batch);
 }

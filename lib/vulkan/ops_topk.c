@@ -1,17 +1,14 @@
-/* ops_topk.c: top-k and the fused similarity top-k on Vulkan
- * (kernels/vulkan/topk.comp): rounds of a shared-memory sort over each row,
- * one dispatch a round, the running best k kept in the outputs between
- * rounds. k up to half the sort (512) on the device; larger k through the
- * host. */
+/* ops_topk.c: top-k on Vulkan (kernels/vulkan/topk.comp): rounds of a
+ * shared-memory sort over each row, one dispatch a round, the running best k
+ * kept in the outputs between rounds. k up to half the sort (512) on the
+ * device; larger k through the host. */
 #include "vk.h"
 
 /* S in topk.comp: 12 KiB of shared memory, under the 16 KiB every device has */
 enum { SORT_SLOTS = 1024 };
-/* 0 until the simtopk shader meets the op's contract (see tq_vk_simtopk) */
-#define SIMTOPK_ON_DEVICE 0
 
 typedef struct tk_pc {
-    uint32_t x_off, v_off, i_off, rows, m, k, pos, take, kept, db_off, base_lo, base_hi, metric;
+    uint32_t x_off, v_off, i_off, rows, m, k, pos, take, kept;
 } tk_pc;
 
 /* Rounds over n items per row: the first takes S of them, each later one
@@ -46,34 +43,7 @@ tq_status tq_vk_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals, 
     if (!k || !rows)
         return TQ_OK;
     tk_pc pc = {tq_vk_word(x), tq_vk_word(vals), tq_vk_word(idx), (uint32_t)rows, (uint32_t)m,
-                (uint32_t)k, 0, 0, 0, 0, 0, 0, 0};
+                (uint32_t)k, 0, 0, 0};
     tq_vk_arg args[3] = {{x->buf, 0}, {vals->buf, 1}, {idx->buf, 1}};
     return rounds(c, "topk", args, 3, &pc, rows, m, 0);
-}
-
-tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
-                        int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
-{
-    tq_vk_ctx *c = ctx;
-    int64_t nq = q->dims[0], d = q->dims[1], ndb = db->dims[0], k = vals->dims[1];
-    /* The op's contract is scores summed in double and rounded once, -0
-     * kept; the shader sums in f32 and sorts every round in full (slow on
-     * lavapipe), so until it has an f64 variant, a threshold pre-filter and
-     * keeps -0, simtopk runs through the host. */
-    if (!SIMTOPK_ON_DEVICE)
-        return tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
-    if (k > SORT_SLOTS / 2)
-        return tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
-    if (tq_tensor_numel(q) > UINT32_MAX || tq_tensor_numel(db) > UINT32_MAX ||
-        idx->nbytes / 4 > UINT32_MAX)
-        return tq_fail(TQ_ERR_RUNTIME, "vulkan: simtopk operands over 2^32 elements");
-    if (!k || !nq || !ndb)
-        return TQ_OK;
-    uint64_t base = (uint64_t)idx_base;
-    tk_pc pc = {tq_vk_word(q), tq_vk_word(vals), tq_vk_word(idx), (uint32_t)nq, (uint32_t)d,
-                (uint32_t)k, 0, 0, 0, tq_vk_word(db), (uint32_t)base, (uint32_t)(base >> 32),
-                metric == TQ_METRIC_L2};
-    tq_vk_arg args[4] = {{q->buf, 0}, {vals->buf, 1}, {idx->buf, 1}, {db->buf, 0}};
-    /* the running lists hold k entries (empty ones -1) from the first block */
-    return rounds(c, "simtopk", args, 4, &pc, nq, ndb, (uint32_t)k);
 }

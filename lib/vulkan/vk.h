@@ -188,6 +188,12 @@ void tq_vk_free(void *ctx, void *buf);
 void tq_vk_pool_release(tq_vk_ctx *c);
 tq_status tq_vk_upload(void *ctx, void *buf, size_t off, const void *src, size_t n);
 tq_status tq_vk_download(void *ctx, const void *buf, size_t off, void *dst, size_t n);
+/* Downloads rows rows[0..n) (ascending, no repeats) of row_bytes each from
+ * the buffer at byte off, packed into dst: one copy command per run of
+ * neighbours and one wait per staging load, for the scattered rows that
+ * simtopk rescores. */
+tq_status tq_vk_download_rows(tq_vk_ctx *c, const void *buf, size_t off, size_t row_bytes,
+                              const int64_t *rows, size_t n, void *dst);
 tq_status tq_vk_find_memory(tq_vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags want,
                             VkMemoryPropertyFlags avoid, uint32_t *type);
 

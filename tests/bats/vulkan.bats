@@ -165,3 +165,89 @@ for fa, fb in zip(a, b):
 print('ok')"
     assert_output "ok"
 }
+
+# tq-simmat's inputs: a database of 600 rows of 24 values in batches of 100
+# with i64 keys, whose rows 200.. repeat its first 8 (each 51 times: more
+# than the candidates a device keeps for small k, so those queries take the
+# host's way), and 50 queries: every 13th database row (a row against itself:
+# L2 +0) and 3 random ones, in two batches.
+simmat_inputs() {
+    py -c "
+import numpy as np, tqstream as t
+rng = np.random.default_rng(5)
+x = rng.standard_normal((600, 24)).astype(np.float32)
+x[200:] = np.tile(x[:8], (50, 1))
+q = np.concatenate([x[::13], rng.standard_normal((3, 24)).astype(np.float32)])
+db = b''.join(t.array_frame('key', np.arange(b, b + 100, dtype=np.int64)) +
+              t.array_frame('emb', x[b:b + 100]) for b in range(0, 600, 100))
+open('db.tq', 'wb').write(db)
+open('q.tq', 'wb').write(t.array_frame('emb', q[:30]) + t.array_frame('emb', q[30:]))"
+}
+
+# tq-simmat.1 (DETERMINISM): top-k, threshold and dedup score every pair that
+# decides something exactly on the host, whatever the device ranked with, so
+# --device vulkan writes the same bytes as --device cpu.
+@test "tq-simmat --device vulkan: top-k, threshold and dedup are the CPU's bytes" {
+    needs_vulkan
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    simmat_inputs
+    for m in cosine dot l2; do
+        for k in 5 40; do
+            for dev in cpu vulkan; do
+                tq-simmat --device "$dev" --db db.tq --metric "$m" -k "$k" < q.tq > "$dev.tq"
+            done
+            cmp cpu.tq vulkan.tq || fail "-k $k --metric $m differs"
+        done
+    done
+    for a in "cosine 0.5" "l2 -30"; do
+        set -- $a
+        for dev in cpu vulkan; do
+            tq-simmat --device "$dev" --db db.tq --metric "$1" --threshold "$2" < q.tq > "$dev.tq"
+        done
+        cmp cpu.tq vulkan.tq || fail "--threshold $2 --metric $1 differs"
+    done
+    for dev in cpu vulkan; do
+        tq-simmat --device "$dev" --dedup 0.95 < db.tq > "$dev.tq"
+        tq-simmat --device "$dev" --db q.tq --metric l2 --dedup -1 < db.tq > "$dev-db.tq"
+    done
+    cmp cpu.tq vulkan.tq || fail "--dedup differs"
+    cmp cpu-db.tq vulkan-db.tq || fail "--dedup --db differs"
+    # the dedup kept the 200 distinct rows
+    [ "$(tq-cat --name emb -t tsv < vulkan.tq | tail -n +2 | wc -l)" -eq 200 ]
+}
+
+# The full matrix is each device's f32 matrix product (tq-simmat.1: within
+# d 2^-24 |q||x| of the exact score; for L2, 2 q.x less the squared norms:
+# d 2^-24 (|q| + |x|)^2): the two devices lie within twice that of each other,
+# and a wrong operand, row or metric misses it by far.
+@test "tq-simmat --device vulkan: the full matrix within the f32 product's bound of the CPU's" {
+    needs_vulkan
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    simmat_inputs
+    for m in cosine dot l2; do
+        for dev in cpu vulkan; do
+            tq-simmat --device "$dev" --db db.tq --metric "$m" < q.tq > "$dev.tq"
+        done
+        run py -c "
+import numpy as np, tqstream as t
+def emb(p):
+    return np.concatenate([t.to_numpy(f) for f in t.read(open(p, 'rb').read()) if f['name'] == 'emb'])
+def sim(p):
+    return np.concatenate([t.to_numpy(f) for f in t.read(open(p, 'rb').read()) if f['name'] == 'sim'])
+q, x = emb('q.tq').astype(np.float64), emb('db.tq').astype(np.float64)
+if '$m' == 'cosine':
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+nq, nx = np.linalg.norm(q, axis=1)[:, None], np.linalg.norm(x, axis=1)[None, :]
+size = (nq + nx) ** 2 if '$m' == 'l2' else nq * nx
+bound = 2 * q.shape[1] * 2.0 ** -24 * size
+a, b = sim('cpu.tq'), sim('vulkan.tq')
+assert a.shape == b.shape == (50, 600), (a.shape, b.shape)
+err = np.abs(a.astype(np.float64) - b)
+assert (err <= bound).all(), ('$m', float((err / bound).max()))
+print('ok')"
+        assert_output "ok"
+    done
+}

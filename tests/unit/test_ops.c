@@ -7,6 +7,7 @@
  * are bit-identical with 1 and 2 threads (attention included). */
 #include "../../lib/cpu/cpu.h"
 #include "../../lib/cpu/gemm.h"
+#include "../../lib/internal.h"
 #include "../../lib/simscore.h"
 #include "check.h"
 #include "tq.h"
@@ -198,10 +199,21 @@ static void ref_matmul(int ta, int tb, int64_t m, int64_t n, int64_t k, double a
         }
 }
 
+/* The values of x as f16 storage (h) and back in f32 (exact), so that the
+ * reference sees what the op sees. */
+static void to_f16(float *x, uint16_t *h, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = tq_f32_to_f16(x[i]);
+        x[i] = tq_f16_to_f32(h[i]);
+    }
+}
+
 /* One product, batch items of A and/or B (a_batch/b_batch 0: rank 2, shared),
- * against the reference; beta == 0 starts C as NaN. */
-static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_batched,
-                       int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta)
+ * A and B f32 or f16, against the reference; beta == 0 starts C as NaN. */
+static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int b_batched,
+                          int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta,
+                          tq_dtype adt, tq_dtype bdt)
 {
     if (!batch) /* batch 0: plain rank-2 product */
         a_batched = b_batched = 0;
@@ -216,6 +228,11 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     double *ref = malloc((size_t)(cn + 1) * 8);
     fill(a, an, -1, 1);
     fill(b, bn, -1, 1);
+    uint16_t *ah = malloc((size_t)(an + 1) * 2), *bh = malloc((size_t)(bn + 1) * 2);
+    to_f16(a, ah, adt == TQ_DTYPE_F16 ? an : 0);
+    to_f16(b, bh, bdt == TQ_DTYPE_F16 ? bn : 0);
+    const void *ad16 = adt == TQ_DTYPE_F16 ? (const void *)ah : a,
+               *bd16 = bdt == TQ_DTYPE_F16 ? (const void *)bh : b;
     if (beta == 0)
         for (int64_t i = 0; i < cn; i++)
             c[i] = NAN;
@@ -224,19 +241,21 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     for (int64_t it = 0; it < items; it++)
         ref_matmul(ta, tb, m, n, k, alpha, a + (a_batched ? it * m * k : 0),
                    b + (b_batched ? it * k * n : 0), beta, c + it * m * n, ref + it * m * n);
-    gt *ga = gt_new(TQ_DTYPE_F32, ar, a_batched ? ad : ad + 1, a);
-    gt *gb = gt_new(TQ_DTYPE_F32, br, b_batched ? bd : bd + 1, b);
+    gt *ga = gt_new(adt, ar, a_batched ? ad : ad + 1, ad16);
+    gt *gb = gt_new(bdt, br, b_batched ? bd : bd + 1, bd16);
     gt *gc = gt_new(TQ_DTYPE_F32, cr, batch ? cd : cd + 1, c);
     tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, beta, gc->t);
-    char what[160];
-    snprintf(what, sizeof what, "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g",
+    char what[192];
+    snprintf(what, sizeof what,
+             "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
              engine, (long long)batch, batch && !a_batched ? " A shared" : "",
              batch && !b_batched ? " B shared" : "",
-             (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta);
+             (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta,
+             tq_dtype_name(adt), tq_dtype_name(bdt));
     CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
     gt_get(gc, out, what);
-    gt_unchanged(ga, a, what);
-    gt_unchanged(gb, b, what);
+    gt_unchanged(ga, ad16, what);
+    gt_unchanged(gb, bd16, what);
     CHECK_NMSE(out, ref, cn, TOL_MM, what);
     gt_free(ga);
     gt_free(gb);
@@ -246,6 +265,35 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
     free(c);
     free(out);
     free(ref);
+    free(ah);
+    free(bh);
+}
+
+static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_batched,
+                       int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta)
+{
+    one_matmul_dt(engine, batch, a_batched, b_batched, m, n, k, ta, tb, alpha, beta,
+                  TQ_DTYPE_F32, TQ_DTYPE_F32);
+}
+
+/* f16 operands (storage: widened to f32 exactly): each of A, B and both, in
+ * every transpose, batched and shared, at odd shapes; the reference takes the
+ * f16 values, so TOL_MM holds as for f32. */
+static void test_matmul_f16(const char *engine)
+{
+    static const tq_dtype dts[3][2] = {{TQ_DTYPE_F16, TQ_DTYPE_F32},
+                                       {TQ_DTYPE_F32, TQ_DTYPE_F16},
+                                       {TQ_DTYPE_F16, TQ_DTYPE_F16}};
+    for (int d = 0; d < 3; d++)
+        for (int t = 0; t < 4; t++) {
+            tq_dtype x = dts[d][0], y = dts[d][1];
+            int ta = t & 1, tb = t >> 1;
+            one_matmul_dt(engine, 0, 1, 1, 67, 45, 33, ta, tb, 1.0f, 0.0f, x, y);
+            one_matmul_dt(engine, 0, 1, 1, 7, 130, 257, ta, tb, -0.5f, 1.5f, x, y);
+            one_matmul_dt(engine, 3, 0, 1, 17, 9, 40, ta, tb, 2.0f, 0.0f, x, y);
+            one_matmul_dt(engine, 2, 1, 0, 5, 70, 33, ta, tb, 1.0f, -1.0f, x, y);
+        }
+    one_matmul_dt(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f, TQ_DTYPE_F16, TQ_DTYPE_F16);
 }
 
 static void test_matmul(const char *engine)
@@ -269,6 +317,7 @@ static void test_matmul(const char *engine)
     one_matmul(engine, 1, 1, 1, 3, 4, 5, 0, 0, 1.0f, 0.0f);  /* a batch of one */
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f);  /* k = 0: C = 0 */
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 1, 1, 1.0f, -2.0f); /* k = 0: C = beta C */
+    test_matmul_f16(engine);
 }
 
 /* --------------------------------------------------- row ops: references */
@@ -831,6 +880,33 @@ static void sim_data(float *p, int64_t n, int kind)
                          : randf(-1, 1);
 }
 
+/* The kinds of simtopk data beyond sim_data's: 2 a NaN row, an infinite
+ * element (a row whose norm bounds nothing) and a NaN query element; 3
+ * duplicates: the database repeats 40 rows and the queries are database rows
+ * (equal exact scores across the k-th place, L2 +0 for a row with itself);
+ * 5 the same with 8 rows, each repeated more often than the candidates a
+ * device keeps; 4 a few rows of huge norm (f32 scores of them overflow). */
+static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, int kind)
+{
+    if (kind == 2 && ndb > 3) {
+        x[(ndb / 2) * d] = NAN;
+        x[(ndb / 3) * d + d - 1] = INFINITY;
+        if (nq > 1)
+            q[d] = NAN;
+    }
+    if (kind == 3 || kind == 5) {
+        int64_t rows = kind == 3 ? 40 : 8;
+        for (int64_t j = rows; j < ndb; j++)
+            memcpy(x + j * d, x + (j % rows) * d, (size_t)d * 4);
+        for (int64_t i = 0; i < nq; i++)
+            memcpy(q + i * d, x + ((i * 7) % ndb) * d, (size_t)d * 4);
+    }
+    if (kind == 4)
+        for (int64_t j = 5; j < ndb; j += ndb / 3 + 1)
+            for (int64_t p = 0; p < d; p++)
+                x[j * d + p] *= 1e30f;
+}
+
 static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metric, int kind,
                          const int64_t *cuts, int ncuts)
 {
@@ -839,11 +915,7 @@ static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metr
     int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
     sim_data(q, nq * d, kind);
     sim_data(x, ndb * d, kind);
-    if (kind == 2 && ndb > 3) { /* a NaN row and a NaN query element */
-        x[(ndb / 2) * d] = NAN;
-        if (nq > 1)
-            q[d] = NAN;
-    }
+    sim_kinds(q, x, nq, ndb, d, kind);
     int64_t whole[1] = {ndb};
     if (!cuts)
         cuts = whole, ncuts = 1;
@@ -868,25 +940,45 @@ static void simtopk_case(int64_t nq, int64_t ndb, int64_t d, int64_t k, int metr
     free(q), free(x), free(v), free(rv), free(ix), free(ri);
 }
 
+/* Devices other than the CPU filter too: f32 scores pick a few more
+ * candidates than k (k + max(k, 32) on Vulkan, at most 512) and exact scores
+ * decide; a query whose candidates prove nothing gets the rows above a proven
+ * threshold scored, or, failing that, is redone on the host. The cases cover
+ * blocks below, at and above that count, k at and past its cap, and the data
+ * that defeat the proof (ties, duplicates, NaN, inf, huge rows). */
 static void test_simtopk(void)
 {
     for (int metric = 0; metric < 2; metric++) {
         simtopk_case(1, 1, 1, 1, metric, 0, NULL, 0);
         simtopk_case(37, 3000, 67, 10, metric, 0, NULL, 0);
         simtopk_case(20, 2500, 8, 20, metric, 1, NULL, 0);   /* ties */
-        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN */
+        simtopk_case(9, 700, 33, 5, metric, 2, NULL, 0);     /* NaN, inf */
+        simtopk_case(30, 900, 12, 6, metric, 3, NULL, 0);    /* duplicates */
+        simtopk_case(30, 900, 12, 6, metric, 5, NULL, 0);
+        /* 2500 copies a row: more rows tie at the k-th place than a device
+         * lists above a threshold (2048 on Vulkan) */
+        simtopk_case(4, 20000, 8, 3, metric, 5, NULL, 0);
+        simtopk_case(10, 1000, 9, 4, metric, 4, NULL, 0);    /* huge rows */
         /* blocks through idx_base, one of them empty and one of one row */
         static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
         simtopk_case(37, 3000, 67, 10, metric, 0, cuts, 5);
         simtopk_case(20, 3000, 8, 16, metric, 1, cuts, 5);
+        simtopk_case(30, 3000, 12, 6, metric, 3, cuts, 5);
+        /* blocks of 42 rows (the candidates of k = 10 on Vulkan), one more
+         * and one fewer */
+        static const int64_t near[] = {42, 43, 41, 200};
+        simtopk_case(13, 326, 20, 10, metric, 0, near, 4);
         /* k beyond a block, and beyond the whole database (empty slots) */
         static const int64_t small[] = {7, 3, 12};
         simtopk_case(11, 22, 16, 15, metric, 0, small, 3);
         simtopk_case(11, 22, 16, 30, metric, 1, small, 3);
         simtopk_case(5, 40, 300, 0, metric, 0, NULL, 0);
+        /* k whose candidates reach the cap of 512, and k past it */
+        simtopk_case(4, 2000, 16, 300, metric, 0, NULL, 0);
+        simtopk_case(3, 1500, 8, 600, metric, 0, NULL, 0);
+        /* a shape with several query blocks and database slices (tiles) */
+        simtopk_case(600, 20000, 24, 7, metric, 0, NULL, 0);
     }
-    /* a shape with several query blocks and database slices */
-    simtopk_case(600, 20000, 24, 7, 0, 0, NULL, 0);
 }
 
 /* The same bits with 1 and 2 threads, with blocks or one call, and (on the
@@ -1689,6 +1781,33 @@ static void test_cpu_engines(void)
     tq_cpu_blas_force_builtin(0);
 }
 
+/* ------------------------------------------------------------ plain variants */
+
+/* A GPU backend picks shader variants by what the device can do (subgroup
+ * operations, 16-bit types, workgroup size); the test machines can do it all,
+ * so the plain variants would go untested. Here the ops that have variants
+ * run again on the same device with only the plain ones. */
+static void test_plain_variants(const char *spec, uint64_t seed)
+{
+    tq_device_force_plain(1);
+    if (tq_device_open(spec, &dev) != TQ_OK) {
+        tq_device_force_plain(0);
+        CHECK(0, "%s: cannot open again with plain variants: %s", spec, tq_errmsg());
+        return;
+    }
+    dev_name = tq_device_name(dev);
+    printf("ok device %s\n", tq_device_describe(dev));
+    rng = seed;
+    test_matmul("plain variants");
+    test_rows();
+    test_elementwise();
+    test_topk();
+    test_simtopk(); /* its proof of candidates leans on rownorm's bound */
+    test_attention();
+    tq_device_close(dev);
+    tq_device_force_plain(0);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -1718,6 +1837,8 @@ int main(void)
         test_simtopk_same_bits();
         test_attention();
         tq_device_close(dev);
+        if (s > 0)
+            test_plain_variants(specs[s], 0x9e3779b97f4a7c15u + s);
     }
     CHECK(ran > 0, "no device opened (the CPU always should)");
     return CHECK_DONE();

@@ -1,0 +1,177 @@
+/* simtopk_exact.c: the host's half of the Vulkan simtopk: the candidates'
+ * exact scores (tq_simscore, as the CPU op scores) merged into the caller's
+ * lists, and the proof that decides whether the rows left out could still
+ * enter, or else the threshold of device score they would need. */
+#include "simtopk.h"
+
+#include "../simscore.h"
+
+#include <float.h>
+#include <math.h>
+
+/* How far the device's value for a pair may lie from its exact score, for a
+ * query of norm at most nq and a row of norm at most nx (both bounds).
+ * Dot: the value is an f32 dot product summed in some order, FMA or not;
+ * tq_simscore_margin bounds that error and the score's own rounding, with a
+ * factor 2 to spare. L2: the value is 2 q.x - fl(nx_j^2), nx_j the f32 norm
+ * of the row (relative error under gamma_d / 2 + 2u, so fl(nx_j^2) within
+ * (gamma_d + 6u) ||x||^2), and the host subtracts ||q||^2 in double: in all
+ * within (gamma_d + 8u)(nq + nx)^2, half of tq_simscore_margin's bound.
+ * Vulkan lets a device flush subnormals to zero: a flushed input moves a
+ * product sum by at most 2^-126 times the other side's 1-norm (<= sqrt(d)
+ * times its norm), a flushed result or partial sum by 2^-126; the last term
+ * covers all of them 8 times over. */
+static double device_margin(int metric, int64_t d, double nq, double nx)
+{
+    double m = tq_simscore_margin(metric, d, nq, nx);
+    return m + 0x1p-122 * (sqrt((double)d) * (nq + nx) * 2 + (double)d + 2);
+}
+
+/* 1 if (av, ai) ranks before (bv, bi), as the CPU op ranks: larger first,
+ * NaN below every number, ties to the lower index, an empty slot (idx < 0)
+ * below all. */
+static inline int better(float av, int64_t ai, float bv, int64_t bi)
+{
+    if ((ai < 0) != (bi < 0))
+        return bi < 0;
+    int an = av != av, bn = bv != bv;
+    if (an != bn)
+        return bn;
+    if (!an && av != bv)
+        return av > bv;
+    return ai < bi;
+}
+
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+    const tq_vk_cand *a = pa, *b = pb;
+    return better(a->v, a->i, b->v, b->i) ? -1 : better(b->v, b->i, a->v, a->i) ? 1 : 0;
+}
+
+static const float *row_of(const tq_vk_sim *s, int64_t j)
+{
+    if (!s->rows)
+        return s->x + j * s->d;
+    int64_t lo = 0, hi = s->nrows - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s->rows[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return s->x + lo * s->d;
+}
+
+/* Query qi's list from the caller's and the exact scores of the rows ci
+ * (n0 indices, base + row) and of the rows without a bound: into mv, mi. */
+static void merge_rows(const tq_vk_sim *s, int64_t qi, const int64_t *ci, int64_t n0,
+                       tq_vk_cand *cs, float *mv, int64_t *mi)
+{
+    const float *q = s->q + qi * s->d;
+    int64_t n = 0;
+    for (int64_t r = 0; r < n0; r++)
+        cs[n++] = (tq_vk_cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
+    for (int64_t b = 0; b < s->nbad; b++) {
+        int64_t gi = s->base + s->bad[b], seen = 0;
+        for (int64_t r = 0; r < n0 && !seen; r++)
+            seen = ci[r] == gi;
+        if (!seen)
+            cs[n++] = (tq_vk_cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
+    }
+    qsort(cs, (size_t)n, sizeof *cs, cand_cmp);
+    const float *lv = s->vals + qi * s->k;
+    const int64_t *li = s->idx + qi * s->k;
+    for (int64_t o = 0, a = 0, c = 0; o < s->k; o++) {
+        float bv = a < s->k ? lv[a] : NAN;
+        int64_t bi = a < s->k ? li[a] : -1;
+        if (c < n && better(cs[c].v, cs[c].i, bv, bi))
+            bv = cs[c].v, bi = cs[c++].i;
+        else
+            a++;
+        mv[o] = bi < 0 ? -INFINITY : bv;
+        mi[o] = bi;
+    }
+}
+
+/* Query qi: its candidates scored exactly and merged into its list; 1 when
+ * that list is final (written to out_v/out_i), else 0 with thr[qi] set. */
+static int rescore_one(const tq_vk_sim *s, int64_t qi, tq_vk_cand *cs, float *mv, int64_t *mi)
+{
+    const float *q = s->q + qi * s->d;
+    merge_rows(s, qi, s->ci + qi * s->kp, s->kp, cs, mv, mi);
+    s->thr[qi] = NAN;
+    if (s->kp < s->ndb) { /* rows were left out: may one of them still enter? */
+        double qq = 0;
+        for (int64_t p = 0; p < s->d; p++)
+            qq += (double)q[p] * q[p];
+        double nq = sqrt(qq) * (1 + 0x1p-20);
+        double size = s->metric ? (nq + s->nx) * (nq + s->nx) : nq * s->nx;
+        float kv = mv[s->k - 1];
+        /* a row left out has a device value at most the least candidate's:
+         * an exact score at most that plus the margin (for L2 less ||q||^2,
+         * which the device values leave out), in double with room for the
+         * few roundings of qq and of these sums. A NaN among the candidates
+         * (a row without a bound) leaves nothing proven. */
+        double amin = INFINITY;
+        for (int64_t r = 0; r < s->kp; r++) {
+            double v = s->cv[qi * s->kp + r];
+            amin = v < amin || v != v || amin != amin ? v : amin;
+        }
+        double top = (s->metric ? amin - qq : amin) + device_margin(s->metric, s->d, nq, s->nx) +
+                     (double)(s->d + 4) * 0x1p-52 * (fabs(amin) + qq);
+        /* values of 2^120 and more may have overflowed on the device */
+        if (mi[s->k - 1] < 0 || !(size < 0x1p120) || kv != kv)
+            return 0;
+        if (!(top < (double)kv)) {
+            /* a row whose device value lies below kv less the margin (plus
+             * ||q||^2 for L2) cannot reach kv: the threshold for above.comp,
+             * rounded down to an f32 */
+            double m = device_margin(s->metric, s->d, nq, s->nx);
+            double t = (double)kv + (s->metric ? qq : 0) - m -
+                       (double)(s->d + 4) * 0x1p-51 * (fabs((double)kv) + qq + m);
+            float f = (float)t;
+            if (t > -(double)FLT_MAX && t < (double)FLT_MAX)
+                s->thr[qi] = (double)f > t ? nextafterf(f, -INFINITY) : f;
+            return 0;
+        }
+    }
+    memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
+    memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
+    return 1;
+}
+
+void tq_vk_sim_rescore(void *ctx, int64_t begin, int64_t end)
+{
+    const tq_vk_sim *s = ctx;
+    tq_vk_cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
+    float *mv = malloc((size_t)s->k * sizeof *mv);
+    int64_t *mi = malloc((size_t)s->k * sizeof *mi);
+    for (int64_t qi = begin; qi < end; qi++) /* no memory: the CPU op does them */
+        s->undecided[qi] = !cs || !mv || !mi || !rescore_one(s, qi, cs, mv, mi);
+    free(cs);
+    free(mv);
+    free(mi);
+}
+
+void tq_vk_sim_settle(void *ctx, int64_t begin, int64_t end)
+{
+    const tq_vk_sim_above *a = ctx;
+    const tq_vk_sim *s = a->s;
+    tq_vk_cand *cs = malloc((size_t)(TQ_VK_ABOVE_CAP + s->nbad) * sizeof *cs);
+    int64_t *gi = malloc(TQ_VK_ABOVE_CAP * sizeof *gi), *mi = malloc((size_t)s->k * sizeof *mi);
+    float *mv = malloc((size_t)s->k * sizeof *mv);
+    for (int64_t u = begin; cs && gi && mi && mv && u < end; u++) {
+        if (a->cnt[u] > TQ_VK_ABOVE_CAP) /* the list overflowed: the CPU op does it */
+            continue;
+        int64_t qi = a->qs[u], n = a->cnt[u];
+        for (int64_t r = 0; r < n; r++)
+            gi[r] = s->base + a->lst[u * TQ_VK_ABOVE_CAP + r];
+        merge_rows(s, qi, gi, n, cs, mv, mi);
+        memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
+        memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
+        s->undecided[qi] = 0;
+    }
+    free(cs), free(gi), free(mi), free(mv);
+}
