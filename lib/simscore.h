@@ -31,6 +31,22 @@ static inline float tq_simscore(int metric, const float *a, const float *b, int6
     return metric ? (float)(0.0 - tq_simscore_l2(a, b, d)) : (float)tq_simscore_dot(a, b, d);
 }
 
+/* The order of top-k lists, the same wherever lists are built or merged (the
+ * CPU and Vulkan simtopk, tq-simmat --merge): 1 if (av, ai) ranks before
+ * (bv, bi): larger first, NaN below every number, ties to the lower index,
+ * an empty slot (idx < 0) below all. */
+static inline int tq_simscore_better(float av, int64_t ai, float bv, int64_t bi)
+{
+    if ((ai < 0) != (bi < 0))
+        return bi < 0;
+    int an = av != av, bn = bv != bv;
+    if (an != bn)
+        return bn;
+    if (!an && av != bv)
+        return av > bv;
+    return ai < bi;
+}
+
 /* How far an f32 matrix product's value (any order of summation, with or
  * without FMA) may lie from tq_simscore, for rows of norms nq and nx: the
  * classic bound gamma_d = d u / (1 - d u) on sum |a_i b_i| <= nq nx, twice

@@ -24,19 +24,6 @@ enum { QB = 512, TB = 1024, STRETCH = 32 };
 enum { WANT_JOBS = 16, MIN_SLICE = 8192 };
 #define PART_BYTES_MAX ((int64_t)64 << 20)
 
-/* 1 if (av, ai) ranks before (bv, bi); idx < 0 is an empty slot. */
-static inline int better(float av, int64_t ai, float bv, int64_t bi)
-{
-    if ((ai < 0) != (bi < 0))
-        return bi < 0;
-    int an = av != av, bn = bv != bv;
-    if (an != bn)
-        return bn;
-    if (!an && av != bv)
-        return av > bv;
-    return ai < bi;
-}
-
 /* A heap of up to k entries whose root is the worst kept. */
 typedef struct heap {
     float *v;
@@ -48,9 +35,9 @@ static void sift_down(heap *h, int64_t n, int64_t at)
 {
     for (;;) {
         int64_t w = at, l = 2 * at + 1, r = l + 1;
-        if (l < n && better(h->v[w], h->i[w], h->v[l], h->i[l]))
+        if (l < n && tq_simscore_better(h->v[w], h->i[w], h->v[l], h->i[l]))
             w = l;
-        if (r < n && better(h->v[w], h->i[w], h->v[r], h->i[r]))
+        if (r < n && tq_simscore_better(h->v[w], h->i[w], h->v[r], h->i[r]))
             w = r;
         if (w == at)
             return;
@@ -66,7 +53,7 @@ static void sift_up(heap *h, int64_t at)
 {
     while (at > 0) {
         int64_t p = (at - 1) / 2;
-        if (!better(h->v[p], h->i[p], h->v[at], h->i[at]))
+        if (!tq_simscore_better(h->v[p], h->i[p], h->v[at], h->i[at]))
             return;
         float tv = h->v[at];
         int64_t ti = h->i[at];
@@ -81,7 +68,7 @@ static void heap_offer(heap *h, float v, int64_t i)
     if (h->n < h->k) {
         h->v[h->n] = v, h->i[h->n] = i;
         sift_up(h, h->n++);
-    } else if (better(v, i, h->v[0], h->i[0])) {
+    } else if (tq_simscore_better(v, i, h->v[0], h->i[0])) {
         h->v[0] = v, h->i[0] = i;
         sift_down(h, h->n, 0);
     }
@@ -209,7 +196,7 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
             float v = tq_simscore(p->metric, q, p->x + (j0 + j) * p->d, p->d);
             float wv = WORST_V;
             int64_t wi = WORST_I;
-            if (!better(v, gi, wv, wi))
+            if (!tq_simscore_better(v, gi, wv, wi))
                 continue;
             heap_offer(h, v, gi);
             t = pass_threshold(p, WORST_V, WORST_I, nq, nx, shift);
@@ -294,7 +281,7 @@ static void merge_fn(void *ctx, int64_t begin, int64_t end)
                     continue;
                 float v = p->part_v[(job * QB + r) * k + at[s]];
                 int64_t i = p->part_i[(job * QB + r) * k + at[s]];
-                if (better(v, i, bv, bi))
+                if (tq_simscore_better(v, i, bv, bi))
                     best = s, bv = v, bi = i;
             }
             at[best]++;

@@ -4,6 +4,7 @@
  * and the same order (larger first, ties to the lower index), so a merge of
  * the sorted lists by that order is exactly the single run's list. */
 #include "../internal.h"
+#include "../simscore.h"
 #include "simmat.h"
 
 /* One shard's results for the current batch. */
@@ -25,18 +26,6 @@ static void part_free(part *p)
     free(p->idx), free(p->score), free(p->ikey), free(p->skoff);
     tq_buf_free(&p->skey);
     memset(p, 0, sizeof *p);
-}
-
-static int better(float av, int64_t ai, float bv, int64_t bi)
-{
-    if ((ai < 0) != (bi < 0))
-        return bi < 0;
-    int an = av != av, bn = bv != bv;
-    if (an != bn)
-        return bn;
-    if (!an && av != bv)
-        return av > bv;
-    return ai < bi;
 }
 
 static tq_status copy_out(tq_frame *f, void **dst, size_t elem)
@@ -152,7 +141,8 @@ static tq_status merge_batch(part *p, int n, tq_writer *w)
             int b = 0;
             for (int s = 1; s < n; s++) {
                 int64_t x = r * k + at[s], y = r * k + at[b];
-                if (at[s] < k && (at[b] >= k || better(p[s].score[x], p[s].idx[x], p[b].score[y], p[b].idx[y])))
+                if (at[s] < k && (at[b] >= k || tq_simscore_better(p[s].score[x], p[s].idx[x],
+                                                                 p[b].score[y], p[b].idx[y])))
                     b = s;
             }
             int64_t x = r * k + at[b];

@@ -27,26 +27,12 @@ static double device_margin(int metric, int64_t d, double nq, double nx)
     return m + 0x1p-122 * (sqrt((double)d) * (nq + nx) * 2 + (double)d + 2);
 }
 
-/* 1 if (av, ai) ranks before (bv, bi), as the CPU op ranks: larger first,
- * NaN below every number, ties to the lower index, an empty slot (idx < 0)
- * below all. */
-static inline int better(float av, int64_t ai, float bv, int64_t bi)
-{
-    if ((ai < 0) != (bi < 0))
-        return bi < 0;
-    int an = av != av, bn = bv != bv;
-    if (an != bn)
-        return bn;
-    if (!an && av != bv)
-        return av > bv;
-    return ai < bi;
-}
-
-
 static int cand_cmp(const void *pa, const void *pb)
 {
     const tq_vk_cand *a = pa, *b = pb;
-    return better(a->v, a->i, b->v, b->i) ? -1 : better(b->v, b->i, a->v, a->i) ? 1 : 0;
+    if (tq_simscore_better(a->v, a->i, b->v, b->i))
+        return -1;
+    return tq_simscore_better(b->v, b->i, a->v, a->i);
 }
 
 static const float *row_of(const tq_vk_sim *s, int64_t j)
@@ -86,7 +72,7 @@ static void merge_rows(const tq_vk_sim *s, int64_t qi, const int64_t *ci, int64_
     for (int64_t o = 0, a = 0, c = 0; o < s->k; o++) {
         float bv = a < s->k ? lv[a] : NAN;
         int64_t bi = a < s->k ? li[a] : -1;
-        if (c < n && better(cs[c].v, cs[c].i, bv, bi))
+        if (c < n && tq_simscore_better(cs[c].v, cs[c].i, bv, bi))
             bv = cs[c].v, bi = cs[c++].i;
         else
             a++;
