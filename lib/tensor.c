@@ -3,6 +3,21 @@
 #include "backend.h"
 #include "internal.h"
 
+/* A tensor record of dtype dt and shape dims on dev, over no memory yet. */
+static tq_tensor *tensor_record(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
+                                uint64_t bytes)
+{
+    tq_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->dtype = dt;
+    t->rank = rank;
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    t->dev = dev;
+    t->nbytes = (size_t)bytes;
+    return t;
+}
+
 tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
                         tq_tensor **out)
 {
@@ -12,14 +27,9 @@ tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *di
     tq_status st = tq_dtype_payload_bytes(dt, rank, dims, &bytes);
     if (st)
         return tq_fail_context(TQ_ERR_USAGE, "new tensor");
-    tq_tensor *t = calloc(1, sizeof *t);
+    tq_tensor *t = tensor_record(dev, dt, rank, dims, bytes);
     if (!t)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    t->dtype = dt;
-    t->rank = rank;
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
-    t->dev = dev;
-    t->nbytes = (size_t)bytes;
     t->owns = 1;
     st = dev->backend->alloc(dev->ctx, t->nbytes, &t->buf);
     if (st) {
@@ -39,16 +49,11 @@ tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, in
     if (offset % 16 || offset > parent->nbytes || bytes > parent->nbytes - offset)
         return tq_fail(TQ_ERR_USAGE, "view of %llu bytes at %zu does not fit a tensor of %zu",
                        (unsigned long long)bytes, offset, parent->nbytes);
-    tq_tensor *t = calloc(1, sizeof *t);
+    tq_tensor *t = tensor_record(parent->dev, dt, rank, dims, bytes);
     if (!t)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    t->dtype = dt;
-    t->rank = rank;
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
-    t->dev = parent->dev;
     t->buf = parent->buf;
     t->offset = parent->offset + offset;
-    t->nbytes = (size_t)bytes;
     *out = t;
     return TQ_OK;
 }
@@ -63,15 +68,10 @@ tq_status tq_tensor_wrap_host(tq_device *dev, tq_dtype dt, int rank, const int64
         return tq_fail(TQ_ERR_USAGE, "wrap: bad dtype, shape or alignment");
     if (dev->backend->kind != TQ_BACKEND_CPU)
         return TQ_OK;
-    tq_tensor *t = calloc(1, sizeof *t);
+    tq_tensor *t = tensor_record(dev, dt, rank, dims, bytes);
     if (!t)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    t->dtype = dt;
-    t->rank = rank;
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
-    t->dev = dev;
     t->buf = host;
-    t->nbytes = (size_t)bytes;
     *out = t;
     return TQ_OK;
 }

@@ -199,6 +199,23 @@ tq_status tq_vk_upload(void *ctx, void *buf, size_t off, const void *src, size_t
     return TQ_OK;
 }
 
+/* Copies the regions of b into frame f's staging, then waits until the host
+ * can read them there. */
+static tq_status copy_to_stage(tq_vk_ctx *c, tq_vk_frame *f, const tq_vk_buf *b,
+                               const VkBufferCopy *regions, uint32_t n)
+{
+    tq_vk_barrier(c, f->cmd);
+    c->fn.vkCmdCopyBuffer(f->cmd, b->buf, f->stage, n, regions);
+    VkMemoryBarrier to_host = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+    };
+    c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                               0, 1, &to_host, 0, NULL, 0, NULL);
+    return tq_vk_sync(c);
+}
+
 tq_status tq_vk_download(void *ctx, const void *buf, size_t off, void *dst, size_t n)
 {
     tq_vk_ctx *c = ctx;
@@ -214,18 +231,9 @@ tq_status tq_vk_download(void *ctx, const void *buf, size_t off, void *dst, size
         if (st)
             return st;
         VkBufferCopy region = {off + done, soff, piece};
-        tq_vk_barrier(c, f->cmd);
-        c->fn.vkCmdCopyBuffer(f->cmd, b->buf, f->stage, 1, &region);
-        VkMemoryBarrier to_host = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
-        };
-        c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                   VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
         /* the frame's staging stays as it is until the frame is recorded
          * again, which is after this wait */
-        if ((st = tq_vk_sync(c)))
+        if ((st = copy_to_stage(c, f, b, &region, 1)))
             return st;
         memcpy((char *)dst + done, f->stage_ptr + soff, piece);
         done += piece;
@@ -241,13 +249,7 @@ tq_status tq_vk_stage_grow(tq_vk_ctx *c, tq_vk_frame *f, size_t n)
         cap *= 2;
     if (cap > STAGE_MAX && n <= STAGE_MAX)
         cap = STAGE_MAX;
-    if (f->stage) {
-        c->fn.vkUnmapMemory(c->dev, f->stage_mem);
-        c->fn.vkDestroyBuffer(c->dev, f->stage, NULL);
-        c->fn.vkFreeMemory(c->dev, f->stage_mem, NULL);
-        f->stage = VK_NULL_HANDLE;
-        f->stage_cap = 0;
-    }
+    tq_vk_stage_free(c, f);
     tq_status st = buffer_make(c, cap, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &f->stage, &f->stage_mem);
@@ -274,6 +276,7 @@ void tq_vk_stage_free(tq_vk_ctx *c, tq_vk_frame *f)
     c->fn.vkDestroyBuffer(c->dev, f->stage, NULL);
     c->fn.vkFreeMemory(c->dev, f->stage_mem, NULL);
     f->stage = VK_NULL_HANDLE;
+    f->stage_cap = 0;
 }
 
 tq_status tq_vk_download_rows(tq_vk_ctx *c, const void *buf, size_t off, size_t row_bytes,
@@ -307,16 +310,7 @@ tq_status tq_vk_download_rows(tq_vk_ctx *c, const void *buf, size_t off, size_t 
             else
                 reg[nreg++] = (VkBufferCopy){src, at, row_bytes};
         }
-        tq_vk_barrier(c, f->cmd);
-        c->fn.vkCmdCopyBuffer(f->cmd, b->buf, f->stage, (uint32_t)nreg, reg);
-        VkMemoryBarrier to_host = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
-        };
-        c->fn.vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                   VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
-        if ((st = tq_vk_sync(c)))
+        if ((st = copy_to_stage(c, f, b, reg, (uint32_t)nreg)))
             break;
         memcpy(out + i * row_bytes, f->stage_ptr + soff, take * row_bytes);
         i += take;
