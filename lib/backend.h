@@ -36,6 +36,12 @@ typedef struct tq_backend_ops {
                            const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
     tq_status (*simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+    /* rowprod: what prepare leaves in *state (may be NULL) comes back to
+     * rowprod and release; a backend without prepare gets state NULL. */
+    tq_status (*rowprod_prepare)(void *ctx, const tq_tensor *db, void **state);
+    tq_status (*rowprod)(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
+                         float alpha, tq_tensor *out);
+    void (*rowprod_release)(void *ctx, void *state);
 } tq_backend_ops;
 
 typedef struct tq_backend {

@@ -223,6 +223,58 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
     return CALL(q, simtopk, q, db, metric, idx_base, vals, idx);
 }
 
+struct tq_rowprod {
+    const tq_tensor *db;
+    void *state; /* the backend's, from rowprod_prepare */
+};
+
+tq_status tq_rowprod_new(const tq_tensor *db, tq_rowprod **out)
+{
+    *out = NULL;
+    F32(db, "rowprod db");
+    CHECK(db->rank == 2, "rowprod takes a rank 2 db");
+    CHECK(db->dims[0] <= INT32_MAX && db->dims[1] <= INT32_MAX, "rowprod: dims over 2^31");
+    if (!ENTRY(db, rowprod))
+        return dispatch_missing(db, "rowprod");
+    tq_rowprod *p = calloc(1, sizeof *p);
+    if (!p)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    p->db = db;
+    tq_status st = ENTRY(db, rowprod_prepare)
+                       ? ENTRY(db, rowprod_prepare)(db->dev->ctx, db, &p->state)
+                       : TQ_OK;
+    if (st) {
+        free(p);
+        return st;
+    }
+    *out = p;
+    return TQ_OK;
+}
+
+tq_status tq_op_rowprod(tq_rowprod *p, const tq_tensor *q, float alpha, tq_tensor *out)
+{
+    const tq_tensor *db = p->db;
+    F32(q, "rowprod q");
+    F32(out, "rowprod out");
+    SAME_DEV(q, db);
+    SAME_DEV(q, out);
+    CHECK(q->rank == 2 && q->dims[1] == db->dims[1],
+          "rowprod: q must be [m, %lld], the database's rows", (long long)db->dims[1]);
+    CHECK(q->dims[0] <= INT32_MAX, "rowprod: dims over 2^31");
+    CHECK(out->rank == 2 && out->dims[0] == q->dims[0] && out->dims[1] == db->dims[0],
+          "rowprod: out must be [%lld, %lld]", (long long)q->dims[0], (long long)db->dims[0]);
+    return ENTRY(db, rowprod)(db->dev->ctx, p->state, db, q, alpha, out);
+}
+
+void tq_rowprod_free(tq_rowprod *p)
+{
+    if (!p)
+        return;
+    if (p->state && ENTRY(p->db, rowprod_release))
+        ENTRY(p->db, rowprod_release)(p->db->dev->ctx, p->state);
+    free(p);
+}
+
 /* An i64 tensor of exactly the dims given (rank n). */
 static int is_i64_shape(const tq_tensor *t, int rank, const int64_t *dims)
 {

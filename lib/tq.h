@@ -326,6 +326,18 @@ typedef enum { TQ_METRIC_DOT = 0, TQ_METRIC_L2 = 1 } tq_metric;
 tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 
+/* Products with one database many times (the full similarity matrix):
+ * tq_rowprod_new prepares db f32 [n, d] once (the CPU packs it for its
+ * micro-kernel), then each tq_op_rowprod writes out f32 [m, n] = alpha * q .
+ * db^T for q f32 [m, d] on db's device. Every element is computed by the same
+ * operations whatever m, the element's place and the threads, so a product
+ * cut into any row batches is the same bytes as one call. db must stay
+ * unchanged, and alive, until tq_rowprod_free. */
+typedef struct tq_rowprod tq_rowprod;
+tq_status tq_rowprod_new(const tq_tensor *db, tq_rowprod **out);
+tq_status tq_op_rowprod(tq_rowprod *p, const tq_tensor *q, float alpha, tq_tensor *out);
+void tq_rowprod_free(tq_rowprod *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,11 @@ tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* simtopk.c */
 tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* rowprod.c */
+tq_status tq_cpu_rowprod_prepare(void *ctx, const tq_tensor *db, void **state);
+tq_status tq_cpu_rowprod(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
+                         float alpha, tq_tensor *out);
+void tq_cpu_rowprod_release(void *ctx, void *state);
 /* attention.c */
 tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
                            const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);

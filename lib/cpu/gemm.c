@@ -14,7 +14,7 @@ enum { KC = 256, MC = 192, NC = 1024 };
 #define B_AT(p, j) (tb ? b[(long)(j) * ldb + (p)] : b[(long)(p) * ldb + (j)])
 
 /* Rows i0.. i0+mc of op(A), columns p0.. p0+kc, as strips of MR rows, k-major. */
-static void pack_a(float *dst, int mr, int ta, const float *a, int lda, int i0, int mc, int p0,
+void tq_cpu_gemm_pack_a(float *dst, int mr, int ta, const float *a, int lda, int i0, int mc, int p0,
                    int kc)
 {
     for (int s = 0; s < mc; s += mr) {
@@ -30,7 +30,7 @@ static void pack_a(float *dst, int mr, int ta, const float *a, int lda, int i0, 
 }
 
 /* Rows p0.. p0+kc of op(B), columns j0.. j0+nc, as strips of NR columns. */
-static void pack_b(float *dst, int nr, int tb, const float *b, int ldb, int p0, int kc, int j0,
+void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int p0, int kc, int j0,
                    int nc)
 {
     for (int s = 0; s < nc; s += nr) {
@@ -85,10 +85,10 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
             int kc = k - pc < KC ? k - pc : KC;
             /* the first slice of k applies beta; the later ones add to C */
             float bet = pc ? 1.0f : beta;
-            pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
+            tq_cpu_gemm_pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
             for (int ic = 0; ic < m; ic += MC) {
                 int mc = m - ic < MC ? m - ic : MC;
-                pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
+                tq_cpu_gemm_pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
                 for (int jr = 0; jr < nc; jr += nr)
                     for (int ir = 0; ir < mc; ir += mr)
                         kern->fn(kc, ap + (long)ir * kc, bp + (long)jr * kc,

@@ -15,6 +15,16 @@ typedef struct tq_gemm_kernel {
     tq_gemm_kernel_fn fn;
 } tq_gemm_kernel;
 
+/* The packed operands the kernels take: rows i0.. i0+mc of op(A) and columns
+ * p0.. p0+kc as strips of mr rows, k-major (strip t at t * mr * kc, zero-padded
+ * to mr rows); rows p0.. p0+kc of op(B) and columns j0.. j0+nc as strips of nr
+ * columns (strip t at t * nr * kc, zero-padded). op(X) is X, or X^T when t is set;
+ * storage is row-major with leading dimension ld. */
+void tq_cpu_gemm_pack_a(float *dst, int mr, int ta, const float *a, int lda, int i0, int mc,
+                        int p0, int kc);
+void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int p0, int kc,
+                        int j0, int nc);
+
 /* The best kernel the running CPU supports (chosen once). */
 const tq_gemm_kernel *tq_cpu_gemm_kernel(void);
 /* For the tests: makes the built-in sgemm use the kernel NAME (NULL: the best

@@ -11,11 +11,17 @@
 
 #include <float.h>
 
-/* Query rows per product: a fixed tile, placed at multiples of TM of the
- * global row number (missing rows are zeros), so that every value of the
- * full matrix comes from the same call shape and position whatever the
- * batches: an sgemm's last bits depend on both. */
-enum { TM = 256 };
+/* Query rows per product: about 16 MiB of scores, which are still in cache
+ * when they are written and are the only memory the output takes, but at
+ * least 96 (the micro-kernel's strips stay full) and a multiple of 48. Every
+ * value of tq_op_rowprod is the same whatever the rows of the call, so this
+ * sets only how the matrix is cut into frames, never a bit of it. */
+static int64_t slice_rows(int64_t ndb)
+{
+    int64_t r = ((int64_t)16 << 20) / 4 / (ndb ? ndb : 1);
+    r = r < 96 ? 96 : r > 4096 ? 4096 : r;
+    return r / 48 * 48;
+}
 
 static const char *metric_name(tq_sim_metric m)
 {
@@ -47,32 +53,37 @@ void tq_sim_free(tq_sim *s)
     tq_sim_rows_free(&s->db);
 }
 
-/* ---- full matrix and threshold: products of TM-row tiles with the db ---- */
+/* ---- full matrix and threshold: products of row slices with the db ---- */
 
-typedef struct tiles {
+typedef struct slices {
     tq_sim *s;
-    tq_tensor *a, *c;   /* [TM, d] and [TM, ndb] */
+    tq_rowprod *prod;   /* the shard's rows, prepared once */
+    int64_t rows;       /* query rows per product */
+    tq_tensor *a, *c;   /* [rows, d] and [rows, ndb] */
     float *ah, *ch;     /* host copies (or the tensors themselves on the CPU) */
     float *xsq;         /* [ndb] ||x||^2 of the db rows (L2) */
     float xmax;         /* max ||x|| (threshold margins) */
-} tiles;
+} slices;
 
-static tq_status tiles_open(tiles *t, tq_sim *s)
+static tq_status slices_open(slices *t, tq_sim *s)
 {
     memset(t, 0, sizeof *t);
     t->s = s;
     int64_t d = s->db.d, n = s->s1 - s->s0;
-    int64_t ad[2] = {TM, d}, cd[2] = {TM, n};
-    tq_status st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, ad, &t->a);
+    t->rows = slice_rows(n);
+    int64_t ad[2] = {t->rows, d}, cd[2] = {t->rows, n};
+    tq_status st = tq_rowprod_new(s->dbt, &t->prod);
+    if (!st)
+        st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, ad, &t->a);
     if (!st)
         st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, cd, &t->c);
     if (st)
         return st;
     t->ah = tq_tensor_host(t->a);
     t->ch = tq_tensor_host(t->c);
-    if (!t->ah && !(t->ah = malloc((size_t)(TM * d) * 4)))
+    if (!t->ah && !(t->ah = malloc((size_t)(t->rows * d) * 4)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    if (!t->ch && !(t->ch = malloc((size_t)(TM * n) * 4)))
+    if (!t->ch && !(t->ch = malloc((size_t)(t->rows * n) * 4)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!(t->xsq = malloc((size_t)(n + 1) * 4)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
@@ -85,7 +96,7 @@ static tq_status tiles_open(tiles *t, tq_sim *s)
     return TQ_OK;
 }
 
-static void tiles_close(tiles *t)
+static void slices_close(slices *t)
 {
     if (t->a && t->ah != tq_tensor_host(t->a))
         free(t->ah);
@@ -93,83 +104,58 @@ static void tiles_close(tiles *t)
         free(t->ch);
     tq_tensor_free(t->a);
     tq_tensor_free(t->c);
+    tq_rowprod_free(t->prod);
     free(t->xsq);
 }
 
-/* The tile of global rows [g0, g0 + TM): rows r0.. r0 + n of the batch q are
- * those present. On return t->ch holds q . x (times 2 for L2), or, when dst
- * is given (a CPU device, the tile wholly inside the batch), dst does: the
- * product is written in place, through a tensor over dst that differs from
- * t->c only in its address, so the call and its values are the same. */
-static tq_status tile_product(tiles *t, const float *q, int64_t r0, int64_t n, int64_t g0,
-                              float *dst)
+/* The n <= t->rows query rows q: on return t->ch holds their q . x with the
+ * shard's rows (times 2 for L2), n rows of ndb. */
+static tq_status slice_product(slices *t, const float *q, int64_t n)
 {
     tq_sim *s = t->s;
-    int64_t d = s->db.d;
-    memset(t->ah, 0, (size_t)(TM * d) * 4);
-    for (int64_t g = g0; g < g0 + TM; g++)
-        if (g >= r0 && g < r0 + n)
-            memcpy(t->ah + (g - g0) * d, q + (g - r0) * d, (size_t)d * 4);
-    tq_status st = TQ_OK;
-    if (t->ah != tq_tensor_host(t->a))
-        st = tq_tensor_upload(t->a, t->ah, (size_t)(TM * d) * 4);
+    int64_t d = s->db.d, nd = s->s1 - s->s0, ad[2] = {n, d}, cd[2] = {n, nd};
+    tq_tensor *a = NULL, *c = NULL;
+    tq_status st = tq_tensor_view(t->a, 0, TQ_DTYPE_F32, 2, ad, &a);
+    if (!st && t->ah == tq_tensor_host(t->a))
+        memcpy(t->ah, q, (size_t)(n * d) * 4);
+    else if (!st)
+        st = tq_tensor_upload(a, q, (size_t)(n * d) * 4);
     if (!st)
-    {
-        tq_tensor c = *t->c;
-        if (dst)
-            c.buf = dst, c.offset = 0, c.owns = 0;
-        st = tq_op_matmul(t->a, 0, s->dbt, 1, s->metric == TQ_SIM_L2 ? 2.0f : 1.0f, 0.0f, &c);
-    }
-    if (!st && !dst && t->ch != tq_tensor_host(t->c))
-        st = tq_tensor_download(t->c, t->ch, t->c->nbytes);
+        st = tq_tensor_view(t->c, 0, TQ_DTYPE_F32, 2, cd, &c);
+    if (!st)
+        st = tq_op_rowprod(t->prod, a, s->metric == TQ_SIM_L2 ? 2.0f : 1.0f, c);
+    if (!st && t->ch != tq_tensor_host(t->c))
+        st = tq_tensor_download(c, t->ch, (size_t)(n * nd) * 4);
+    tq_tensor_free(a);
+    tq_tensor_free(c);
     return st;
 }
 
-static tq_status run_full(tq_sim *s, tiles *t, const float *q, int64_t n, tq_writer *w,
-                          float **out, size_t *cap)
+/* The batch's rows of the matrix, a frame a slice: the same values whatever
+ * the batches and slices (tq_op_rowprod), in memory bounded by the slice. */
+static tq_status run_full(tq_sim *s, slices *t, const float *q, int64_t n, tq_writer *w)
 {
-    int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
-    size_t need = (size_t)(n * nd);
-    if (need > *cap) {
-        /* A large buffer, faulted in once and reused by later batches. No
-         * MADV_HUGEPAGE: with Debian's default defrag setting ("madvise")
-         * the kernel compacts memory synchronously on such faults, and a
-         * 20000 x 20000 matrix took 2.8-3.0 s (1.7-2.1 s of it in the
-         * kernel) against 2.1-2.3 s in 4 KiB pages. */
-        free(*out);
-        *out = NULL, *cap = 0;
-        void *o = NULL;
-        if (posix_memalign(&o, 64, need * 4))
-            return tq_fail(TQ_ERR_NOMEM, "out of memory for a %lld x %lld batch", (long long)n,
-                           (long long)nd);
-        *out = o, *cap = need;
-    }
-    for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
-        /* whole tiles on the CPU: straight into the output, no copy */
-        int direct = t->ch == tq_tensor_host(t->c) && g0 >= r0 && g0 + TM <= r0 + n;
-        tq_status st = tile_product(t, q, r0, n, g0, direct ? *out + (g0 - r0) * nd : NULL);
-        if (st)
-            return st;
-        for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
-            float *o = *out + (g - r0) * nd;
-            const float *c = direct ? o : t->ch + (g - g0) * nd;
-            if (s->metric != TQ_SIM_L2) {
-                if (!direct)
-                    memcpy(o, c, (size_t)nd * 4);
-                continue;
-            }
-            const float *qr = q + (g - r0) * d;
-            float qq = (float)tq_simscore_dot(qr, qr, d);
+    int64_t nd = s->s1 - s->s0, d = s->db.d;
+    char meta[64];
+    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", metric_name(s->metric)) + 1;
+    for (int64_t i0 = 0; i0 < n; i0 += t->rows) {
+        int64_t r = n - i0 < t->rows ? n - i0 : t->rows, dims[2] = {r, nd};
+        tq_status st = slice_product(t, q + i0 * d, r);
+        for (int64_t i = 0; !st && s->metric == TQ_SIM_L2 && i < r; i++) {
+            const float *qr = q + (i0 + i) * d;
+            float qq = (float)tq_simscore_dot(qr, qr, d), *o = t->ch + i * nd;
             for (int64_t j = 0; j < nd; j++) {
-                float v = (c[j] - qq) - t->xsq[j];
+                float v = (o[j] - qq) - t->xsq[j];
                 o[j] = v < 0 ? v : 0.0f; /* -||q - x||^2 is never positive */
             }
         }
+        if (!st)
+            st = tq_writer_write(w, "sim", TQ_DTYPE_F32, 2, dims, meta, ml, t->ch,
+                                 (uint64_t)(r * nd) * 4);
+        if (st)
+            return st;
     }
-    int64_t dims[2] = {n, nd};
-    char meta[64];
-    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", metric_name(s->metric)) + 1;
-    return tq_writer_write(w, "sim", TQ_DTYPE_F32, 2, dims, meta, ml, *out, need * 4);
+    return TQ_OK;
 }
 
 typedef struct pairs {
@@ -201,19 +187,20 @@ static tq_status write_keys(tq_writer *w, const char *name, const tq_sim_rows *r
                             const int64_t *idx, int64_t base, int rank, const int64_t *dims);
 
 /* qk: the keys of the batch's rows (key_dtype TQ_DTYPE_INVALID: none). */
-static tq_status run_threshold(tq_sim *s, tiles *t, const float *q, int64_t n, tq_writer *w,
+static tq_status run_threshold(tq_sim *s, slices *t, const float *q, int64_t n, tq_writer *w,
                                pairs *p, const tq_sim_rows *qk)
 {
     int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
     int metric = s->metric == TQ_SIM_L2;
     float thr = (float)s->threshold;
     p->n = 0;
-    for (int64_t g0 = r0 / TM * TM; g0 < r0 + n; g0 += TM) {
-        tq_status st = tile_product(t, q, r0, n, g0, NULL);
+    for (int64_t i0 = 0; i0 < n; i0 += t->rows) {
+        int64_t rows = n - i0 < t->rows ? n - i0 : t->rows;
+        tq_status st = slice_product(t, q + i0 * d, rows);
         if (st)
             return st;
-        for (int64_t g = g0 > r0 ? g0 : r0; g < g0 + TM && g < r0 + n; g++) {
-            const float *c = t->ch + (g - g0) * nd, *qr = q + (g - r0) * d;
+        for (int64_t g = r0 + i0; g < r0 + i0 + rows; g++) {
+            const float *c = t->ch + (g - r0 - i0) * nd, *qr = q + (g - r0) * d;
             float qq = (float)tq_simscore_dot(qr, qr, d);
             double m = tq_simscore_margin(metric, d, sqrt(qq) * (1 + 1e-6), t->xmax * (1 + 1e-6));
             /* the product's value, bounded below the exact score by m */
@@ -327,13 +314,13 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
 {
     if (s->mode == TQ_SIM_DEDUP)
         return tq_sim_dedup(s, in, out);
-    tiles t;
+    slices t;
     memset(&t, 0, sizeof t);
     tq_status st = TQ_OK;
     if (s->mode == TQ_SIM_FULL || s->mode == TQ_SIM_THRESHOLD)
-        st = tiles_open(&t, s);
-    float *q = NULL, *res = NULL;
-    size_t qcap = 0, rcap = 0;
+        st = slices_open(&t, s);
+    float *q = NULL;
+    size_t qcap = 0;
     pairs p = {0};
     tq_sim_rows qk;            /* --threshold: the keys of the next batch */
     memset(&qk, 0, sizeof qk);
@@ -364,7 +351,7 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
         if (s->mode == TQ_SIM_TOPK)
             st = run_topk(s, q, n, out);
         else if (s->mode == TQ_SIM_FULL)
-            st = run_full(s, &t, q, n, out, &res, &rcap);
+            st = run_full(s, &t, q, n, out);
         else if (qk_rows >= 0 && qk_rows != n)
             st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
                          (unsigned long long)f->index, f->name, (long long)n, (long long)qk_rows);
@@ -375,9 +362,8 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
         }
         s->q_seen += n;
     }
-    tiles_close(&t);
+    slices_close(&t);
     free(q);
-    free(res);
     free(p.i), free(p.j), free(p.v);
     tq_sim_rows_free(&qk);
     return st == TQ_EOF ? TQ_OK : st;

@@ -175,5 +175,6 @@ const tq_backend tq_backend_vulkan = {
             .convert = tq_vk_convert,
             .attention = tq_vk_attention,
             .simtopk = tq_vk_simtopk,
+            .rowprod = tq_vk_rowprod,
         },
 };

@@ -73,3 +73,13 @@ static tq_status product(tq_vk_ctx *vc, const tq_tensor *a, int ta, const tq_ten
                           (uint32_t)((n + tile - 1) / tile), (uint32_t)((m + tile - 1) / tile),
                           (uint32_t)batch);
 }
+
+/* rowprod: matmul.comp already makes each element one f32 sum in order of k,
+ * with the same code wherever it lies in C, so q . db^T needs no prepared
+ * database and any row batches give the same bits. */
+tq_status tq_vk_rowprod(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
+                        float alpha, tq_tensor *out)
+{
+    (void)state;
+    return tq_vk_matmul(ctx, q, 0, db, 1, alpha, 0.0f, out);
+}

@@ -262,6 +262,8 @@ tq_status tq_vk_attention(void *ctx, const tq_tensor *q, const tq_tensor *k, con
                           const tq_attention_args *args, tq_tensor *out);
 tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+tq_status tq_vk_rowprod(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
+                        float alpha, tq_tensor *out);
 
 /* Helpers for the op files. */
 static inline int64_t tq_vk_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }

@@ -69,9 +69,8 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     cmp a.tq b.tq
 }
 
-@test "full matrix: same bytes whatever the batches (whole tiles go straight to the output)" {
-    # db.tq comes in batches of 37 rows (every 256-row tile is partial and
-    # copied); as one batch of 700, tiles 0 and 1 are written in place
+@test "full matrix: same bytes whatever the batches, in frames of at most 16 MiB" {
+    # db.tq comes in batches of 37 rows; one.tq is the same rows as one batch
     py -c '
 import numpy as np, tqstream as t
 fr = t.read(open("db.tq","rb").read())
@@ -83,6 +82,24 @@ open("one.tq","wb").write(t.array_frame("emb", x))'
         cmp a.npy b.npy
     done
     py "$TESTS_DIR/lib/simref.py" full <(tq-simmat --db db.tq < one.tq) one.tq db.tq cosine
+    # 3000 database rows: a batch of 3000 queries is written in slices of
+    # 16 MiB at most, with the bytes of 37-row batches
+    py "$TESTS_DIR/lib/simref.py" make big.tq 0 3000 8 5 i64
+    py -c '
+import numpy as np, tqstream as t
+fr = t.read(open("big.tq","rb").read())
+x = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "emb"])
+open("big1.tq","wb").write(t.array_frame("emb", x))'
+    tq-simmat < big.tq > s37.tq
+    tq-simmat < big1.tq > s1.tq
+    cmp <(tq-cat --name sim --to npy < s37.tq) <(tq-cat --name sim --to npy < s1.tq)
+    py -c '
+import tqstream as t
+fr = [f for f in t.read(open("s1.tq","rb").read()) if f["name"] == "sim"]
+rows = [f["dims"][0] for f in fr]
+assert sum(rows) == 3000 and len(rows) > 1, rows
+assert all(r * 3000 * 4 <= 16 << 20 for r in rows), rows'
+    py "$TESTS_DIR/lib/simref.py" full s1.tq big1.tq big1.tq cosine
 }
 
 @test "threshold: every pair above it, and i < j for the input with itself" {

@@ -320,6 +320,127 @@ static void test_matmul(const char *engine)
     test_matmul_f16(engine);
 }
 
+/* ------------------------------------------------------------ rowprod */
+
+/* out = alpha q . db^T through a prepared database, in one call per row
+ * range of cuts[] (row counts summing to m; NULL: one call), into one output
+ * with sentinels around it. */
+static void run_rowprod(const float *q, const float *x, int64_t m, int64_t n, int64_t k,
+                        float alpha, const int64_t *cuts, int ncuts, float *out, const char *what)
+{
+    int64_t qd[2] = {m, k}, xd[2] = {n, k}, od[2] = {m, n};
+    gt *gq = gt_new(TQ_DTYPE_F32, 2, qd, q), *gx = gt_new(TQ_DTYPE_F32, 2, xd, x);
+    gt *go = gt_new(TQ_DTYPE_F32, 2, od, NULL);
+    tq_rowprod *p = NULL;
+    tq_status st = tq_rowprod_new(gx->t, &p);
+    CHECK(st == TQ_OK, "%s: %s: prepare: %s", dev_name, what, tq_errmsg());
+    int64_t one[1] = {m}, at = 0;
+    if (!cuts)
+        cuts = one, ncuts = 1;
+    for (int c = 0; st == TQ_OK && c < ncuts; at += cuts[c++]) {
+        int64_t vq[2] = {cuts[c], k}, vo[2] = {cuts[c], n};
+        tq_tensor *tq_ = NULL, *to = NULL;
+        st = tq_tensor_view(gq->t, (size_t)(at * k) * 4, TQ_DTYPE_F32, 2, vq, &tq_);
+        if (!st)
+            st = tq_tensor_view(go->t, (size_t)(at * n) * 4, TQ_DTYPE_F32, 2, vo, &to);
+        if (!st)
+            st = tq_op_rowprod(p, tq_, alpha, to);
+        tq_tensor_free(tq_);
+        tq_tensor_free(to);
+    }
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    tq_rowprod_free(p);
+    gt_get(go, out, what);
+    gt_unchanged(gq, q, what);
+    gt_unchanged(gx, x, what);
+    gt_free(gq), gt_free(gx), gt_free(go);
+}
+
+/* Against the float64 product, at shapes around the kernels' strips (12 and
+ * 6 rows, 32 and 16 columns) and blocks (192 rows, 256 columns). */
+static void test_rowprod(const char *engine)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1}, {13, 70, 33}, {7, 33, 1000}, {200, 300, 384}, {193, 257, 5}, {25, 1, 64},
+        {0, 5, 4}, {5, 0, 4}, {6, 5, 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        float *q = malloc((size_t)(m * k + 1) * 4), *x = malloc((size_t)(n * k + 1) * 4),
+              *out = malloc((size_t)(m * n + 1) * 4);
+        double *ref = malloc((size_t)(m * n + 1) * 8);
+        fill(q, m * k, -1, 1);
+        fill(x, n * k, -1, 1);
+        float alpha = i % 2 ? 2.0f : 1.0f;
+        ref_matmul(0, 1, m, n, k, alpha, q, x, 0, NULL, ref);
+        char what[128];
+        snprintf(what, sizeof what, "rowprod %s q[%lld,%lld] db[%lld,%lld] alpha=%g", engine,
+                 (long long)m, (long long)k, (long long)n, (long long)k, alpha);
+        run_rowprod(q, x, m, n, k, alpha, NULL, 0, out, what);
+        CHECK_NMSE(out, ref, m * n, TOL_MM, what);
+        free(q), free(x), free(out), free(ref);
+    }
+    /* bad arguments: a usage error with a message, nothing written */
+    int64_t qd[2] = {4, 8}, xd[2] = {9, 8}, bad_q[2] = {4, 7}, bad_o[2] = {4, 8}, od[2] = {4, 9};
+    float q[32] = {0}, x[72] = {0};
+    gt *gq = gt_new(TQ_DTYPE_F32, 2, qd, q), *gx = gt_new(TQ_DTYPE_F32, 2, xd, x);
+    gt *gb = gt_new(TQ_DTYPE_F32, 2, bad_q, NULL), *go = gt_new(TQ_DTYPE_F32, 2, bad_o, NULL);
+    gt *gi = gt_new(TQ_DTYPE_I64, 2, qd, NULL), *ok = gt_new(TQ_DTYPE_F32, 2, od, NULL);
+    tq_rowprod *p = NULL;
+    CHECK(tq_rowprod_new(gi->t, &p) == TQ_ERR_USAGE && !p, "%s: rowprod of an i64 db", dev_name);
+    CHECK(tq_rowprod_new(gx->t, &p) == TQ_OK, "%s: rowprod prepare: %s", dev_name, tq_errmsg());
+    CHECK(tq_op_rowprod(p, gb->t, 1.0f, ok->t) == TQ_ERR_USAGE && strstr(tq_errmsg(), "q"),
+          "%s: rowprod with q of another width", dev_name);
+    CHECK(tq_op_rowprod(p, gq->t, 1.0f, go->t) == TQ_ERR_USAGE && strstr(tq_errmsg(), "out"),
+          "%s: rowprod into out of another shape", dev_name);
+    tq_rowprod_free(p);
+    gt_get(go, NULL, "rowprod bad out");
+    gt_get(ok, NULL, "rowprod bad q");
+    gt_free(gq), gt_free(gx), gt_free(gb), gt_free(go), gt_free(gi), gt_free(ok);
+}
+
+/* The same bytes as one call whatever the row cuts and the threads, and on
+ * the CPU whichever kernel (each element is one fused chain over k). */
+static void test_rowprod_same_bits(void)
+{
+    int64_t m = 700, n = 1100, k = 384;
+    float *q = malloc((size_t)(m * k) * 4), *x = malloc((size_t)(n * k) * 4);
+    float *a = malloc((size_t)(m * n) * 4), *b = malloc((size_t)(m * n) * 4);
+    fill(q, m * k, -1, 1);
+    fill(x, n * k, -1, 1);
+    static const int64_t cuts[] = {1, 11, 96, 193, 5, 394};
+    tq_threads_set(1);
+    run_rowprod(q, x, m, n, k, 1.0f, NULL, 0, a, "rowprod 1 thread");
+    tq_threads_set(2);
+    run_rowprod(q, x, m, n, k, 1.0f, NULL, 0, b, "rowprod 2 threads");
+    CHECK(!memcmp(a, b, (size_t)(m * n) * 4), "%s: rowprod differs between 1 and 2 threads",
+          dev_name);
+    run_rowprod(q, x, m, n, k, 1.0f, cuts, 6, b, "rowprod in cuts");
+    CHECK(!memcmp(a, b, (size_t)(m * n) * 4), "%s: rowprod differs between one call and cuts",
+          dev_name);
+    /* the database as the queries: the matrix is symmetric, bit for bit */
+    run_rowprod(x, q, n, m, k, 1.0f, NULL, 0, b, "rowprod transposed");
+    int64_t asym = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            asym += memcmp(&a[i * n + j], &b[j * m + i], 4) != 0;
+    CHECK(asym == 0, "%s: rowprod q . x^T and x . q^T differ in %lld places", dev_name,
+          (long long)asym);
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+        static const char *kernels[] = {"avx512", "avx2"};
+        for (int i = 0; i < 2; i++) {
+            if (!tq_cpu_gemm_kernel_force(kernels[i]))
+                continue;
+            run_rowprod(q, x, m, n, k, 1.0f, cuts, 6, b, kernels[i]);
+            CHECK(!memcmp(a, b, (size_t)(m * n) * 4), "%s: rowprod with the %s kernel differs",
+                  dev_name, kernels[i]);
+        }
+        tq_cpu_gemm_kernel_force(NULL);
+    }
+    tq_threads_set(0);
+    free(q), free(x), free(a), free(b);
+}
+
 /* --------------------------------------------------- row ops: references */
 
 static void ref_rownorm(const float *x, int64_t rows, int64_t d, double *ref)
@@ -1747,6 +1868,8 @@ static void test_cpu_engines(void)
         test_matmul(engine);
         test_threads(engine);
         test_builtin_direct(kernels[i]);
+        snprintf(engine, sizeof engine, "%s kernel", kernels[i]);
+        test_rowprod(engine);
     }
     tq_cpu_gemm_kernel_force(NULL);
 
@@ -1799,6 +1922,7 @@ static void test_plain_variants(const char *spec, uint64_t seed)
     printf("ok device %s\n", tq_device_describe(dev));
     rng = seed;
     test_matmul("plain variants");
+    test_rowprod("plain variants");
     test_rows();
     test_elementwise();
     test_topk();
@@ -1835,6 +1959,8 @@ int main(void)
         test_convert();
         test_simtopk();
         test_simtopk_same_bits();
+        test_rowprod("default");
+        test_rowprod_same_bits();
         test_attention();
         tq_device_close(dev);
         if (s > 0)
