@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define POLY 0x82f63b78u /* reflected Castagnoli polynomial */
@@ -44,6 +45,56 @@ static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n)
     while (n--)
         crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
     return crc;
+}
+
+/* The raw register after nbytes zero bytes is a GF(2) linear map of the
+ * register before: its 32 x 32 matrix, by repeated squaring. */
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+    uint32_t sum = 0;
+    for (int i = 0; vec; i++, vec >>= 1)
+        if (vec & 1)
+            sum ^= mat[i];
+    return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat)
+{
+    for (int i = 0; i < 32; i++)
+        sq[i] = gf2_times(mat, mat[i]);
+}
+
+static void zeros_op_make(uint32_t *op, size_t nbytes)
+{
+    uint32_t even[32], odd[32];
+    odd[0] = POLY; /* the operator for one zero bit */
+    for (int i = 1; i < 32; i++)
+        odd[i] = 1u << (i - 1);
+    gf2_square(even, odd); /* 2 bits */
+    gf2_square(odd, even); /* 4 bits */
+    /* start from identity, multiply in squarings of 1 byte (8 bits) */
+    uint32_t result[32];
+    for (int i = 0; i < 32; i++)
+        result[i] = 1u << i;
+    uint32_t *cur = even, *nxt = odd;
+    gf2_square(cur, odd); /* 8 bits = 1 byte */
+    size_t k = nbytes;
+    while (k) {
+        if (k & 1) {
+            uint32_t tmp[32];
+            for (int i = 0; i < 32; i++)
+                tmp[i] = gf2_times(cur, result[i]);
+            memcpy(result, tmp, sizeof tmp);
+        }
+        k >>= 1;
+        if (k) {
+            gf2_square(nxt, cur);
+            uint32_t *t = cur;
+            cur = nxt;
+            nxt = t;
+        }
+    }
+    memcpy(op, result, sizeof result);
 }
 
 #if defined(__x86_64__)
@@ -98,54 +149,6 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc,
  * pre/post inversion): a GF(2) matrix power, computed once. */
 static uint32_t zeros_op[32];
 static pthread_once_t zeros_once = PTHREAD_ONCE_INIT;
-
-static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
-{
-    uint32_t sum = 0;
-    for (int i = 0; vec; i++, vec >>= 1)
-        if (vec & 1)
-            sum ^= mat[i];
-    return sum;
-}
-
-static void gf2_square(uint32_t *sq, const uint32_t *mat)
-{
-    for (int i = 0; i < 32; i++)
-        sq[i] = gf2_times(mat, mat[i]);
-}
-
-static void zeros_op_make(uint32_t *op, size_t nbytes)
-{
-    uint32_t even[32], odd[32];
-    odd[0] = POLY; /* the operator for one zero bit */
-    for (int i = 1; i < 32; i++)
-        odd[i] = 1u << (i - 1);
-    gf2_square(even, odd); /* 2 bits */
-    gf2_square(odd, even); /* 4 bits */
-    /* start from identity, multiply in squarings of 1 byte (8 bits) */
-    uint32_t result[32];
-    for (int i = 0; i < 32; i++)
-        result[i] = 1u << i;
-    uint32_t *cur = even, *nxt = odd;
-    gf2_square(cur, odd); /* 8 bits = 1 byte */
-    size_t k = nbytes;
-    while (k) {
-        if (k & 1) {
-            uint32_t tmp[32];
-            for (int i = 0; i < 32; i++)
-                tmp[i] = gf2_times(cur, result[i]);
-            memcpy(result, tmp, sizeof tmp);
-        }
-        k >>= 1;
-        if (k) {
-            gf2_square(nxt, cur);
-            uint32_t *t = cur;
-            cur = nxt;
-            nxt = t;
-        }
-    }
-    memcpy(op, result, sizeof result);
-}
 
 static void zeros_init(void) { zeros_op_make(zeros_op, LANE_BYTES); }
 
@@ -285,7 +288,39 @@ uint32_t tq_crc32c_path(int path, uint32_t crc, const void *data, size_t n)
     return ~crc_sw(crc, data, n);
 }
 
+/* Large payloads (a frame of scores, a mapped input) in 1 MiB chunks on the
+ * worker pool: the raw CRC of A then B is the register after A moved over
+ * |B| zero bytes (the linear map above), xor the raw CRC of B from zero. A
+ * thread checksumming 16 MiB alone otherwise leaves the others idle. */
+enum { CHUNK = 1 << 20 };
+static uint32_t chunk_op[32];
+static pthread_once_t chunk_once = PTHREAD_ONCE_INIT;
+static void chunk_init(void) { zeros_op_make(chunk_op, CHUNK); }
+
+typedef struct chunks {
+    const unsigned char *p;
+    uint32_t *raw;
+} chunks;
+
+static void chunk_crcs(void *ctx, int64_t begin, int64_t end)
+{
+    const chunks *c = ctx;
+    for (int64_t i = begin; i < end; i++)
+        c->raw[i] = ~tq_crc32c_path(2, ~0u, c->p + i * (int64_t)CHUNK, CHUNK);
+}
+
 uint32_t tq_crc32c(uint32_t crc, const void *data, size_t n)
 {
-    return tq_crc32c_path(2, crc, data, n);
+    size_t nc = n / CHUNK;
+    uint32_t *raw = nc >= 4 && tq_threads_get() > 1 ? malloc(nc * sizeof *raw) : NULL;
+    if (!raw)
+        return tq_crc32c_path(2, crc, data, n);
+    chunks c = {data, raw};
+    tq_parallel_for((int64_t)nc, 1, chunk_crcs, &c);
+    pthread_once(&chunk_once, chunk_init);
+    uint32_t r = ~crc;
+    for (size_t i = 0; i < nc; i++)
+        r = gf2_times(chunk_op, r) ^ raw[i];
+    free(raw);
+    return tq_crc32c_path(2, ~r, c.p + nc * CHUNK, n - nc * CHUNK);
 }

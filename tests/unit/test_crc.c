@@ -108,6 +108,18 @@ static void check_large(void)
                   path_name[path], lens[i]);
         CHECK(tq_crc32c(0, big + 3, lens[i]) == want, "tq_crc32c: %zu bytes", lens[i]);
     }
+    /* tq_crc32c cuts 4 MiB and more into 1 MiB chunks on the worker pool:
+     * the same CRC on 1 and 2 threads, from a CRC carried in, with a tail */
+    const size_t plens[] = {(4u << 20) - 1, 4u << 20, (5u << 20) + 13, (16u << 20) + 5};
+    for (int threads = 1; threads <= 2; threads++) {
+        tq_threads_set(threads);
+        for (size_t i = 0; i < sizeof plens / sizeof *plens; i++) {
+            uint32_t want = ref_crc(0x1234567u, big + 1, plens[i]);
+            CHECK(tq_crc32c(0x1234567u, big + 1, plens[i]) == want,
+                  "tq_crc32c on %d threads: %zu bytes from a CRC carried in", threads, plens[i]);
+        }
+    }
+    tq_threads_set(0);
     /* all zeros and all ones: lanes whose partial CRCs cancel differently */
     memset(big, 0, 100000);
     CHECK(tq_crc32c(0, big, 100000) == ref_crc(0, big, 100000), "100000 zeros");
