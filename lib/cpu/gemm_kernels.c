@@ -120,8 +120,13 @@ kern_avx512(int kc, const float *a, const float *b, float *c, int ldc, int mr_ef
             t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), t0);
             t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);
         }
-        _mm512_mask_storeu_ps(ci, m0, t0);
-        _mm512_mask_storeu_ps(ci + 16, m1, t1);
+        if (nr_eff == A5_NR) { /* whole rows: plain stores, faster on Zen 4 */
+            _mm512_storeu_ps(ci, t0);
+            _mm512_storeu_ps(ci + 16, t1);
+        } else {
+            _mm512_mask_storeu_ps(ci, m0, t0);
+            _mm512_mask_storeu_ps(ci + 16, m1, t1);
+        }
     }
 }
 #endif

@@ -1,6 +1,6 @@
 /* simmat.h: the similarity modes behind tq-simmat: full matrix, top-k search
  * (sharded, and the merge of shards), pairs above a threshold and
- * near-duplicate removal, on the op API (matmul, normalize, simtopk). Every
+ * near-duplicate removal, on the op API (rowprod, simtopk). Every
  * score that decides something (a rank, a threshold, a dedup) is the exact
  * pair score of simscore.h, so the modes agree with each other and the
  * results do not depend on threads, batch sizes or shards. */
@@ -49,8 +49,9 @@ void tq_sim_rows_free(tq_sim_rows *rows);
 /* Appends the keys of a key frame (i64 or str; other dtypes are ignored) to
  * rows' keys, of which there are `have` already. */
 tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have);
-/* Appends n rows (f32) and, when key_dtype is set, their keys. */
-tq_status tq_sim_rows_add(tq_sim_rows *rows, const float *x, int64_t n, int64_t d);
+/* Appends the rows of a vector frame (rank 2, any float dtype) as f32,
+ * scaled to unit length when normalize is set. */
+tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize);
 
 /* Fixes the shard range and uploads the database to the device. */
 tq_status tq_sim_prepare(tq_sim *s);
