@@ -102,6 +102,20 @@ assert all(r * 3000 * 4 <= 16 << 20 for r in rows), rows'
     py "$TESTS_DIR/lib/simref.py" full s1.tq big1.tq big1.tq cosine
 }
 
+@test "full matrix: memory of one 16 MiB frame, not of the batch's rows" {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
+    case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+    # one batch of 8000 rows: its matrix is 256 MB, the frames 16 MiB each
+    py -c '
+import numpy as np, sys, tqstream as tq
+x = np.random.default_rng(4).standard_normal((8000, 16)).astype(np.float32)
+sys.stdout.buffer.write(tq.array_frame("emb", x))' > big.tq
+    run /usr/bin/time -f "%M" tq-simmat -o /dev/null < big.tq
+    assert_success
+    echo "max RSS ${lines[-1]} KiB"
+    [ "${lines[-1]}" -lt $((64 * 1024)) ]
+}
+
 @test "threshold: every pair above it, and i < j for the input with itself" {
     tq-simmat --db db.tq --threshold 0.45 < q.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.45 db
