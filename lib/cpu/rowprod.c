@@ -19,22 +19,27 @@ typedef struct packed {
     float *b; /* ceil(n / nr) strips of nr x k, k-major */
 } packed;
 
-typedef struct job {
-    const packed *p;
-    const float *x; /* rows to pack (db or q), row-major, k per row */
+/* Rows of x (k values each) as strips of width rows, k-major, zero-padded:
+ * the database for B (width nr), the queries for A (width mr). */
+typedef struct pack_job {
+    const float *x;
     float *dst;
-    int rows, width; /* strip width: nr for db, mr for q */
+    int rows, width, k;
+} pack_job;
+
+typedef struct prod_job {
+    const packed *p;
+    const float *a; /* the packed query rows */
     float *out;
-    const float *a;
     int m;
     float alpha;
     int64_t row_blocks;
-} job;
+} prod_job;
 
 static void pack_strips(void *ctx, int64_t begin, int64_t end)
 {
-    const job *j = ctx;
-    int k = j->p->k, w = j->width;
+    const pack_job *j = ctx;
+    int k = j->k, w = j->width;
     for (int64_t t = begin; t < end; t++) {
         int r0 = (int)t * w, nr = j->rows - r0 < w ? j->rows - r0 : w;
         /* rows of x are the columns of x^T: B's packer with transposition
@@ -61,7 +66,7 @@ tq_status tq_cpu_rowprod_prepare(void *ctx, const tq_tensor *db, void **state)
         return st;
     }
     p->b = b;
-    job j = {.p = p, .x = tq_cpu_ptr(db), .dst = p->b, .rows = p->n, .width = p->kern->nr};
+    pack_job j = {tq_cpu_ptr(db), p->b, p->n, p->kern->nr, p->k};
     if (p->k)
         tq_parallel_for(strips, 16, pack_strips, &j);
     *state = p;
@@ -78,7 +83,7 @@ void tq_cpu_rowprod_release(void *ctx, void *state)
 
 static void blocks(void *ctx, int64_t begin, int64_t end)
 {
-    const job *j = ctx;
+    const prod_job *j = ctx;
     const packed *p = j->p;
     int mr = p->kern->mr, nr = p->kern->nr, k = p->k, n = p->n;
     for (int64_t t = begin; t < end; t++) {
@@ -110,9 +115,9 @@ tq_status tq_cpu_rowprod(void *ctx, void *state, const tq_tensor *db, const tq_t
     float *a = NULL;
     if (posix_memalign((void **)&a, 64, (size_t)(strips * mr) * (size_t)p->k * 4))
         return tq_fail(TQ_ERR_NOMEM, "out of memory to pack %d query rows", m);
-    job j = {.p = p, .x = tq_cpu_ptr(q), .dst = a, .rows = m, .width = mr,
-             .out = o, .a = a, .m = m, .alpha = alpha, .row_blocks = (m + RB - 1) / RB};
-    tq_parallel_for(strips, 16, pack_strips, &j);
+    pack_job pj = {tq_cpu_ptr(q), a, m, mr, p->k};
+    tq_parallel_for(strips, 16, pack_strips, &pj);
+    prod_job j = {p, a, o, m, alpha, (m + RB - 1) / RB};
     tq_parallel_for(j.row_blocks * ((p->n + CB - 1) / CB), 1, blocks, &j);
     free(a);
     return TQ_OK;
