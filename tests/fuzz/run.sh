@@ -22,7 +22,7 @@ cd "$root"
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -fno-omit-frame-pointer \
     tests/fuzz/fuzz_reader.c lib/reader.c lib/writer.c lib/frame.c lib/dtype.c \
-    lib/crc32c.c lib/error.c lib/atomic.c -lz -lm -pthread -o "$out/fuzz_reader"
+    lib/crc32c.c lib/thread.c lib/error.c lib/atomic.c -lz -lm -pthread -o "$out/fuzz_reader"
 rm -rf "$out/seeds"
 "$py" tests/fuzz/make_corpus.py "$out/seeds"
 
