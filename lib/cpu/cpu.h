@@ -54,6 +54,8 @@ tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* simtopk.c */
 tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* For the tests: 1 makes simtopk use its portable C paths only. */
+void tq_cpu_simtopk_force_portable(int on);
 /* rowprod.c */
 tq_status tq_cpu_rowprod_prepare(void *ctx, const tq_tensor *db, void **state);
 tq_status tq_cpu_rowprod(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,

@@ -17,7 +17,7 @@
 
 /* QB queries x TB database rows per sgemm: a 512 KiB score tile that stays in
  * L2 between the sgemm writing it and the fold reading it. */
-enum { QB = 512, TB = 1024, STRETCH = 32 };
+enum { QB = 512, TB = 1024, STRETCH = 32 }; /* STRETCH: two zmm */
 /* Work items: query blocks x database slices, at least this many when the
  * shape allows, so that any pool up to 16 threads has work to share; slices
  * are never shorter than MIN_SLICE rows (each slice fills its own heaps). */
@@ -86,8 +86,11 @@ static void heap_sort(heap *h)
     }
 }
 
+typedef int (*passes_fn)(const float *s, const float *xsq, int metric, float t);
+
 typedef struct st {
     tq_cpu_sgemm_fn sgemm;
+    passes_fn passes;
     const float *q, *x;
     float *vals;
     int64_t *idx;
@@ -143,6 +146,49 @@ static void qnorms(void *ctx, int64_t begin, int64_t end)
 }
 
 /* ---- the fold ---- */
+
+/* Whether any of the STRETCH values of a tile row (2 s - xsq for L2, the
+ * same two roundings as the row loop) is not below t: most stretches of a
+ * tile are skipped whole by this check, which reads every score. */
+static int passes_c(const float *s, const float *xsq, int metric, float t)
+{
+    int any = 0;
+    if (metric)
+        for (int u = 0; u < STRETCH; u++) /* branch-free: vectorizes */
+            any |= !(2.0f * s[u] - xsq[u] < t);
+    else
+        for (int u = 0; u < STRETCH; u++)
+            any |= !(s[u] < t);
+    return any;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static int passes_avx512(const float *s, const float *xsq,
+                                                             int metric, float t)
+{
+    __m512 a0 = _mm512_loadu_ps(s), a1 = _mm512_loadu_ps(s + 16), vt = _mm512_set1_ps(t);
+    if (metric) {
+        __m512 two = _mm512_set1_ps(2.0f);
+        a0 = _mm512_sub_ps(_mm512_mul_ps(two, a0), _mm512_loadu_ps(xsq));
+        a1 = _mm512_sub_ps(_mm512_mul_ps(two, a1), _mm512_loadu_ps(xsq + 16));
+    }
+    /* not less than, NaN included */
+    return (_mm512_cmp_ps_mask(a0, vt, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(a1, vt, _CMP_NLT_UQ)) != 0;
+}
+#endif
+
+static int force_portable;
+void tq_cpu_simtopk_force_portable(int on) { __atomic_store_n(&force_portable, on, __ATOMIC_RELAXED); }
+
+static passes_fn passes_best(void)
+{
+#if defined(__x86_64__)
+    if (!__atomic_load_n(&force_portable, __ATOMIC_RELAXED) && __builtin_cpu_supports("avx512f"))
+        return passes_avx512;
+#endif
+    return passes_c;
+}
 
 /* The lowest sgemm-derived value that might still beat (wv, wi), as a float
  * that is <= the exact bound; -inf (everything passes) when no bound holds. */
@@ -268,18 +314,9 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
     int64_t j = 0;
     while (j < nb) {
         int64_t end = j + STRETCH < nb ? j + STRETCH : nb;
-        if (end - j == STRETCH && t != -INFINITY) {
-            int any = 0;
-            if (p->metric)
-                for (int u = 0; u < STRETCH; u++) /* branch-free: vectorizes */
-                    any |= !(2.0f * s[j + u] - xsq[j + u] < t);
-            else
-                for (int u = 0; u < STRETCH; u++)
-                    any |= !(s[j + u] < t);
-            if (!any) {
-                j = end;
-                continue;
-            }
+        if (end - j == STRETCH && t != -INFINITY && !p->passes(s + j, xsq + j, p->metric, t)) {
+            j = end;
+            continue;
         }
         for (; j < end; j++) {
             float a = p->metric ? 2.0f * s[j] - xsq[j] : s[j];
@@ -434,6 +471,7 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
         return TQ_OK;
     const char *engine;
     p.sgemm = tq_cpu_sgemm_current(&engine);
+    p.passes = passes_best();
     p.qblocks = (p.nq + QB - 1) / QB;
     /* slices: by the shape alone (never the thread count) */
     int64_t slices = (WANT_JOBS + p.qblocks - 1) / p.qblocks;

@@ -1134,6 +1134,12 @@ static void test_simtopk_same_bits(void)
             CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
                   "%s: simtopk %s differs between OpenBLAS and the built-in sgemm", dev_name,
                   metric ? "l2" : "dot");
+            tq_cpu_simtopk_force_portable(1);
+            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk portable");
+            tq_cpu_simtopk_force_portable(0);
+            CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+                  "%s: simtopk %s differs between its vector and portable checks", dev_name,
+                  metric ? "l2" : "dot");
         }
         tq_threads_set(0);
     }
@@ -1872,6 +1878,10 @@ static void test_cpu_engines(void)
         test_rowprod(engine);
     }
     tq_cpu_gemm_kernel_force(NULL);
+    /* simtopk's portable stretch check against the references too */
+    tq_cpu_simtopk_force_portable(1);
+    test_simtopk();
+    tq_cpu_simtopk_force_portable(0);
 
     /* OpenBLAS and the built-in sgemm agree on one product (both were held to
      * the float64 reference above; this ties them to each other too) */
