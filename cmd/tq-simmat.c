@@ -229,9 +229,10 @@ int main(int argc, char **argv)
     if (!st)
         st = tq_tool_open_output(&t, &w);
     if (!st) {
-        tq_tool_log(&t, TQ_LOG_INFO, "database %lld x %lld (rows %lld..%lld), metric %s, device %s, threads %d",
+        tq_tool_log(&t, TQ_LOG_INFO, "database %lld x %lld (rows %lld..%lld, %s), metric %s, device %s, threads %d",
                     (long long)s.db.n, (long long)s.db.d, (long long)s.s0, (long long)s.s1,
-                    metrics[s.metric], tq_device_name(s.dev), tq_threads_get());
+                    s.db.map ? "mapped in place" : "read into memory", metrics[s.metric],
+                    tq_device_name(s.dev), tq_threads_get());
         st = tq_sim_run(&s, in, w);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;

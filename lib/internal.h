@@ -47,6 +47,11 @@ static inline void tq_put64(unsigned char *p, uint64_t v)
  * lacks falls back to the one below it. */
 uint32_t tq_crc32c_path(int path, uint32_t crc, const void *data, size_t n);
 
+/* Hands the caller the mapping behind the current frame's stored payload
+ * (the caller munmaps base, len), so that it outlives the next frame; 0 when
+ * the payload is not mapped. */
+int tq_reader_take_map(tq_reader *r, void **base, size_t *len);
+
 /* CRC of a header: every byte of it but the header_crc field itself (44..47). */
 uint32_t tq_header_crc(const unsigned char *hdr, size_t header_len);
 

@@ -188,6 +188,15 @@ tq_status tq_reader_chain_fd(tq_reader *r, int fd, const char *label)
     return add_input(r, fd, label, 0);
 }
 
+int tq_reader_take_map(tq_reader *r, void **base, size_t *len)
+{
+    if (!r->map)
+        return 0;
+    *base = r->map, *len = r->map_len;
+    r->map = NULL; /* no longer the reader's to unmap */
+    return 1;
+}
+
 void tq_reader_close(tq_reader *r)
 {
     if (!r)

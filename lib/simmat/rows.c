@@ -4,6 +4,8 @@
 #include "../simscore.h"
 #include "simmat.h"
 
+#include <sys/mman.h>
+
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
@@ -66,7 +68,7 @@ static void add_rows(void *ctx, int64_t begin, int64_t end)
         tq_sim_normalize_rows(x, end - begin, j->d);
 }
 
-tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize)
+tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r)
 {
     if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
@@ -82,13 +84,31 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize)
     tq_status st = tq_frame_data(f, &data);
     if (st)
         return st;
+    /* A database in one plain f32 frame, used as it is (dot, l2): its rows
+     * stay in the file's mapping (private, read only), shared with the page
+     * cache instead of copied into memory of their own. */
+    void *base;
+    size_t len;
+    if (r && !normalize && !rows->x && f->dtype == TQ_DTYPE_F32 && data == f->stored &&
+        n > 0 && d > 0 && (uintptr_t)data % 64 == 0 && tq_reader_take_map(r, &base, &len)) {
+        rows->x = (float *)data, rows->map = base, rows->map_len = len;
+        rows->n = rows->cap = n;
+        return TQ_OK;
+    }
     if (rows->n + n > rows->cap) {
         int64_t cap = rows->cap ? rows->cap : 1024;
         while (cap < rows->n + n)
             cap *= 2;
-        float *nx = realloc(rows->x, (size_t)(cap * (d ? d : 1)) * sizeof *nx);
+        /* rows in a mapping move to memory of their own to grow */
+        size_t bytes = (size_t)(cap * (d ? d : 1)) * sizeof(float);
+        float *nx = rows->map ? malloc(bytes) : realloc(rows->x, bytes);
         if (!nx)
             return tq_fail(TQ_ERR_NOMEM, "out of memory for %lld rows", (long long)cap);
+        if (rows->map) {
+            memcpy(nx, rows->x, (size_t)(rows->n * d) * sizeof *nx);
+            munmap(rows->map, rows->map_len);
+            rows->map = NULL;
+        }
         rows->x = nx, rows->cap = cap;
     }
     /* straight from the payload (often mapped) into the rows, on every
@@ -170,7 +190,7 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name
             continue;
         if (!rows->name[0])
             snprintf(rows->name, sizeof rows->name, "%s", f->name);
-        if ((st = tq_sim_rows_add_frame(rows, f, normalize)))
+        if ((st = tq_sim_rows_add_frame(rows, f, normalize, r)))
             break;
         if (pending >= 0 && pending != f->dims[0]) {
             st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
@@ -207,7 +227,10 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name
 
 void tq_sim_rows_free(tq_sim_rows *rows)
 {
-    free(rows->x);
+    if (rows->map)
+        munmap(rows->map, rows->map_len);
+    else
+        free(rows->x);
     free(rows->ikey);
     free(rows->skey_off);
     tq_buf_free(&rows->skey);

@@ -18,6 +18,8 @@ typedef enum { TQ_SIM_FULL = 0, TQ_SIM_TOPK, TQ_SIM_THRESHOLD, TQ_SIM_DEDUP } tq
 typedef struct tq_sim_rows {
     float *x;
     int64_t n, d, cap;
+    void *map;             /* set: x lies in this mapping of the file, */
+    size_t map_len;        /* map_len bytes (see tq_sim_rows_add_frame) */
     tq_dtype key_dtype;    /* TQ_DTYPE_INVALID (no keys), I64 or STR */
     int64_t *ikey;         /* i64 keys */
     tq_buf skey;           /* str keys: bytes back to back */
@@ -50,8 +52,10 @@ void tq_sim_rows_free(tq_sim_rows *rows);
  * rows' keys, of which there are `have` already. */
 tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have);
 /* Appends the rows of a vector frame (rank 2, any float dtype) as f32,
- * scaled to unit length when normalize is set. */
-tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize);
+ * scaled to unit length when normalize is set. With r, the frame's reader,
+ * the first frame of plain f32 rows mapped from a file and not normalized is
+ * used where it lies (rows->map); a later frame moves the rows to memory. */
+tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r);
 
 /* Fixes the shard range and uploads the database to the device. */
 tq_status tq_sim_prepare(tq_sim *s);

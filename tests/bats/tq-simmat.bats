@@ -116,6 +116,37 @@ sys.stdout.buffer.write(tq.array_frame("emb", x))' > big.tq
     [ "${lines[-1]}" -lt $((64 * 1024)) ]
 }
 
+@test "a database of one plain f32 frame is used in place, mapped: the same bytes as read" {
+    # 12000 rows of 24 (1.1 MB, enough to be mapped) in 37-row batches, and
+    # the same rows and keys as one frame
+    py "$TESTS_DIR/lib/simref.py" make many.tq 0 12000 24 6 str
+    py -c '
+import numpy as np, tqstream as t
+fr = t.read(open("many.tq","rb").read())
+x = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "emb"])
+k = ["doc%d" % i for i in range(len(x))]
+open("single.tq","wb").write(t.frame("key", "str", [len(k)], t.str_payload(k)) + t.array_frame("emb", x))'
+    for m in dot l2; do
+        tq-simmat -v --db single.tq --metric "$m" -k 5 < q.tq > a.tq 2> a.log
+        grep -q "mapped in place" a.log
+        tq-simmat -v --db many.tq --metric "$m" -k 5 < q.tq > b.tq 2> b.log
+        grep -q "read into memory" b.log
+        cmp a.tq b.tq
+        tq-simmat --db single.tq --metric "$m" -k 5 --shard 1/3 < q.tq > a.tq
+        tq-simmat --db many.tq --metric "$m" -k 5 --shard 1/3 < q.tq > b.tq
+        cmp a.tq b.tq
+        tq-simmat --db single.tq --metric "$m" --threshold 0 < q.tq > a.tq
+        tq-simmat --db many.tq --metric "$m" --threshold 0 < q.tq > b.tq
+        cmp a.tq b.tq
+        tq-simmat --db single.tq --metric "$m" < q.tq | tq-cat --name sim --to npy -o a.npy
+        tq-simmat --db many.tq --metric "$m" < q.tq | tq-cat --name sim --to npy -o b.npy
+        cmp a.npy b.npy
+    done
+    py "$TESTS_DIR/lib/simref.py" topk <(tq-simmat --db single.tq --metric dot -k 5 < q.tq) q.tq many.tq dot 5
+    # cosine scales the rows: read
+    tq-simmat -v --db single.tq -k 5 < q.tq 2>&1 >/dev/null | grep -q "read into memory"
+}
+
 @test "threshold: every pair above it, and i < j for the input with itself" {
     tq-simmat --db db.tq --threshold 0.45 < q.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" threshold out.tq q.tq db.tq cosine 0.45 db
