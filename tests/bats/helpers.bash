@@ -21,3 +21,11 @@ needs_numpy() {
     "$PY" -c 'import numpy' 2>/dev/null ||
         skip "python3-numpy is not installed (make deps-test installs it)"
 }
+
+# needs_peak_rss: skip a peak-memory test where it cannot be measured: without
+# GNU time, or under AddressSanitizer (its shadow memory and quarantine are no
+# measure of ours).
+needs_peak_rss() {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
+    case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+}

@@ -152,9 +152,7 @@ EOF
 }
 
 @test "peak memory stays linear: n = 16384, d = 512, 8 heads under 2.5x inputs + outputs" {
-    [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
-    # AddressSanitizer's shadow memory and quarantine are no measure of ours
-    case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+    needs_peak_rss
     py -c '
 import numpy as np, sys, tqstream as tq
 x = np.random.default_rng(3).standard_normal((16384, 512)).astype(np.float32)

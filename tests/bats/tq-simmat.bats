@@ -103,8 +103,7 @@ assert all(r * 3000 * 4 <= 16 << 20 for r in rows), rows'
 }
 
 @test "full matrix: memory of one 16 MiB frame, not of the batch's rows" {
-    [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
-    case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+    needs_peak_rss
     # one batch of 8000 rows: its matrix is 256 MB, the frames 16 MiB each
     py -c '
 import numpy as np, sys, tqstream as tq

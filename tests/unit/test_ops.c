@@ -1127,19 +1127,19 @@ static void test_simtopk_same_bits(void)
         CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
               "%s: simtopk %s differs between one call and blocks", dev_name,
               metric ? "l2" : "dot");
-        if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
-            tq_cpu_blas_force_builtin(1);
-            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk built-in");
-            tq_cpu_blas_force_builtin(0);
+        /* on the CPU: the built-in sgemm for OpenBLAS, the portable checks
+         * of the fold for the vector ones */
+        static const struct {
+            const char *what;
+            void (*force)(int on);
+        } alt[] = {{"the built-in sgemm", tq_cpu_blas_force_builtin},
+                   {"the portable checks", tq_cpu_simtopk_force_portable}};
+        for (int a = 0; a < 2 && tq_device_backend(dev) == TQ_BACKEND_CPU; a++) {
+            alt[a].force(1);
+            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, alt[a].what);
+            alt[a].force(0);
             CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
-                  "%s: simtopk %s differs between OpenBLAS and the built-in sgemm", dev_name,
-                  metric ? "l2" : "dot");
-            tq_cpu_simtopk_force_portable(1);
-            run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk portable");
-            tq_cpu_simtopk_force_portable(0);
-            CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
-                  "%s: simtopk %s differs between its vector and portable checks", dev_name,
-                  metric ? "l2" : "dot");
+                  "%s: simtopk %s differs with %s", dev_name, metric ? "l2" : "dot", alt[a].what);
         }
         tq_threads_set(0);
     }
