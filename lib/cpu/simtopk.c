@@ -217,21 +217,29 @@ static float pass_threshold(const st *p, float wv, int64_t wi, float nq, float n
  * could be among the k best is still scored exactly, and only exact scores
  * rank. */
 typedef struct defer {
-    float *apx;       /* min-heap of the k best finite product values */
-    int64_t apx_n;
+    heap apx;         /* the k best finite product values (and their rows) */
     float low;        /* k rows have exact scores >= low; -inf until known */
     float *cand_a;    /* candidates: product value and index */
     int64_t *cand_i;
     int64_t cand_n;
 } defer;
 
+/* The worst entry the heap, or while it is not full the caller's floor
+ * (fv, fi), still accepts. */
+static void worst(const heap *h, float fv, int64_t fi, float *wv, int64_t *wi)
+{
+    *wv = h->n == h->k ? h->v[0] : fv;
+    *wi = h->n == h->k ? h->i[0] : fi;
+}
+
 /* The threshold in product values for rows of a tile of norm nx: the worse
  * of what the heap (or the caller's floor) and `low` allow. */
 static float row_threshold(const st *p, const heap *h, const defer *df, float fv, int64_t fi,
                            float nq, float nx, float shift)
 {
-    float wv = h->n == h->k ? h->v[0] : fv;
-    int64_t wi = h->n == h->k ? h->i[0] : fi;
+    float wv;
+    int64_t wi;
+    worst(h, fv, fi, &wv, &wi);
     float t = pass_threshold(p, wv, wi, nq, nx, shift);
     float u = df->low == -INFINITY ? -INFINITY : pass_threshold(p, df->low, 0, nq, nx, shift);
     return u > t ? u : t;
@@ -240,37 +248,16 @@ static float row_threshold(const st *p, const heap *h, const defer *df, float fv
 /* A finite product value into the k best; low follows their k-th: an exact
  * lower bound, the value less the shift, the error bound for the largest
  * norm seen (nxmax) and twice the rounding slack of pass_threshold. */
-static void apx_offer(const st *p, defer *df, float a, float nq, float nxmax, float shift)
+static void apx_offer(const st *p, defer *df, float a, int64_t gi, float nq, float nxmax,
+                      float shift)
 {
-    int64_t k = p->k, n = df->apx_n;
-    float *v = df->apx;
-    if (n < k) {
-        int64_t at = n;
-        v[df->apx_n++] = a;
-        while (at > 0 && v[(at - 1) / 2] > v[at]) {
-            float t = v[at];
-            v[at] = v[(at - 1) / 2], v[(at - 1) / 2] = t;
-            at = (at - 1) / 2;
-        }
-        if (df->apx_n < k)
-            return;
-    } else if (a > v[0]) {
-        v[0] = a;
-        for (int64_t at = 0;;) {
-            int64_t w = at, l = 2 * at + 1, r = l + 1;
-            if (l < k && v[l] < v[w])
-                w = l;
-            if (r < k && v[r] < v[w])
-                w = r;
-            if (w == at)
-                break;
-            float t = v[at];
-            v[at] = v[w], v[w] = t;
-            at = w;
-        }
-    } else {
+    heap *h = &df->apx;
+    if (h->n == h->k && !tq_simscore_better(a, gi, h->v[0], h->i[0]))
+        return; /* the k-th, and so low, stay */
+    heap_offer(h, a, gi);
+    if (h->n < h->k)
         return;
-    }
+    const float *v = h->v;
     double m = tq_simscore_margin(p->metric, p->d, (double)nq * (1 + 1e-6),
                                   (double)nxmax * (1 + 1e-6));
     double low = (double)v[0] - (double)shift - m;
@@ -291,9 +278,9 @@ static void rescore(const st *p, int64_t qi, heap *h, defer *df, float fv, int64
         float nx = p->tile_max[j / TB];
         if (df->cand_a[c] < row_threshold(p, h, df, fv, fi, nq, nx, shift))
             continue;
-        float v = tq_simscore(p->metric, q, p->x + j * p->d, p->d);
-        float wv = h->n == h->k ? h->v[0] : fv;
-        int64_t wi = h->n == h->k ? h->i[0] : fi;
+        float v = tq_simscore(p->metric, q, p->x + j * p->d, p->d), wv;
+        int64_t wi;
+        worst(h, fv, fi, &wv, &wi);
         if (tq_simscore_better(v, gi, wv, wi))
             heap_offer(h, v, gi);
     }
@@ -327,7 +314,7 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
             df->cand_a[df->cand_n] = a;
             df->cand_i[df->cand_n++] = p->base + j0 + j;
             if (isfinite(a))
-                apx_offer(p, df, a, nq, nxmax, shift);
+                apx_offer(p, df, a, p->base + j0 + j, nq, nxmax, shift);
             t = row_threshold(p, h, df, fv, fi, nq, nx, shift);
         }
     }
@@ -337,8 +324,8 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
  * deferred candidates, allocated once per chunk of jobs. */
 typedef struct scratch {
     float *tile;
-    float *apx, *cand_a;
-    int64_t *cand_i;
+    float *apx_v, *cand_a;
+    int64_t *apx_i, *cand_i;
     defer *df;
     int64_t cap; /* candidates held per query before they are scored */
 } scratch;
@@ -354,8 +341,8 @@ static void run_job(st *p, int64_t job, scratch *w)
     int64_t *pi = p->part_i + job * QB * k, *pn = p->part_n + job * QB;
     for (int64_t r = 0; r < mq; r++) {
         pn[r] = 0;
-        w->df[r] = (defer){w->apx + r * k, 0, -INFINITY, w->cand_a + r * w->cap,
-                           w->cand_i + r * w->cap, 0};
+        w->df[r] = (defer){{w->apx_v + r * k, w->apx_i + r * k, 0, k}, -INFINITY,
+                           w->cand_a + r * w->cap, w->cand_i + r * w->cap, 0};
     }
     float nxmax = 0;
     for (int64_t j0 = s0; j0 < s1; j0 += TB) {
@@ -392,16 +379,18 @@ static void jobs_fn(void *ctx, int64_t begin, int64_t end)
     scratch w;
     w.cap = 4 * p->k + 128;
     w.tile = aligned_alloc(64, (size_t)QB * TB * sizeof *w.tile);
-    w.apx = malloc((size_t)(QB * p->k) * sizeof *w.apx);
+    w.apx_v = malloc((size_t)(QB * p->k) * sizeof *w.apx_v);
+    w.apx_i = malloc((size_t)(QB * p->k) * sizeof *w.apx_i);
     w.cand_a = malloc((size_t)(QB * w.cap) * sizeof *w.cand_a);
     w.cand_i = malloc((size_t)(QB * w.cap) * sizeof *w.cand_i);
     w.df = malloc(QB * sizeof *w.df);
-    if (w.tile && w.apx && w.cand_a && w.cand_i && w.df)
+    if (w.tile && w.apx_v && w.apx_i && w.cand_a && w.cand_i && w.df)
         for (int64_t j = begin; j < end; j++)
             run_job(p, j, &w);
     /* else caught by the caller: part_n stays -1 */
     free(w.tile);
-    free(w.apx);
+    free(w.apx_v);
+    free(w.apx_i);
     free(w.cand_a);
     free(w.cand_i);
     free(w.df);

@@ -13,14 +13,22 @@ int tq_sim_is_vectors(const tq_frame *f, const char *name)
     return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key");
 }
 
-tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap)
+/* Vectors come as rank 2 frames of a float dtype. */
+static tq_status check_vectors(const tq_frame *f)
 {
     if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
                                     "not %s rank %d",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
+    return TQ_OK;
+}
+
+tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap)
+{
     const void *data;
-    tq_status st = tq_frame_data(f, &data);
+    tq_status st = check_vectors(f);
+    if (!st)
+        st = tq_frame_data(f, &data);
     if (st)
         return st;
     size_t n = (size_t)(f->dims[0] * f->dims[1]);
@@ -70,10 +78,9 @@ static void add_rows(void *ctx, int64_t begin, int64_t end)
 
 tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r)
 {
-    if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
-                                    "not %s rank %d",
-                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
+    tq_status st = check_vectors(f);
+    if (st)
+        return st;
     int64_t n = f->dims[0], d = f->dims[1];
     if (rows->n == 0 && rows->cap == 0)
         rows->d = d;
@@ -81,8 +88,7 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, t
         return tq_fail(TQ_ERR_DATA, "rows of %lld values after rows of %lld", (long long)d,
                        (long long)rows->d);
     const void *data;
-    tq_status st = tq_frame_data(f, &data);
-    if (st)
+    if ((st = tq_frame_data(f, &data)))
         return st;
     /* A database in one plain f32 frame, used as it is (dot, l2): its rows
      * stay in the file's mapping (private, read only), shared with the page

@@ -87,8 +87,9 @@ static tq_status slices_open(slices *t, tq_sim *s)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!(t->xsq = malloc((size_t)(n + 1) * 4)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    /* the full matrix of cosine or dot needs neither */
-    for (int64_t j = 0; (s->mode != TQ_SIM_FULL || s->metric == TQ_SIM_L2) && j < n; j++) {
+    /* the norms of the db rows: the full matrix of cosine or dot needs none */
+    int64_t norms = s->mode != TQ_SIM_FULL || s->metric == TQ_SIM_L2 ? n : 0;
+    for (int64_t j = 0; j < norms; j++) {
         const float *x = s->db.x + (s->s0 + j) * d;
         t->xsq[j] = (float)tq_simscore_dot(x, x, d);
         float nx = sqrtf(t->xsq[j]);
