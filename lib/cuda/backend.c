@@ -141,8 +141,8 @@ static tq_status gpu_open(int index, void **out)
     }
     *out = c;
     return TQ_OK;
-fail:;
-    st = TQ_GPU(fail)(api, r, what);
+fail:; /* device_make puts the device's name before the message */
+    st = tq_fail(TQ_ERR_RUNTIME, "%s: %s", what, api->error_name(r));
     ctx_close(c);
     return st;
 }
