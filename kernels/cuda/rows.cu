@@ -42,17 +42,23 @@ static __device__ __forceinline__ int tq_scale_exp(float mx)
     return e;
 }
 
-/* Sum of (x 2^-e)^2 over the row: the scaling is exact and keeps the squares
- * in range whatever the magnitude of the row. */
-static __device__ __forceinline__ float tq_row_scaled_ss(const float *x, unsigned d, int e,
-                                                         float *slots)
+/* The row's Euclidean norm without overflow or underflow: the sum of squares
+ * is taken of x 2^-e (exact), e from the largest |x|; NaN anywhere gives NaN,
+ * an infinity (and no NaN) gives inf. Hands back that largest |x| (NaN
+ * ignored), e, and root = sqrt(sum (x 2^-e)^2), so norm = root 2^e. */
+static __device__ __forceinline__ float tq_row_norm(const float *x, unsigned d, float *slots,
+                                                    float *mx, int *e, float *root)
 {
+    float nan;
+    tq_row_max_abs(x, d, slots, mx, &nan);
+    *e = tq_scale_exp(*mx);
     float ss = 0.0f;
     for (unsigned i = threadIdx.x; i < d; i += blockDim.x) {
-        float v = ldexpf(x[i], -e);
+        float v = ldexpf(x[i], -*e);
         ss = fmaf(v, v, ss);
     }
-    return tq_block_sum(ss, slots);
+    *root = sqrtf(tq_block_sum(ss, slots));
+    return nan > 0.0f ? NAN : *mx == INFINITY ? INFINITY : ldexpf(*root, *e);
 }
 
 extern "C" __global__ void tq_k_rownorm(const float *x, float *norms, unsigned rows, unsigned d)
@@ -61,13 +67,11 @@ extern "C" __global__ void tq_k_rownorm(const float *x, float *norms, unsigned r
     unsigned long long r = tq_row();
     if (r >= rows)
         return; /* the whole block: control flow stays uniform */
-    const float *xr = x + r * d;
-    float mx, nan;
-    tq_row_max_abs(xr, d, slots, &mx, &nan);
-    int e = tq_scale_exp(mx);
-    float root = sqrtf(tq_row_scaled_ss(xr, d, e, slots));
+    float mx, root;
+    int e;
+    float norm = tq_row_norm(x + r * d, d, slots, &mx, &e, &root);
     if (threadIdx.x == 0)
-        norms[r] = nan > 0.0f ? NAN : mx == INFINITY ? INFINITY : ldexpf(root, e);
+        norms[r] = norm;
 }
 
 extern "C" __global__ void tq_k_normalize(const float *x, float *y, unsigned rows, unsigned d, float eps)
@@ -78,11 +82,9 @@ extern "C" __global__ void tq_k_normalize(const float *x, float *y, unsigned row
         return;
     const float *xr = x + r * d;
     float *yr = y + r * d;
-    float mx, nan;
-    tq_row_max_abs(xr, d, slots, &mx, &nan);
-    int e = tq_scale_exp(mx);
-    float root = sqrtf(tq_row_scaled_ss(xr, d, e, slots));
-    float norm = nan > 0.0f ? NAN : mx == INFINITY ? INFINITY : ldexpf(root, e);
+    float mx, root;
+    int e;
+    float norm = tq_row_norm(xr, d, slots, &mx, &e, &root);
     for (unsigned i = threadIdx.x; i < d; i += blockDim.x) {
         float v = xr[i];
         /* x / max(norm, eps), a NaN norm kept NaN (a zero row with eps == 0
