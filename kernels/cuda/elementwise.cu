@@ -82,8 +82,15 @@ extern "C" __global__ void tq_k_add(const float *a, const float *b, float *y, un
 
 extern "C" __global__ void tq_k_add_row(const float *a, const float *b, float *y, unsigned long long n, unsigned d)
 {
-    TQ_GRID_STRIDE(i, n) /* n > 0 implies d > 0 */
-        y[i] = a[i] + b[i % d];
+    /* n > 0 implies d > 0; a 64-bit remainder costs several times a 32-bit
+     * one, so the common case of fewer than 2^32 elements takes the latter */
+    if (n <= 0xffffffffull) {
+        TQ_GRID_STRIDE(i, n)
+            y[i] = a[i] + b[(unsigned)i % d];
+    } else {
+        TQ_GRID_STRIDE(i, n)
+            y[i] = a[i] + b[i % d];
+    }
 }
 
 extern "C" __global__ void tq_k_scale(const float *x, float *y, unsigned long long n, float alpha)

@@ -16,8 +16,11 @@ static __device__ __forceinline__ void tq_gather_words(const W *x, const long lo
                                                        unsigned long long rows_x,
                                                        unsigned long long wpr)
 {
-    TQ_GRID_STRIDE(t, rows_y * wpr) {
-        unsigned long long r = t / wpr, c = t - r * wpr;
+    const unsigned long long words = rows_y * wpr;
+    TQ_GRID_STRIDE(t, words) {
+        /* 32-bit division when it is enough: several times cheaper */
+        unsigned long long r = words <= 0xffffffffull ? (unsigned)t / (unsigned)wpr : t / wpr;
+        unsigned long long c = t - r * wpr;
         long long s = idx[r];
         if (s >= 0 && (unsigned long long)s < rows_x)
             y[t] = x[(unsigned long long)s * wpr + c];

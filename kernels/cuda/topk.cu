@@ -6,8 +6,10 @@
  * orders it exactly so: the float's order key (common.cuh: NaN 0, -0 as +0)
  * above, the complement of its index below; ranks are all distinct. Simple and
  * exact rather than clever: k rounds (the host sends k <= 256), each a
- * block-wide maximum of the ranks strictly below the previous pick. vals are
- * copied from x, bits as they are. */
+ * block-wide maximum of the threads' best ranks; only the thread that owned
+ * the pick looks again through its elements (for its best below the pick),
+ * so the row is read about once, not k times. vals are copied from x, bits as
+ * they are. */
 #include "compat.h"
 #include "common.cuh"
 
@@ -35,6 +37,20 @@ static __device__ __forceinline__ unsigned long long tq_block_max_u64(unsigned l
     return s;
 }
 
+/* The largest rank below `below` among this thread's elements (i = t, t + W,
+ * ...), 0 when none. */
+static __device__ __forceinline__ unsigned long long tq_best_below(const float *xr, unsigned m,
+                                                                   unsigned long long below)
+{
+    unsigned long long best = 0;
+    for (unsigned i = threadIdx.x; i < m; i += blockDim.x) {
+        unsigned long long q = tq_rank(xr[i], i);
+        if (q < below && q > best)
+            best = q;
+    }
+    return best;
+}
+
 extern "C" __global__ void tq_k_topk(const float *x, float *vals, long long *idx, unsigned rows, unsigned m, unsigned k)
 {
     __shared__ unsigned long long slots[TQ_MAX_WARPS];
@@ -43,20 +59,17 @@ extern "C" __global__ void tq_k_topk(const float *x, float *vals, long long *idx
         return; /* the whole block: control flow stays uniform */
     const float *xr = x + r * m;
     /* every rank is above 0 (an index is at most 2^32 - 2) and below ~0 */
-    unsigned long long prev = ~0ull;
+    unsigned long long mine = tq_best_below(xr, m, ~0ull);
     for (unsigned j = 0; j < k; j++) {
-        unsigned long long best = 0;
-        for (unsigned i = threadIdx.x; i < m; i += blockDim.x) {
-            unsigned long long q = tq_rank(xr[i], i);
-            if (q < prev && q > best)
-                best = q;
-        }
-        best = tq_block_max_u64(best, slots);
-        if (threadIdx.x == 0) { /* k <= m: a pick exists */
+        unsigned long long best = tq_block_max_u64(mine, slots);
+        if (threadIdx.x == 0 && best) { /* k <= m: a pick exists (0: none, never read past m) */
             unsigned i = 0xffffffffu - (unsigned)best;
             vals[r * k + j] = xr[i];
             idx[r * k + j] = i;
         }
-        prev = best;
+        /* ranks are distinct: one thread owns the pick and looks again
+         * below it; every other thread's best is still its best below it */
+        if (mine == best)
+            mine = tq_best_below(xr, m, best);
     }
 }
