@@ -111,10 +111,10 @@ $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kerne
 $(VK_SHADERS:.c=.o): $(VK_SHADERS) $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-build/cuda/tq.fatbin: $(CUDA_KERNELS) kernels/cuda/compat.h scripts/gpu-kernels.sh
+build/cuda/tq.fatbin: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
 	sh scripts/gpu-kernels.sh cuda $@ $(CUDA_KERNELS)
 
-build/hip/tq.hipfb: $(CUDA_KERNELS) kernels/cuda/compat.h scripts/gpu-kernels.sh
+build/hip/tq.hipfb: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
 	sh scripts/gpu-kernels.sh hip $@ $(CUDA_KERNELS)
 
 $(OBJDIR)/kernels/cuda/image_cuda.o: build/cuda/tq.fatbin scripts/gpu-embed.sh

@@ -209,7 +209,13 @@ static void load(void)
     const char *path = env && *env ? env : "libcuda.so.1";
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(api.why, sizeof api.why, "%s not found (no NVIDIA driver)", path);
+        /* a library that is there but fails to load says why (a missing
+         * dependency, an architecture mismatch): that is worth reading */
+        const char *e = dlerror();
+        if (e && !strstr(e, "cannot open shared object file"))
+            snprintf(api.why, sizeof api.why, "%s", e);
+        else
+            snprintf(api.why, sizeof api.why, "%s not found (no NVIDIA driver)", path);
         return;
     }
     *(void **)&get_proc_v2 = dlsym(lib, "cuGetProcAddress_v2");

@@ -182,7 +182,13 @@ static void load(void)
     for (size_t i = 0; !lib && !(env && *env) && i < sizeof names / sizeof *names; i++)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(api.why, sizeof api.why, "%s not found (no ROCm runtime)", path);
+        /* a library that is there but fails to load says why (a missing
+         * dependency, an architecture mismatch): that is worth reading */
+        const char *e = dlerror();
+        if (e && !strstr(e, "cannot open shared object file"))
+            snprintf(api.why, sizeof api.why, "%s", e);
+        else
+            snprintf(api.why, sizeof api.why, "%s not found (no ROCm runtime)", path);
         return;
     }
     struct { const char *name; void *fn; } t[] = {

@@ -245,6 +245,7 @@ const tq_backend TQ_GPU_BACKEND = {
             .scale = TQ_GPU(scale),
             .gather = TQ_GPU(gather),
             .convert = TQ_GPU(convert),
+            .attention = TQ_GPU(attention),
             .rowprod = TQ_GPU(rowprod),
         },
 };

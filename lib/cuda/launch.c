@@ -10,6 +10,8 @@ static const char *const kernel_names[K_COUNT] = {
     [K_SIGMOID] = "tq_k_sigmoid", [K_ROWNORM] = "tq_k_rownorm", [K_NORMALIZE] = "tq_k_normalize",
     [K_SOFTMAX] = "tq_k_softmax", [K_LAYERNORM] = "tq_k_layernorm", [K_GATHER] = "tq_k_gather",
     [K_CONVERT] = "tq_k_convert", [K_MATMUL] = "tq_k_matmul", [K_TOPK] = "tq_k_topk",
+    [K_ATTENTION] = "tq_k_attention", [K_ATTENTION_WEIGHTS] = "tq_k_attention_weights",
+    [K_ATTENTION_RECEIVED] = "tq_k_attention_received",
 };
 
 const char *TQ_GPU(kernel_name)(int k) { return kernel_names[k]; }

@@ -5,8 +5,9 @@
 #include "gpu.h"
 #include "../hostpath.h"
 
-/* Tile edge of matmul.cu's blocks (its TILE): the grid covers the output. */
-#define MM_TILE 16u
+/* Output tile of matmul.cu's blocks of 256 threads (64 x 64); the kernel
+ * visits tiles grid-stride, so this only sizes the grid. */
+#define MM_TILE 64u
 #define MM_BLOCK 256u
 
 static int64_t mat_elems(const tq_tensor *t) { return t->dims[t->rank - 2] * t->dims[t->rank - 1]; }
@@ -42,8 +43,8 @@ tq_status TQ_GPU(matmul_kernel)(tq_gpu_ctx *c, const tq_tensor *a, int trans_a, 
     ARG(&g, sb);
     ARG(&g, sc);
     unsigned gx = ((unsigned)n + MM_TILE - 1) / MM_TILE, gy = ((unsigned)m + MM_TILE - 1) / MM_TILE;
-    if (gy > 65535)
-        return tq_host_matmul(a, trans_a, b, trans_b, alpha, beta, out);
+    if (gy > 65535) /* grid.y's limit: the blocks stride over the rest */
+        gy = 65535;
     c->api->set_current(c->dev, c->ctx);
     return TQ_GPU(launch)(c, K_MATMUL, gx, gy, (unsigned)batch, MM_BLOCK, 0, &g);
 }

@@ -173,7 +173,8 @@ tq_status TQ_GPU(gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq
                  ? tq_fail(TQ_ERR_RUNTIME, "%s: reading gather's flag", TQ_GPU_NAME)
                  : TQ_OK;
     if (!st && bad)
-        st = tq_fail(TQ_ERR_USAGE, "gather: an index is outside the %lld rows of x", (long long)rx);
+        st = tq_fail(TQ_ERR_USAGE, "gather: idx holds an index outside the %lld rows of x",
+                     (long long)rx);
     return st;
 }
 
