@@ -163,12 +163,12 @@ clean:
 # lib/cuda uses, with the kernels of kernels/cuda compiled in as host C++; a
 # second build of it holds the self-test kernels of tests/standin/selftest.
 STANDIN_DIR   := $(OUT)/build/standin
-STANDIN_OBJ   := $(patsubst tests/standin/%.c,$(STANDIN_DIR)/%.o,$(wildcard tests/standin/*.c)) \
+STANDIN_OBJ   := $(patsubst tests/standin/%.c,$(STANDIN_DIR)/%.o,$(filter-out %/fiber-bench.c,$(wildcard tests/standin/*.c))) \
                  $(STANDIN_DIR)/fiber_x86_64.o
 STANDIN_FLAGS := $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP -D_GNU_SOURCE
 STANDIN_KFLAGS := -std=c++17 $(STANDIN_FLAGS) -DTQ_EMU -I. -Itests/standin -Ikernels/cuda
 STANDIN_LIB   := $(STANDIN_DIR)/libtqstandin.so
-.PHONY: standin check-standin
+.PHONY: standin check-standin standin-bench
 
 standin: $(STANDIN_LIB)
 
@@ -206,5 +206,14 @@ $(STANDIN_DIR)/selftest: $(wildcard tests/standin/selftest/*.[ch]) tests/standin
 
 check-standin: $(STANDIN_DIR)/selftest $(STANDIN_LIB)
 	@TQ_STANDIN_SELF=$(abspath $(STANDIN_DIR)/libtqstandin-selftest.so) sh tests/run-unit.sh $(STANDIN_DIR)/selftest
+
+# the cost of a fiber switch, x86-64 assembly against ucontext (a figure, not a test)
+standin-bench:
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) -std=c11 -O2 -D_GNU_SOURCE -Itests/standin tests/standin/fiber-bench.c \
+	    tests/standin/fiber.c tests/standin/fiber_x86_64.S -o $(STANDIN_DIR)/fiber-bench
+	$(CC) -std=c11 -O2 -D_GNU_SOURCE -DTQ_FIBER_UCONTEXT -Itests/standin \
+	    tests/standin/fiber-bench.c tests/standin/fiber.c -o $(STANDIN_DIR)/fiber-bench-uc
+	@$(STANDIN_DIR)/fiber-bench && $(STANDIN_DIR)/fiber-bench-uc
 
 -include $(wildcard $(STANDIN_DIR)/*.d)

@@ -33,7 +33,7 @@ TQ_SD_API CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = tq_sd_cfg()->driver_version;
+    *version = tq_sd_driver_version();
     return CUDA_SUCCESS;
 }
 

@@ -42,7 +42,6 @@ static void read_cfg(void)
     cfg.quiet = (int)env_ll("TQ_STANDIN_QUIET", 0, 0, 1);
     cfg.devices = (int)env_ll("TQ_STANDIN_DEVICES", 1, 0, MAX_DEVICES);
     cfg.memory = (size_t)env_ll("TQ_STANDIN_MEMORY", 8LL << 30, 0, 1LL << 50);
-    cfg.driver_version = (int)env_ll("TQ_STANDIN_DRIVER_VERSION", 13000, 0, 1000000);
 #ifdef __SANITIZE_ADDRESS__
     long long def_stack = 256 << 10; /* ASan's redzones triple a frame */
 #else
@@ -80,6 +79,11 @@ void tq_sd_log(const char *fmt, ...)
 uint64_t tq_sd_seed(void)
 {
     return (uint64_t)env_ll("TQ_STANDIN_SEED", 12345, 0, 0x7fffffffffffffffLL);
+}
+
+int tq_sd_driver_version(void)
+{
+    return (int)env_ll("TQ_STANDIN_DRIVER_VERSION", 13000, 0, 1000000);
 }
 
 CUresult tq_sd_check_device(int dev)

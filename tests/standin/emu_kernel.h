@@ -172,6 +172,16 @@ TQ_EMU_MIN_MAX(int)
 TQ_EMU_MIN_MAX(unsigned)
 TQ_EMU_MIN_MAX(long long)
 TQ_EMU_MIN_MAX(unsigned long long)
+/* floats as fminf/fmaxf: a NaN loses, as on a GPU */
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline double min(double a, double b) { return fmin(a, b); }
+static inline double max(double a, double b) { return fmax(a, b); }
+/* mixed signedness compares as unsigned, as CUDA's overloads do */
+static inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+static inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+static inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+static inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 using std::isfinite;
 using std::isinf;
 using std::isnan;

@@ -37,9 +37,13 @@ struct tq_emu_block {
     void *dyn_shared;   /* sharedMemBytes of the launch, aligned to 16 */
 };
 
-/* Thread-local: one OS thread runs one block's fibers at a time. */
-extern __thread struct tq_emu_thread *tq_emu_cur;
-extern __thread struct tq_emu_block tq_emu_blk;
+/* Thread-local: one OS thread runs one block's fibers at a time. Kernels read
+ * them at every threadIdx / blockIdx: the initial-exec model makes that one
+ * load instead of a __tls_get_addr call (they are small enough for the static
+ * TLS space glibc keeps for dlopen'ed libraries). */
+#define TQ_EMU_TLS __attribute__((tls_model("initial-exec"), visibility("hidden")))
+extern __thread struct tq_emu_thread *tq_emu_cur TQ_EMU_TLS;
+extern __thread struct tq_emu_block tq_emu_blk TQ_EMU_TLS;
 
 /* Suspends the calling GPU thread until every lane of its warp reached a warp
  * op (then returns the op's result for this lane) or, for op 0, until every

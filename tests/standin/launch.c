@@ -39,9 +39,10 @@ CUresult tq_sd_module_load(int api, const void *image, struct tq_sd_module **mod
                       "cubin nor PTX text", FATBIN_MAGIC);
             return CUDA_ERROR_INVALID_IMAGE;
         }
-        if (tq_sd_cfg()->driver_version < 13000) {
+        int version = tq_sd_driver_version();
+        if (version < 13000) {
             tq_sd_log("cuModuleLoadData: driver version %d is older than this code needs "
-                      "(13000, TQ_STANDIN_DRIVER_VERSION)", tq_sd_cfg()->driver_version);
+                      "(13000, TQ_STANDIN_DRIVER_VERSION)", version);
             return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
         }
     } else if (memcmp(image, "__CLANG_OFFLOAD_BUNDLE__", 24)) {

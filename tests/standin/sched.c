@@ -3,10 +3,11 @@
  * (__syncthreads, warp ops) the runnable threads run in a seeded random order,
  * each until it waits or exits, so a missing barrier or a race changes the
  * result; a barrier or warp op completes when every thread it concerns has
- * reached it. A thread that never waits runs to its end at once, and its fiber
- * (stack and all) serves the next thread: a block without barriers costs two
- * switches per thread and one stack. Mismatched waits fail the launch with
- * one line. */
+ * reached it. A fiber starts threads one after another, in that order, until
+ * one of them waits: then another fiber takes over the starting. A block
+ * without barriers thus runs on one fiber with two switches in all, and a
+ * fiber (stack and all) is kept for the next blocks and launches. Mismatched
+ * waits fail the launch with one line. */
 
 #include "fiber.h"
 #include "standin.h"
@@ -15,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread struct tq_emu_thread *tq_emu_cur;
-__thread struct tq_emu_block tq_emu_blk;
+__thread struct tq_emu_thread *tq_emu_cur TQ_EMU_TLS;
+__thread struct tq_emu_block tq_emu_blk TQ_EMU_TLS;
 
 enum { T_NEW, T_RUN, T_BAR, T_WARP, T_DONE };
 
@@ -34,24 +35,35 @@ struct sched {
     size_t nworkers, cap_workers;
     struct tq_sd_worker *free;
     struct tq_emu_thread thr[1024];
-    unsigned run[1024];          /* indices of runnable threads */
-    unsigned nrun;
+    unsigned run[1024];          /* indices of runnable threads, in run order */
+    unsigned nrun;               /* how many */
+    unsigned next;               /* the next of them to run this round */
     const struct tq_sd_launch *launch;
 };
-static __thread struct sched *S;
+static __thread struct sched *S __attribute__((tls_model("initial-exec")));
 
+/* A fiber starts the threads due next that have not started yet, each to its
+ * end, until one waits (it then stays that thread's) or none is left. */
 static void worker_main(void *arg)
 {
     struct tq_sd_worker *w = arg;
     for (;;) {
-        const struct tq_emu_kernel *k = S->launch->k;
-        k->invoke(k->fn, S->launch->args);
-        w->thr->state = T_DONE;
-        w->thr->worker = NULL;
+        struct sched *s = S;
+        const struct tq_emu_kernel *k = s->launch->k;
+        while (s->next < s->nrun && s->thr[s->run[s->next]].state == T_NEW) {
+            struct tq_emu_thread *t = &s->thr[s->run[s->next++]];
+            t->worker = w;
+            w->thr = t;
+            t->state = T_RUN;
+            tq_emu_cur = t;
+            k->invoke(k->fn, s->launch->args);
+            t->state = T_DONE;
+            t->worker = NULL;
+        }
         w->thr = NULL;
-        w->next_free = S->free;
-        S->free = w;
-        tq_fiber_switch(&w->fiber, &S->main);
+        w->next_free = s->free;
+        s->free = w;
+        tq_fiber_switch(&w->fiber, &s->main);
     }
 }
 
@@ -134,7 +146,7 @@ static int warp_op(unsigned w, unsigned nthreads)
         if (u->state != T_WARP)
             return fail(u, "this lane waits at __syncthreads (%s) while its warp waits at a "
                            "warp op (%s)", u->site, t[0].state == T_WARP ? t[0].site : "?");
-        if (u->op != t[0].op || strcmp(u->site, t[0].site))
+        if (u->op != t[0].op || (u->site != t[0].site && strcmp(u->site, t[0].site)))
             return fail(u, "lanes of one warp wait at different warp ops: %s and %s", u->site,
                         t[0].site);
         ballot |= (unsigned long long)(u->val != 0) << l;
@@ -192,7 +204,7 @@ static int release(unsigned n)
             ndone++;
         } else if (!bar) {
             bar = t;
-        } else if (strcmp(t->site, bar->site)) {
+        } else if (t->site != bar->site && strcmp(t->site, bar->site)) {
             return fail(t, "threads wait at different __syncthreads: %s and %s", t->site,
                         bar->site);
         }
@@ -224,11 +236,15 @@ static void abandon(unsigned n)
 static int run_block(unsigned n, uint64_t rng)
 {
     const unsigned *bd = S->launch->block;
+    unsigned x = 0, y = 0, z = 0;
     for (unsigned i = 0; i < n; i++) {
         struct tq_emu_thread *t = &S->thr[i];
-        t->idx.x = i % bd[0];
-        t->idx.y = i / bd[0] % bd[1];
-        t->idx.z = i / (bd[0] * bd[1]);
+        t->idx = (tq_emu_uint3){x, y, z};
+        if (++x == bd[0]) { /* counting, not dividing: this runs per thread */
+            x = 0;
+            if (++y == bd[1])
+                y = 0, z++;
+        }
         t->linear = i;
         t->state = T_NEW;
         t->worker = NULL;
@@ -238,26 +254,30 @@ static int run_block(unsigned n, uint64_t rng)
     for (;;) {
         unsigned nrun = S->nrun;
         for (unsigned i = nrun - 1; i > 0; i--) {
-            unsigned j = (unsigned)(splitmix(&rng) % (i + 1)), x = S->run[i];
+            /* a multiply, not a division, maps the draw to [0, i] */
+            unsigned j = (unsigned)(((unsigned __int128)splitmix(&rng) * (i + 1)) >> 64);
+            unsigned x = S->run[i];
             S->run[i] = S->run[j];
             S->run[j] = x;
         }
-        S->nrun = 0;
-        for (unsigned i = 0; i < nrun; i++) {
-            struct tq_emu_thread *t = &S->thr[S->run[i]];
-            if (!t->worker) {
-                t->worker = get_worker();
-                if (!t->worker) {
+        S->next = 0;
+        while (S->next < nrun) {
+            struct tq_emu_thread *t = &S->thr[S->run[S->next]];
+            struct tq_sd_worker *w = t->worker;
+            if (t->state == T_NEW) {
+                if (!(w = get_worker())) {
                     tq_sd_log("kernel %s: cannot map a fiber stack", S->launch->k->name);
                     abandon(n);
                     return -1;
                 }
-                t->worker->thr = t;
+            } else {
+                S->next++;
+                t->state = T_RUN;
+                tq_emu_cur = t;
             }
-            t->state = T_RUN;
-            tq_emu_cur = t;
-            tq_fiber_switch(&S->main, &t->worker->fiber);
+            tq_fiber_switch(&S->main, &w->fiber);
         }
+        S->nrun = 0;
         int r = release(n);
         if (r) {
             if (r < 0)

@@ -19,7 +19,6 @@ enum { TQ_SD_CUDA = 0, TQ_SD_HIP = 1 }; /* which API a call came through */
 struct tq_sd_config {
     int devices;          /* TQ_STANDIN_DEVICES, default 1 */
     size_t memory;        /* TQ_STANDIN_MEMORY bytes per device, default 8 GiB */
-    int driver_version;   /* TQ_STANDIN_DRIVER_VERSION, default 13000 */
     size_t stack;         /* TQ_STANDIN_STACK bytes per fiber */
     int quiet;            /* TQ_STANDIN_QUIET=1: no tq-standin: lines */
 };
@@ -30,8 +29,10 @@ void tq_sd_lock(void);
 CUresult tq_sd_unlock(CUresult r);
 /* Prints one line `tq-standin: ...` on stderr (not under TQ_STANDIN_QUIET). */
 void tq_sd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* TQ_STANDIN_SEED, read at each launch so that a test can vary it. */
+/* TQ_STANDIN_SEED and TQ_STANDIN_DRIVER_VERSION, read at each use so that a
+ * test can vary them. */
 uint64_t tq_sd_seed(void);
+int tq_sd_driver_version(void);
 
 /* ---- devices and contexts (device.c) ---- */
 struct tq_sd_ctx {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void device(void)
@@ -57,6 +58,13 @@ static void modules(void)
              "a broken image is refused", "accepted");
     st_check(cuModuleLoadData(&m, ptx) == CUDA_SUCCESS && !cuModuleUnload(m),
              "PTX text is accepted", "refused");
+    int v = 0;
+    setenv("TQ_STANDIN_DRIVER_VERSION", "12080", 1);
+    cuDriverGetVersion(&v);
+    int old = cuModuleLoadData(&m, ptx);
+    unsetenv("TQ_STANDIN_DRIVER_VERSION");
+    st_check(v == 12080 && old == CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+             "a driver older than 13000 refuses the code", "version %d, load %d", v, old);
     st_check(st_func(ST_CUDA, "tq_k_st_no_such_kernel") == NULL &&
                  st_func(ST_HIP, "tq_k_st_no_such_kernel") == NULL,
              "unknown kernel name: not found", "found");
