@@ -7,6 +7,7 @@
 #include "standin.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double half_to_double(uint16_t h)
@@ -40,21 +41,33 @@ static double load(const void *base, int type, long long i)
     }
 }
 
+/* op(X) of one batch as doubles, row r of the result at out + r * k: the
+ * product then reads two contiguous rows per element. */
+static void unpack(const void *x, int type, int trans, int rows, int k, int ld, double *out)
+{
+    for (int r = 0; r < rows; r++)
+        for (int p = 0; p < k; p++)
+            out[(long long)r * k + p] =
+                load(x, type, trans ? p + (long long)r * ld : r + (long long)p * ld);
+}
+
 void tq_sd_gemm_run(const struct tq_sd_gemm *g)
 {
-    for (int b = 0; b < g->batch; b++) {
+    size_t k = g->k ? (size_t)g->k : 1;
+    double *a = malloc((size_t)g->m * k * sizeof *a), *bt = malloc((size_t)g->n * k * sizeof *bt);
+    for (int b = 0; b < g->batch && a && bt; b++) {
         const void *A = (const char *)g->A + b * g->sA * (g->Atype == CUDA_R_32F ? 4 : 2);
         const void *B = (const char *)g->B + b * g->sB * (g->Btype == CUDA_R_32F ? 4 : 2);
         const float *C = (const float *)g->C + b * g->sC;
         float *D = (float *)g->D + b * g->sD;
+        unpack(A, g->Atype, g->ta, g->m, g->k, g->lda, a);  /* op(A): m rows of k */
+        unpack(B, g->Btype, !g->tb, g->n, g->k, g->ldb, bt); /* op(B)^T: n rows of k */
         for (int j = 0; j < g->n; j++)
             for (int i = 0; i < g->m; i++) {
+                const double *x = a + (size_t)i * k, *y = bt + (size_t)j * k;
                 double s = 0;
-                for (int p = 0; p < g->k; p++) {
-                    long long ia = g->ta ? p + (long long)i * g->lda : i + (long long)p * g->lda;
-                    long long ib = g->tb ? j + (long long)p * g->ldb : p + (long long)j * g->ldb;
-                    s += load(A, g->Atype, ia) * load(B, g->Btype, ib);
-                }
+                for (int p = 0; p < g->k; p++)
+                    s += x[p] * y[p];
                 double d = (double)g->alpha * s;
                 /* beta == 0: C is not read (it may hold NaNs), as BLAS says */
                 if (g->beta != 0)
@@ -62,4 +75,9 @@ void tq_sd_gemm_run(const struct tq_sd_gemm *g)
                 D[i + (long long)j * g->ldd] = (float)d;
             }
     }
+    if (!a || !bt)
+        tq_sd_log("gemm %dx%dx%d: out of host memory; the result is not written", g->m, g->n,
+                  g->k);
+    free(a);
+    free(bt);
 }
