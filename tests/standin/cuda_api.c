@@ -261,7 +261,10 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t bytes)
         return CUDA_ERROR_INVALID_VALUE;
     if (!cur())
         return CUDA_ERROR_INVALID_CONTEXT;
-    CUresult r = tq_sd_mem_alloc(cur()->device, bytes, &m);
+    CUresult r = tq_sd_capture_guard(cur(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                     "cuMemAlloc");
+    if (!r)
+        r = tq_sd_mem_alloc(cur()->device, bytes, &m);
     if (!r)
         *p = (CUdeviceptr)(uintptr_t)m;
     return r;

@@ -205,7 +205,10 @@ static hipError_t mem_alloc(void **p, size_t bytes)
         *p = NULL;
         return hipSuccess;
     }
-    return cur() ? tq_sd_mem_alloc(cur()->device, bytes, p) : hipErrorOutOfMemory;
+    if (!cur())
+        return hipErrorOutOfMemory;
+    hipError_t r = tq_sd_capture_guard(cur(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "hipMalloc");
+    return r ? r : tq_sd_mem_alloc(cur()->device, bytes, p);
 }
 
 TQ_SD_API hipError_t hipMalloc(void **p, size_t bytes) { LOCKED(mem_alloc(p, bytes)); }

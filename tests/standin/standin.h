@@ -153,6 +153,10 @@ CUresult tq_sd_enqueue(struct tq_sd_stream *s, struct tq_sd_op *op);
  * synchronizing call during a capture breaks it. */
 CUresult tq_sd_stream_sync(struct tq_sd_stream *s);
 CUresult tq_sd_ctx_sync(struct tq_sd_ctx *ctx);
+/* `code` (and the capture invalidated) when a stream of the context captures
+ * in global or thread-local mode: what a GPU answers to a call that would
+ * synchronize with it or is unsafe during it (an allocation, a free). */
+CUresult tq_sd_capture_guard(struct tq_sd_ctx *ctx, CUresult code, const char *what);
 CUresult tq_sd_copy(int api, void *dst, const void *src, size_t n, struct tq_sd_stream *s,
                     int async, int dir); /* dir: 1 HtoD, 2 DtoH, 3 DtoD */
 CUresult tq_sd_memset(int api, void *dst, uint32_t value, size_t n, int width,

@@ -161,6 +161,16 @@ struct tq_sd_stream *tq_sd_stream_resolve(int api, struct tq_sd_stream *s)
 CUresult tq_sd_enqueue(struct tq_sd_stream *s, struct tq_sd_op *op)
 {
     int bad;
+    /* the legacy null stream waits for every other stream: for one under
+     * capture, that is an implicit dependency a GPU refuses */
+    CUresult r = s == s->ctx->null_stream
+                     ? tq_sd_capture_guard(s->ctx, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+                                           "work on the null stream")
+                     : CUDA_SUCCESS;
+    if (r) {
+        tq_sd_op_free(op);
+        return r;
+    }
     if (s->capture) {
         bad = push_op(&s->capture->ops, &s->capture->n, &s->capture->cap, op);
     } else {
@@ -196,13 +206,25 @@ CUresult tq_sd_stream_sync(struct tq_sd_stream *s)
     return r;
 }
 
+CUresult tq_sd_capture_guard(struct tq_sd_ctx *ctx, CUresult code, const char *what)
+{
+    for (int i = 0; i < ctx->nstreams; i++) {
+        struct tq_sd_stream *s = ctx->streams[i];
+        if (s->capture && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            s->capture_broken = 1;
+            tq_sd_log("%s while a stream is under capture: the capture is invalidated", what);
+            return code;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult tq_sd_ctx_sync(struct tq_sd_ctx *ctx)
 {
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < ctx->nstreams; i++)
-        if (ctx->streams[i]->capture &&
-            ctx->streams[i]->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-            return tq_sd_stream_sync(ctx->streams[i]);
+    CUresult r = tq_sd_capture_guard(ctx, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                     "a synchronizing call");
+    if (r)
+        return r;
     for (int i = 0; i < ctx->nstreams; i++) {
         if (ctx->streams[i]->capture)
             continue;

@@ -227,6 +227,21 @@ static void graphs(void)
     st_check(bad == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
                  end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
              "synchronizing during capture invalidates it", "sync %d end %d", bad, end);
+    CUdeviceptr m = 0;
+    cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    int al = cuMemAlloc_v2(&m, 64);
+    int nl = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL);
+    end = cuStreamEndCapture(s, &g);
+    cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+    int relaxed = cuMemAlloc_v2(&m, 64);
+    int rend = cuStreamEndCapture(s, &g);
+    st_check(al == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                 nl == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT &&
+                 end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && !relaxed && !rend,
+             "allocation and null-stream work refused during a global capture, not relaxed",
+             "alloc %d null stream %d end %d relaxed %d/%d", al, nl, end, relaxed, rend);
+    cuGraphDestroy(g);
+    cuMemFree_v2(m);
 
     /* the same through HIP */
     hipStream_t hs;
