@@ -6,8 +6,10 @@
  * reached it. A fiber starts threads one after another, in that order, until
  * one of them waits: then another fiber takes over the starting. A block
  * without barriers thus runs on one fiber with two switches in all, and a
- * fiber (stack and all) is kept for the next blocks and launches. Mismatched
- * waits fail the launch with one line. */
+ * fiber (stack and all) is kept for the next blocks and launches. A thread
+ * that waits switches straight to the next one due, not through the
+ * scheduler: one switch per thread and barrier. Mismatched waits fail the
+ * launch with one line. */
 
 #include "fiber.h"
 #include "standin.h"
@@ -38,9 +40,38 @@ struct sched {
     unsigned run[1024];          /* indices of runnable threads, in run order */
     unsigned nrun;               /* how many */
     unsigned next;               /* the next of them to run this round */
+    int no_stack;                /* a fiber stack could not be mapped */
     const struct tq_sd_launch *launch;
 };
 static __thread struct sched *S __attribute__((tls_model("initial-exec")));
+
+static struct tq_sd_worker *get_worker(void);
+
+/* Leaves `from` for what is due next this round: a fiber to start the next
+ * threads, the fiber of the next waiting thread, or the scheduler at the end
+ * of the round. */
+static void dispatch(struct tq_fiber *from)
+{
+    struct sched *s = S;
+    struct tq_fiber *to = &s->main;
+    if (s->next < s->nrun) {
+        struct tq_emu_thread *t = &s->thr[s->run[s->next]];
+        if (t->state == T_NEW) {
+            struct tq_sd_worker *w = get_worker();
+            if (w)
+                to = &w->fiber;
+            else
+                s->no_stack = 1;
+        } else {
+            s->next++;
+            t->state = T_RUN;
+            tq_emu_cur = t;
+            to = &t->worker->fiber;
+        }
+    }
+    if (to != from) /* the scheduler itself, when no stack could be mapped */
+        tq_fiber_switch(from, to);
+}
 
 /* A fiber starts the threads due next that have not started yet, each to its
  * end, until one waits (it then stays that thread's) or none is left. */
@@ -60,10 +91,11 @@ static void worker_main(void *arg)
             t->state = T_DONE;
             t->worker = NULL;
         }
+        /* the next due has started, or there is none: this fiber is free */
         w->thr = NULL;
         w->next_free = s->free;
         s->free = w;
-        tq_fiber_switch(&w->fiber, &s->main);
+        dispatch(&w->fiber);
     }
 }
 
@@ -99,7 +131,7 @@ unsigned long long tq_emu_wait(int op, unsigned long long val, int arg, const ch
     t->val = val;
     t->arg = arg;
     t->site = site;
-    tq_fiber_switch(&t->worker->fiber, &S->main);
+    dispatch(&t->worker->fiber);
     return t->result;
 }
 
@@ -261,21 +293,12 @@ static int run_block(unsigned n, uint64_t rng)
             S->run[j] = x;
         }
         S->next = 0;
-        while (S->next < nrun) {
-            struct tq_emu_thread *t = &S->thr[S->run[S->next]];
-            struct tq_sd_worker *w = t->worker;
-            if (t->state == T_NEW) {
-                if (!(w = get_worker())) {
-                    tq_sd_log("kernel %s: cannot map a fiber stack", S->launch->k->name);
-                    abandon(n);
-                    return -1;
-                }
-            } else {
-                S->next++;
-                t->state = T_RUN;
-                tq_emu_cur = t;
-            }
-            tq_fiber_switch(&S->main, &w->fiber);
+        dispatch(&S->main); /* back here when the round is over */
+        if (S->no_stack) {
+            S->no_stack = 0;
+            tq_sd_log("kernel %s: cannot map a fiber stack", S->launch->k->name);
+            abandon(n);
+            return -1;
         }
         S->nrun = 0;
         int r = release(n);
