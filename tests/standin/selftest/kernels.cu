@@ -168,3 +168,21 @@ extern "C" __global__ void tq_k_st_barriers(int rounds, int *out)
     if (threadIdx.x == 0)
         out[0] = v;
 }
+
+/* A lane leaves before its warp's shuffle: a launch failure (the full-warp
+ * shuffle would wait for it forever on a GPU, or read garbage). */
+extern "C" __global__ void tq_k_st_warp_exit(float *out)
+{
+    if (threadIdx.x == 3)
+        return;
+    out[threadIdx.x] = tq_shfl_xor(1.0f, 1);
+}
+
+/* Half a warp at a shuffle, half at a barrier: a launch failure. */
+extern "C" __global__ void tq_k_st_warp_mixed(float *out)
+{
+    if (tq_lane() < 16)
+        out[threadIdx.x] = tq_shfl_down(1.0f, 1);
+    else
+        __syncthreads();
+}

@@ -211,12 +211,23 @@ static void warp_ops(void)
 
 static void diverging_barriers(void)
 {
-    float *d = st_alloc(64 * sizeof(float));
+    float *d = st_alloc(64 * 8 * sizeof(float));
     void *p[] = {&d};
     int r = st_launch(ST_CUDA, "tq_k_st_diverge", 1, 1, 64, 1, 0, p);
     int s = st_sync(ST_CUDA);
     st_check(r == CUDA_SUCCESS && s == CUDA_ERROR_LAUNCH_FAILED,
              "barriers at different places fail the launch", "launch %d, sync %d", r, s);
+    int fails[3];
+    const char *const bad[] = {"tq_k_st_warp_exit", "tq_k_st_warp_mixed", "tq_k_st_warp_ops"};
+    for (int i = 0; i < 3; i++) {
+        /* the last: a 48-thread block reads lanes its second warp lacks */
+        int rr = st_launch(ST_CUDA, bad[i], 1, 1, i == 2 ? 48 : 64, 1, 0, p);
+        fails[i] = rr ? rr : st_sync(ST_CUDA);
+    }
+    st_check(fails[0] == CUDA_ERROR_LAUNCH_FAILED && fails[1] == CUDA_ERROR_LAUNCH_FAILED &&
+                 fails[2] == CUDA_ERROR_LAUNCH_FAILED,
+             "warp op with an exited lane, half a warp at a barrier, a partial warp's missing "
+             "lane: launch failures", "%d %d %d", fails[0], fails[1], fails[2]);
     /* and the stand-in is usable again afterwards */
     st_check(block_sums_right(ST_CUDA, "tq_k_st_block_sum"), "launches run after a failed one",
              "wrong sums");
