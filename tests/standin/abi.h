@@ -292,6 +292,8 @@ hipError_t hipStreamBeginCapture(hipStream_t s, int mode);
 hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *g);
 hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t g, hipGraphNode_t *err_node,
                                char *log, size_t log_size);
+hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *exec, hipGraph_t g,
+                                        unsigned long long flags);
 hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s);
 hipError_t hipGraphExecDestroy(hipGraphExec_t exec);
 hipError_t hipGraphDestroy(hipGraph_t g);

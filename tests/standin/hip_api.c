@@ -332,6 +332,13 @@ TQ_SD_API hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t g,
     LOCKED(tq_sd_graph_instantiate(g, exec));
 }
 
+TQ_SD_API hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *exec, hipGraph_t g,
+                                                  unsigned long long flags)
+{
+    (void)flags;
+    LOCKED(tq_sd_graph_instantiate(g, exec));
+}
+
 TQ_SD_API hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s)
 {
     LOCKED(stream(s) ? tq_sd_graph_launch(exec, stream(s)) : hipErrorOutOfMemory);
