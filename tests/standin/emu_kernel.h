@@ -24,9 +24,11 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-/* One OS thread runs one block's fibers at a time, so a thread-local static is
- * exactly the storage of one block. */
-#define __shared__ static thread_local
+/* One block runs at a time in the whole process (kernels run under the
+ * stand-in's lock), so a static is exactly the storage of one block; and ASan
+ * puts redzones around statics, not around thread-locals, so an out-of-bounds
+ * access to a shared array is reported. */
+#define __shared__ static
 #define TQ_DYN_SHARED(T, name) T *name = (T *)tq_emu_blk.dyn_shared
 
 typedef tq_emu_uint3 uint3;

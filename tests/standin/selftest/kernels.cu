@@ -186,3 +186,12 @@ extern "C" __global__ void tq_k_st_warp_mixed(float *out)
     else
         __syncthreads();
 }
+
+/* Indexes a shared array one past its end: for ASan. */
+extern "C" __global__ void tq_k_st_shared_oob(float *out)
+{
+    __shared__ float s[64];
+    s[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[0] = s[0];
+}
