@@ -235,7 +235,12 @@ $(STANDIN_DIR)/registry-selftest.cpp: FORCE
 	@mkdir -p $(dir $@)
 	@sh tests/standin/gen-registry.sh $@ $(wildcard tests/standin/selftest/*.cu)
 
-$(STANDIN_DIR)/registry-%.o: $(STANDIN_DIR)/registry-%.cpp
+# kernels are rebuilt when their flags change (STANDIN_ARCH, SAN), as FLAGS_STAMP does
+$(STANDIN_DIR)/kflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(STANDIN_KFLAGS)' | cmp -s - $@ || echo '$(STANDIN_KFLAGS)' > $@
+
+$(STANDIN_DIR)/registry-%.o: $(STANDIN_DIR)/registry-%.cpp $(STANDIN_DIR)/kflags
 	g++ $(STANDIN_KFLAGS) -c $< -o $@
 
 $(STANDIN_DIR)/libtqstandin%.so: $(STANDIN_OBJ) $(STANDIN_DIR)/registry%.o
