@@ -64,9 +64,7 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-/* shared with hip_api.c: HIP's names differ, its numbers do not */
-int tq_sd_error_index(int code);
-int tq_sd_error_index(int code)
+static int error_index(int code)
 {
     for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
         if (errors[i].code == code)
@@ -76,7 +74,7 @@ int tq_sd_error_index(int code)
 
 TQ_SD_API CUresult cuGetErrorName(CUresult err, const char **str)
 {
-    int i = tq_sd_error_index(err);
+    int i = error_index(err);
     if (!str || i < 0)
         return CUDA_ERROR_INVALID_VALUE;
     *str = errors[i].name;
@@ -85,7 +83,7 @@ TQ_SD_API CUresult cuGetErrorName(CUresult err, const char **str)
 
 TQ_SD_API CUresult cuGetErrorString(CUresult err, const char **str)
 {
-    int i = tq_sd_error_index(err);
+    int i = error_index(err);
     if (!str || i < 0)
         return CUDA_ERROR_INVALID_VALUE;
     *str = errors[i].text;

@@ -14,8 +14,6 @@
         return tq_sd_unlock(expr);                                                         \
     } while (0)
 
-int tq_sd_error_index(int code);
-
 static struct tq_sd_ctx *cur(void) { return tq_sd_current(TQ_SD_HIP); }
 static struct tq_sd_stream *stream(hipStream_t s) { return tq_sd_stream_resolve(TQ_SD_HIP, s); }
 
