@@ -102,6 +102,27 @@ shard_search() {
     [ "$status" -eq 0 ] && [ -z "$output" ]
 }
 
+@test "cluster.sh: says why it cannot bring a cluster up (programs missing, not root, a daemon that stops) and leaves nothing" {
+    # munged, slurmctld and slurmd live in /usr/sbin
+    run --separate-stderr env PATH=/usr/bin:/bin "$CLUSTER_SH" up c1
+    [ "$status" -eq 77 ]
+    [[ "$stderr" == *"cannot run a Slurm cluster here: missing: munged slurmctld slurmd ("* ]]
+    # a slurmd that stops at once: its own words come back, and the munged
+    # and slurmctld already started are gone
+    mkdir fake
+    printf '#!/bin/sh\n[ "$1" = -C ] && exit 1\necho "slurmd: fatal: Unable to bind listen port: Address already in use" >&2\nexit 1\n' > fake/slurmd
+    chmod +x fake/slurmd
+    run --separate-stderr env PATH="$PWD/fake:$PATH" "$CLUSTER_SH" up c2
+    [ "$status" -eq 77 ]
+    [[ "$stderr" == *"slurmd stopped at start: "*"Unable to bind listen port: Address already in use"* ]]
+    run env -u SLURM_CONF "$CLUSTER_SH" ours c2
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    command -v setpriv >/dev/null || skip "setpriv is not installed"
+    chmod 755 "$BATS_TEST_TMPDIR"
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$CLUSTER_SH" up c3
+    [ "$status" -eq 77 ] && [[ "$stderr" == *"not root"* ]]
+}
+
 @test "shard-search.sbatch: a real array job, its merge started by the dependency, equals a single run" {
     needs_numpy
     py "$TESTS_DIR/lib/simref.py" make db.tq 0 500 16 4 str
@@ -154,7 +175,7 @@ shard_search() {
     [ "$status" -ne 0 ]
     # the rerun the merge asked for: task 2 alone, and its own merge
     mv db.away db.tq
-    TQ_SHARDS=4 shard_search --wait --array=2
+    TQ_SHARDS=4 shard_search --array=2
     wait_ended tq-shard-merge 2
     [ "$(ended tq-shard-merge | grep -c 'JobState=COMPLETED .* ExitCode=0:0')" -eq 1 ]
     cmp single.tq top.tq
@@ -203,11 +224,13 @@ shard_search() {
     export TQ_DEDUP=0.8
     head -4 "$S/near-dups.txt" > feed.txt
     printf 'Our train was delayed by 40 min' >> feed.txt
-    timeout 60 sbatch --wait -o dedup-1.log "$S/slurm/nightly-dedup.sh" feed.txt st
+    # (waiting on the completion log: sbatch --wait polls every 2 s)
+    sbatch -o dedup-1.log "$S/slurm/nightly-dedup.sh" feed.txt st
+    wait_ended nightly-dedup.sh 1
     [ "$(cat st/current/offset)" -eq "$(head -4 "$S/near-dups.txt" | wc -c)" ]
     printf 'utes because of a signal failure.\n' >> feed.txt
     tail -n +6 "$S/near-dups.txt" >> feed.txt
-    timeout 60 sbatch --wait -o dedup-2.log "$S/slurm/nightly-dedup.sh" feed.txt st
+    sbatch -o dedup-2.log "$S/slurm/nightly-dedup.sh" feed.txt st
     wait_ended nightly-dedup.sh 2
     [ "$(ended nightly-dedup.sh | grep -c 'JobState=COMPLETED .* ExitCode=0:0')" -eq 2 ]
     [ ! -s dedup-1.log ] && [ ! -s dedup-2.log ]

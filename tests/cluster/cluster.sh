@@ -33,8 +33,11 @@ die_skip() { echo "$me: cannot run a Slurm cluster here: $*" >&2; exit 77; }
 # alive PID: it runs (a zombie does not: PID 1 of a container may be slow to
 # reap the daemons it inherits)
 alive() {
-    local st
-    st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]
+    local line st
+    # builtins only: this runs for every candidate, on a busy machine
+    [ -n "$1" ] && read -r line 2>/dev/null < "/proc/$1/stat" || return 1
+    st=${line##*) } st=${st%% *}
+    [ -n "$st" ] && [ "$st" != Z ]
 }
 
 # the processes of the cluster of DIR: its daemons (by pid file, by the
@@ -46,13 +49,18 @@ ours() {
     local dir=$1 skip=" " q=$$ p f
     while [ "$q" -gt 1 ]; do
         skip+="$q "
-        q=$(awk '/^PPid:/ { print $2 }' "/proc/$q/status" 2>/dev/null) || break
-        [ -n "$q" ] || break
+        local k v p=
+        while read -r k v; do
+            [ "$k" = PPid: ] && { p=$v; break; }
+        done 2>/dev/null < "/proc/$q/status"
+        [ -n "$p" ] || break
+        q=$p
     done
     # environ is NUL-separated: grep -z reads one variable a line;
     # slurmstepd writes its title over its environment, but holds the log of
-    # slurmd open: a file open in DIR names a process of ours too
-    for f in $( { find /proc/[0-9]*/fd -maxdepth 1 -lname "$dir/*" | sed 's,/fd/.*,/environ,'
+    # slurmd open (the guard's own log does not count: what it starts has it)
+    for f in $( { find /proc/[0-9]*/fd -maxdepth 1 \( -lname "$dir/log/slurm*" -o -lname "$dir/spool/*" \) |
+                      sed 's,/fd/.*,/environ,'
                   grep -lzxF -e "TQ_CLUSTER=$dir" -e "SLURM_CONF=$dir/slurm.conf" /proc/[0-9]*/environ
                 } 2>/dev/null | sort -u); do
         p=${f#/proc/} p=${p%/environ}
@@ -61,9 +69,10 @@ ours() {
     done
     for f in "$dir"/run/*.pid; do
         [ -e "$f" ] || continue
-        p=$(cat "$f" 2>/dev/null) || continue
+        read -r p 2>/dev/null < "$f" || continue
         [ -n "$p" ] && alive "$p" && case "$skip" in *" $p "*) ;; *) echo "$p" ;; esac
     done
+    return 0
 }
 
 down() {
@@ -122,12 +131,14 @@ free_port() {
     done
 }
 
-# the last lines of a log that say why a daemon stopped
+# why LOG...: the last lines of a daemon's logs that say why it stopped (its
+# errors, else its last words)
 why() {
-    local log=$1
-    [ -s "$log" ] || { echo "(no log)"; return; }
-    grep -E 'error|fatal|Error|Fatal' "$log" | tail -3 | tr '\n' ' '
-    grep -qE 'error|fatal|Error|Fatal' "$log" || tail -2 "$log" | tr '\n' ' '
+    local said
+    said=$(cat "$@" 2>/dev/null | grep -E 'error|fatal|Error|Fatal' | tail -3)
+    [ -n "$said" ] || said=$(cat "$@" 2>/dev/null | tail -2)
+    [ -n "$said" ] || said="it wrote nothing (logs: $*)"
+    echo "$said" | tr '\n' ' ' | sed 's/ *$//'
 }
 
 up() {
@@ -203,7 +214,8 @@ export SLURM_CONF=$dir/slurm.conf
 EOF
 
     # a guard: when the watched process ends without a teardown, it tears down
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+    # (a zombie is dead: its parent may be slow to reap it)
+    setsid bash -c 'while grep -qs "^State:[[:space:]]*[^Z[:space:]]" "/proc/$1/status"; do sleep 0.5; done
                     exec "$3" down "$2"' guard "$watch" "$dir" "$here/$me" \
         </dev/null >>"$dir/log/guard.log" 2>&1 3>&- &
     echo $! > "$dir/run/guard.pid"
@@ -223,7 +235,7 @@ EOF
         sleep 0.1
     done
     [ -S "$dir/munge/munge.socket" ] ||
-        die_skip "munged did not start: $(why "$dir/log/munged.log") $(why "$dir/log/munged.out")"
+        die_skip "munged did not start: $(why "$dir/log/munged.log" "$dir/log/munged.out")"
     munge -n --socket="$dir/munge/munge.socket" | unmunge --socket="$dir/munge/munge.socket" >/dev/null 2>&1 ||
         die_skip "munged does not answer on $dir/munge/munge.socket"
 
@@ -239,7 +251,7 @@ EOF
         [ "$state" = idle ] && break
         for c in slurmctld slurmd; do
             kill -0 "$(cat "$dir/run/$c.pid")" 2>/dev/null ||
-                die_skip "$c stopped at start: $(why "$dir/log/$c.log") $(why "$dir/log/$c.out")"
+                die_skip "$c stopped at start: $(why "$dir/log/$c.log" "$dir/log/$c.out")"
         done
         sleep 0.1
     done
