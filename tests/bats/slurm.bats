@@ -71,7 +71,7 @@ shard_search() {
 @test "cluster.sh: a private cluster, and no daemon of it left after teardown, even when the command failed or its caller died" {
     # the cluster of this file is ours: its own ports, socket and controller
     grep -q "^AuthInfo=socket=$CLUSTER/munge/munge.socket$" "$SLURM_CONF"
-    ! grep -qE '^Slurm(ctld|d)Port=681[78]$' "$SLURM_CONF"
+    [ "$(grep -cE '^Slurm(ctld|d)Port=681[78]$' "$SLURM_CONF")" -eq 0 ]
     scontrol show config | grep -q "^SLURM_CONF *= $SLURM_CONF$"
     [ "$(sinfo -h -o '%D %T %c')" = "1 idle $(nproc --all)" ]
     # run: a second cluster for one command that leaves a job running and an

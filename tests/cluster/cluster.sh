@@ -11,7 +11,8 @@
 #                                  any process of a job of ours still alive
 #   cluster.sh ours DIR            list the processes of ours still running
 #   cluster.sh run CMD [ARG]...    up in a temporary folder, CMD with the
-#                                  cluster's environment, down on exit
+#                                  cluster's environment (SLURM_CONF, and
+#                                  TQ_CLUSTER_DIR: the folder), down on exit
 #
 # "up" also leaves a guard that runs "down" when WATCH_PID (default: the
 # caller) ends, so no daemon outlives a test run that was killed before its
@@ -41,7 +42,8 @@ alive() {
 }
 
 # the processes of the cluster of DIR: its daemons (by pid file, by the
-# marker in their environment, by a file open in DIR), the processes of its
+# marker in their environment, by a log or spool file of DIR they hold open:
+# slurmstepd), the processes of its
 # jobs and the clients talking to it (SLURM_CONF names our slurm.conf: an
 # srun left waiting for a controller that is gone), less this shell and its
 # ancestors (the test that asks, and the Bats process that tears down)
@@ -76,7 +78,7 @@ ours() {
 }
 
 down() {
-    local dir=$1 i left
+    local dir=$1 left
     # a guard still watching has nothing more to do
     local guard
     guard=$(cat "$dir/run/guard.pid" 2>/dev/null)
@@ -86,7 +88,7 @@ down() {
         # every job of every user (the cluster is ours alone), and a moment
         # for slurmd to end them while slurmctld and munged still answer
         SLURM_CONF=$dir/slurm.conf timeout 5 scancel --quiet --partition=tq 2>/dev/null
-        for i in $(seq 30); do
+        for _ in $(seq 30); do
             [ -z "$(SLURM_CONF=$dir/slurm.conf timeout 2 squeue -h -t R,CG -o %i 2>/dev/null)" ] && break
             sleep 0.1
         done
@@ -96,7 +98,7 @@ down() {
     for d in slurmd slurmctld munged; do
         p=$(cat "$dir/run/$d.pid" 2>/dev/null) || continue
         kill -TERM "$p" 2>/dev/null || continue
-        for i in $(seq 20); do
+        for _ in $(seq 20); do
             alive "$p" || break
             sleep 0.1
         done
@@ -105,7 +107,7 @@ down() {
     # what is left (a step or job process whose daemon died first) is killed
     left=$(ours "$dir")
     [ -n "$left" ] && kill -KILL $left 2>/dev/null
-    for i in $(seq 20); do
+    for _ in $(seq 20); do
         left=$(ours "$dir")
         [ -z "$left" ] && break
         sleep 0.1
@@ -153,7 +155,7 @@ up() {
     dir=$(cd "$dir" && pwd)
     [ ! -e "$dir/slurm.conf" ] || { echo "$me: $dir already holds a cluster" >&2; exit 2; }
     mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
-    # munged refuses a key or socket folder that others may write
+    # the key and the state are no one else's business
     chmod 700 "$dir/munge" "$dir/state" "$dir/spool"
     chmod 755 "$dir" "$dir/log" "$dir/run"
     dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
@@ -201,7 +203,7 @@ MpiDefault=none
 ReturnToService=2
 # quick: a finished job leaves the queue after 4 s (and sbatch --wait then
 # polls every 2 s instead of backing off to 32 s), a cancelled one is killed
-# 1 s after its SIGTERM, dependencies are checked every second
+# 1 s after its SIGTERM, the scheduler passes every second
 MinJobAge=4
 KillWait=1
 SchedulerParameters=sched_interval=1,sched_min_interval=100000
@@ -222,14 +224,15 @@ EOF
     # from here on, a failure tears down what started
     trap 'down "$dir" >/dev/null 2>&1' EXIT
 
-    # munged -F stays in the foreground: we hold its pid
+    # munged -F stays in the foreground: we hold its pid. --force: munged
+    # refuses a socket that other users cannot reach (a folder of mode 700,
+    # as mktemp makes them, on the way); our jobs all run as root
     TQ_CLUSTER=$dir setsid munged -F --force --socket="$dir/munge/munge.socket" \
         --key-file="$dir/munge/munge.key" --pid-file="$dir/run/munged.pid.own" \
         --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed" \
         </dev/null >>"$dir/log/munged.out" 2>&1 3>&- &
     echo $! > "$dir/run/munged.pid"
-    local i
-    for i in $(seq 50); do
+    for _ in $(seq 50); do
         [ -S "$dir/munge/munge.socket" ] && break
         kill -0 "$(cat "$dir/run/munged.pid")" 2>/dev/null || break
         sleep 0.1
@@ -246,7 +249,7 @@ EOF
     echo $! > "$dir/run/slurmd.pid"
 
     local state=
-    for i in $(seq 150); do
+    for _ in $(seq 150); do
         state=$(sinfo -h -n "$host" -o %T 2>/dev/null)
         [ "$state" = idle ] && break
         for c in slurmctld slurmd; do
