@@ -86,6 +86,7 @@ shard_search() {
     [ "$status" -eq 3 ] && [ "$output" = 2 ]
     run env -u SLURM_CONF "$CLUSTER_SH" ours "$(cat dir.txt)"
     [ "$status" -eq 0 ] && [ -z "$output" ]
+    [ ! -e "$(cat dir.txt)" ] # and its folder is gone
     # up with a process to watch: when it dies without a teardown, the guard
     # tears down within seconds
     sleep 300 3>&- &
