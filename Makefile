@@ -163,11 +163,9 @@ check: deps-test
 	$(MAKE) --no-print-directory check-unit check-bats check-fuzz
 	@echo "check: all suites passed"
 
-check-unit: $(UNIT_BIN)
-	@sh tests/run-unit.sh $(UNIT_BIN)
-
-check-bats: all $(TTOOL_BIN)
-	TQ_BIN=$(abspath $(BINDIR)) TQ_TEST_TOOLS=$(abspath $(OUT)/build/tools) sh tests/run-bats.sh tests/bats
+check-bats: all $(TTOOL_BIN) $(if $(GPU_STANDIN),$(STANDIN_LIB_PATH))
+	TQ_BIN=$(abspath $(BINDIR)) TQ_TEST_TOOLS=$(abspath $(OUT)/build/tools) \
+	    $(if $(GPU_STANDIN),TQ_STANDIN_LIB=$(abspath $(STANDIN_LIB_PATH))) sh tests/run-bats.sh tests/bats
 
 check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)
@@ -200,6 +198,11 @@ clean:
 -include $(LIB_OBJ:.o=.d) $(TOOLS:%=$(OBJDIR)/cmd/%.d)
 
 # ---- the GPU stand-in driver: tests only, never installed (tests/standin/README.md) ----
+# It runs the CUDA and HIP backends in `make check` on machines without a GPU;
+# it needs g++ (the kernels compile as host C++).
+HAVE_GXX := $(shell command -v g++ >/dev/null 2>&1 && echo 1)
+GPU_STANDIN := $(if $(GPU_OBJ),$(HAVE_GXX))
+STANDIN_LIB_PATH := $(OUT)/build/standin/libtqstandin.so
 # One shared library exporting the CUDA driver / cuBLAS / HIP / rocBLAS subset
 # lib/cuda uses, with the kernels of kernels/cuda compiled in as host C++; a
 # second build of it holds the self-test kernels of tests/standin/selftest.
@@ -267,3 +270,9 @@ standin-bench:
 	@$(STANDIN_DIR)/fiber-bench && $(STANDIN_DIR)/fiber-bench-uc
 
 -include $(wildcard $(STANDIN_DIR)/*.d)
+
+# The unit suites, then the stand-in's own tests and the cross-backend op suite
+# on CUDA and HIP through it (two thread-order seeds), when this build has them.
+check-unit: $(UNIT_BIN) $(if $(GPU_STANDIN),$(STANDIN_DIR)/selftest $(STANDIN_LIB))
+	@sh tests/run-unit.sh $(UNIT_BIN) $(if $(GPU_STANDIN),$(STANDIN_DIR)/selftest)
+	@$(if $(GPU_STANDIN),sh tests/run-gpu-standin.sh $(OUT)/build/tests/test_ops $(STANDIN_LIB),echo "gpu: skipped: $(if $(GPU_OBJ),no g++ for the stand-in driver,this build has neither CUDA nor HIP (nvcc and hipcc not found))")
