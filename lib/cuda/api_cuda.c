@@ -41,6 +41,12 @@ static gpu_res (*cuEventRecord)(gpu_handle, gpu_handle);
 static gpu_res (*cuEventSynchronize)(gpu_handle);
 static gpu_res (*cuEventDestroy)(gpu_handle);
 static gpu_res (*cuGetErrorName)(gpu_res, const char **);
+static gpu_res (*cuStreamBeginCapture)(gpu_handle, int);
+static gpu_res (*cuStreamEndCapture)(gpu_handle, gpu_handle *);
+static gpu_res (*cuGraphInstantiateWithFlags)(gpu_handle *, gpu_handle, unsigned long long);
+static gpu_res (*cuGraphLaunch)(gpu_handle, gpu_handle);
+static gpu_res (*cuGraphExecDestroy)(gpu_handle);
+static gpu_res (*cuGraphDestroy)(gpu_handle);
 
 /* cuBLAS */
 static int (*cublasCreate)(gpu_handle *);
@@ -112,6 +118,10 @@ static void leave(int i, gpu_handle ctx)
 }
 
 static gpu_res stream_create(gpu_handle *s) { return cuStreamCreate(s, 1 /* non-blocking */); }
+/* CU_STREAM_CAPTURE_MODE_RELAXED: the pool may take memory from the driver
+ * while a graph is recorded */
+static gpu_res capture_begin(gpu_handle s) { return cuStreamBeginCapture(s, 2); }
+static gpu_res graph_instantiate(gpu_handle *e, gpu_handle g) { return cuGraphInstantiateWithFlags(e, g, 0); }
 static gpu_res event_create(gpu_handle *e) { return cuEventCreate(e, 2 /* no timing */); }
 
 static const char *error_name(gpu_res r)
@@ -240,7 +250,11 @@ static void load(void)
         {"cuMemcpyDtoDAsync", &cuMemcpyDtoDAsync}, {"cuMemsetD8Async", &cuMemsetD8Async},
         {"cuEventCreate", &cuEventCreate}, {"cuEventRecord", &cuEventRecord},
         {"cuEventSynchronize", &cuEventSynchronize}, {"cuEventDestroy", &cuEventDestroy},
-        {"cuGetErrorName", &cuGetErrorName},
+        {"cuGetErrorName", &cuGetErrorName}, {"cuStreamBeginCapture", &cuStreamBeginCapture},
+        {"cuStreamEndCapture", &cuStreamEndCapture},
+        {"cuGraphInstantiateWithFlags", &cuGraphInstantiateWithFlags},
+        {"cuGraphLaunch", &cuGraphLaunch}, {"cuGraphExecDestroy", &cuGraphExecDestroy},
+        {"cuGraphDestroy", &cuGraphDestroy},
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (proc(t[i].name, t[i].fn)) {
@@ -281,6 +295,12 @@ static void load(void)
     api.event_record = cuEventRecord;
     api.event_sync = cuEventSynchronize;
     api.event_destroy = cuEventDestroy;
+    api.capture_begin = capture_begin;
+    api.capture_end = cuStreamEndCapture;
+    api.graph_instantiate = graph_instantiate;
+    api.graph_launch = cuGraphLaunch;
+    api.graph_exec_destroy = cuGraphExecDestroy;
+    api.graph_destroy = cuGraphDestroy;
     api.error_name = error_name;
     api.launch_end = (void *)0;
     load_blas();

@@ -37,6 +37,12 @@ static gpu_res (*hipEventRecord)(gpu_handle, gpu_handle);
 static gpu_res (*hipEventSynchronize)(gpu_handle);
 static gpu_res (*hipEventDestroy)(gpu_handle);
 static const char *(*hipGetErrorName)(gpu_res);
+static gpu_res (*hipStreamBeginCapture)(gpu_handle, int);
+static gpu_res (*hipStreamEndCapture)(gpu_handle, gpu_handle *);
+static gpu_res (*hipGraphInstantiate)(gpu_handle *, gpu_handle, void *, char *, size_t);
+static gpu_res (*hipGraphLaunch)(gpu_handle, gpu_handle);
+static gpu_res (*hipGraphExecDestroy)(gpu_handle);
+static gpu_res (*hipGraphDestroy)(gpu_handle);
 
 /* rocBLAS */
 static int (*rocblas_create_handle)(gpu_handle *);
@@ -101,6 +107,10 @@ static gpu_res dtod(gpu_ptr d, gpu_ptr s, size_t n, gpu_handle st)
     return hipMemcpyDtoDAsync((void *)(uintptr_t)d, (void *)(uintptr_t)s, n, st);
 }
 static gpu_res memset8(gpu_ptr d, unsigned char v, size_t n, gpu_handle st) { return hipMemsetAsync((void *)(uintptr_t)d, v, n, st); }
+
+/* hipStreamCaptureModeRelaxed: the pool may allocate while a graph is recorded */
+static gpu_res capture_begin(gpu_handle s) { return hipStreamBeginCapture(s, 2); }
+static gpu_res graph_instantiate(gpu_handle *e, gpu_handle g) { return hipGraphInstantiate(e, g, NULL, NULL, 0); }
 
 static const char *error_name(gpu_res r)
 {
@@ -205,7 +215,10 @@ static void load(void)
         {"hipMemcpyDtoDAsync", &hipMemcpyDtoDAsync}, {"hipMemsetAsync", &hipMemsetAsync},
         {"hipEventCreate", &hipEventCreate}, {"hipEventRecord", &hipEventRecord},
         {"hipEventSynchronize", &hipEventSynchronize}, {"hipEventDestroy", &hipEventDestroy},
-        {"hipGetErrorName", &hipGetErrorName},
+        {"hipGetErrorName", &hipGetErrorName}, {"hipStreamBeginCapture", &hipStreamBeginCapture},
+        {"hipStreamEndCapture", &hipStreamEndCapture}, {"hipGraphInstantiate", &hipGraphInstantiate},
+        {"hipGraphLaunch", &hipGraphLaunch}, {"hipGraphExecDestroy", &hipGraphExecDestroy},
+        {"hipGraphDestroy", &hipGraphDestroy},
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!(*(void **)t[i].fn = dlsym(lib, t[i].name))) {
@@ -248,6 +261,12 @@ static void load(void)
     api.event_record = hipEventRecord;
     api.event_sync = hipEventSynchronize;
     api.event_destroy = hipEventDestroy;
+    api.capture_begin = capture_begin;
+    api.capture_end = hipStreamEndCapture;
+    api.graph_instantiate = graph_instantiate;
+    api.graph_launch = hipGraphLaunch;
+    api.graph_exec_destroy = hipGraphExecDestroy;
+    api.graph_destroy = hipGraphDestroy;
     api.error_name = error_name;
     api.launch_end = (void *)3;
     load_blas();

@@ -167,6 +167,8 @@ static tq_status gpu_upload(void *ctx, void *buf, size_t offset, const void *src
     const tq_gpu_api *api = c->api;
     gpu_ptr dst = ((gpu_block *)buf)->ptr + offset;
     gpu_res r = 0;
+    if (c->recording) /* a replay would copy the staging buffer's later contents */
+        return tq_fail(TQ_ERR_USAGE, "%s: no upload while a graph is recorded", TQ_GPU_NAME);
     api->set_current(c->dev, c->ctx);
     pthread_mutex_lock(&c->lock);
     for (size_t done = 0; !r && done < n;) {
@@ -192,6 +194,8 @@ static tq_status gpu_download(void *ctx, const void *buf, size_t offset, void *d
     const tq_gpu_api *api = c->api;
     gpu_ptr src = ((const gpu_block *)buf)->ptr + offset;
     gpu_res r = 0;
+    if (c->recording) /* nothing has run yet: there is nothing to read */
+        return tq_fail(TQ_ERR_USAGE, "%s: no download while a graph is recorded", TQ_GPU_NAME);
     api->set_current(c->dev, c->ctx);
     pthread_mutex_lock(&c->lock);
     for (size_t done = 0; !r && done < n;) {
@@ -231,6 +235,10 @@ const tq_backend TQ_GPU_BACKEND = {
     .upload = gpu_upload,
     .download = gpu_download,
     .sync = gpu_sync,
+    .graph_begin = TQ_GPU(graph_begin),
+    .graph_end = TQ_GPU(graph_end),
+    .graph_launch = TQ_GPU(graph_launch),
+    .graph_free = TQ_GPU(graph_free),
     .ops =
         {
             .matmul = TQ_GPU(matmul),

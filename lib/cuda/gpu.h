@@ -65,6 +65,12 @@ typedef struct tq_gpu_api {
     gpu_res (*event_record)(gpu_handle e, gpu_handle s);
     gpu_res (*event_sync)(gpu_handle e);
     gpu_res (*event_destroy)(gpu_handle e);
+    gpu_res (*capture_begin)(gpu_handle s);              /* relaxed mode */
+    gpu_res (*capture_end)(gpu_handle s, gpu_handle *graph);
+    gpu_res (*graph_instantiate)(gpu_handle *exec, gpu_handle graph);
+    gpu_res (*graph_launch)(gpu_handle exec, gpu_handle s);
+    gpu_res (*graph_exec_destroy)(gpu_handle exec);
+    gpu_res (*graph_destroy)(gpu_handle graph);
     const char *(*error_name)(gpu_res r);
     void *launch_end;       /* the `extra` list's end marker: CU 0x0, HIP 0x3 */
     /* BLAS, column-major as the libraries are; NULL when none was found. */
@@ -116,6 +122,8 @@ typedef struct tq_gpu_ctx {
     gpu_handle stage_done;      /* recorded after the last upload from the stage */
     int stage_busy;
     gpu_block *flag;            /* 4 bytes for kernels that report (gather's bad index) */
+    int recording;              /* the stream is being captured into a graph */
+    gpu_block *graph_owned;     /* blocks freed while recording: the graph's */
 } tq_gpu_ctx;
 
 /* A failure of the runtime as a message: "cuda: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY". */
@@ -138,6 +146,12 @@ tq_status TQ_GPU(launch)(tq_gpu_ctx *c, int kernel, unsigned gx, unsigned gy, un
                          unsigned block, unsigned shared, gpu_args *a);
 /* A device pointer to a tensor's first byte: a tensor's buf is its block. */
 static inline gpu_ptr gpu_tensor_ptr(const tq_tensor *t) { return ((const gpu_block *)t->buf)->ptr + t->offset; }
+
+/* graph.c: recording the stream into a graph and replaying it. */
+tq_status TQ_GPU(graph_begin)(void *ctx);
+tq_status TQ_GPU(graph_end)(void *ctx, int commit, void **graph);
+tq_status TQ_GPU(graph_launch)(void *ctx, void *graph);
+void TQ_GPU(graph_free)(void *ctx, void *graph);
 
 /* ops.c, blas.c: the entries of the backend table. */
 tq_status TQ_GPU(add)(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);

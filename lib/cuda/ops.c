@@ -149,6 +149,8 @@ tq_status TQ_GPU(gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq
     tq_gpu_ctx *c = ctx;
     if (!c->fn[K_GATHER])
         return tq_host_gather(x, idx, y);
+    if (c->recording) /* its index check reads a flag back, which waits */
+        return tq_fail(TQ_ERR_RUNTIME, "%s: gather cannot be recorded in a graph", TQ_GPU_NAME);
     unsigned long long ry = (unsigned long long)y->dims[0], rx = (unsigned long long)x->dims[0];
     unsigned long long rb = ry ? (unsigned long long)(y->nbytes / ry) : 0;
     if (!ry)

@@ -68,6 +68,12 @@ void TQ_GPU(pool_free)(tq_gpu_ctx *c, gpu_block *b)
         return;
     int cl = size_class(b->size);
     pthread_mutex_lock(&c->lock);
+    if (c->recording) { /* the graph being recorded uses it at every replay */
+        b->next = c->graph_owned;
+        c->graph_owned = b;
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
     b->next = c->free_list[cl];
     c->free_list[cl] = b;
     c->pooled += b->size;

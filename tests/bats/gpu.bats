@@ -107,6 +107,28 @@ needs_gpu() {
     done
 }
 
+# CUDA and HIP graphs: tq-embed records its encoder's layers once per batch
+# shape and replays them for later batches of that shape; the replay runs the
+# same kernels on the same tensors, so the bytes equal those of the ops run
+# one by one (TQ_GRAPHS=0), and -v counts the graphs and their launches.
+@test "tq-embed --device cuda/hip: layers recorded once per batch shape and replayed, same bytes as without graphs" {
+    needs_gpu
+    T="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    # 8 lines of 4 words, then 2 of 9: batches of 2 give 4 of one shape, 1 of another
+    for i in 1 2 3 4 5 6 7 8; do echo "w$i x y z"; done > "$T/in.txt"
+    printf '%s\n' "a b c d e f g h i" "j k l m n o p q r" >> "$T/in.txt"
+    for b in $(built_backends); do
+        run --separate-stderr tq-embed -v -m "$T/m" --device "$b" --batch 2 -o "$T/g.tq" "$T/in.txt"
+        assert_success
+        [[ "$stderr" == *"$b:0: 2 graphs recorded, 5 launches"* ]] || fail "$b: $stderr"
+        TQ_GRAPHS=0 run --separate-stderr tq-embed -v -m "$T/m" --device "$b" --batch 2 -o "$T/n.tq" "$T/in.txt"
+        assert_success
+        [[ "$stderr" != *"graph"* ]] || fail "$b: TQ_GRAPHS=0 still recorded: $stderr"
+        cmp "$T/g.tq" "$T/n.tq" || fail "$b: graphs changed the bytes"
+    done
+}
+
 # tq-attend.1: across devices results agree to about 1e-6 relative; 1e-5 of
 # the largest magnitude leaves room for f32 sums in other orders and still
 # fails on a wrong mask, scale or weight (those move values by 1e-2 or more).
