@@ -269,3 +269,10 @@ void tq_host_rowprod_release(void *state)
     tq_tensor_free(r->db);
     free(r);
 }
+
+tq_status tq_hostpath_cpu(tq_device **dev)
+{
+    pthread_once(&host_once, host_open);
+    *dev = host_st ? NULL : host_dev;
+    return host_st;
+}

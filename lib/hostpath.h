@@ -55,4 +55,8 @@ tq_status tq_host_rowprod_prepare(const tq_tensor *db, void **state);
 tq_status tq_host_rowprod(void *state, const tq_tensor *q, float alpha, tq_tensor *out);
 void tq_host_rowprod_release(void *state);
 
+/* The process's CPU device (opened once, kept to exit), for a backend that
+ * runs part of an op on the host itself (the device simtopk's leftovers). */
+tq_status tq_hostpath_cpu(tq_device **dev);
+
 #endif

@@ -254,6 +254,7 @@ const tq_backend TQ_GPU_BACKEND = {
             .gather = TQ_GPU(gather),
             .convert = TQ_GPU(convert),
             .attention = TQ_GPU(attention),
+            .simtopk = TQ_GPU(simtopk),
             .rowprod = TQ_GPU(rowprod),
         },
 };

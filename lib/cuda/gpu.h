@@ -106,7 +106,7 @@ typedef struct gpu_block {
 enum {
     K_ADD, K_ADD_ROW, K_SCALE, K_GELU, K_RELU, K_TANH, K_SIGMOID, K_ROWNORM, K_NORMALIZE,
     K_SOFTMAX, K_LAYERNORM, K_GATHER, K_CONVERT, K_MATMUL, K_TOPK, K_ATTENTION,
-    K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED, K_COUNT
+    K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED, K_SELECT, K_ABOVE, K_COUNT
 };
 
 typedef struct tq_gpu_ctx {
@@ -168,6 +168,8 @@ tq_status TQ_GPU(convert)(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status TQ_GPU(topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx);
 tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                             const tq_attention_args *a, tq_tensor *out);
+tq_status TQ_GPU(simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 tq_status TQ_GPU(rowprod)(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
                           float alpha, tq_tensor *out);
 tq_status TQ_GPU(matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,

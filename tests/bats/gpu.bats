@@ -249,5 +249,9 @@ print('ok')"
         # k over the device's 256 per row: topk or simtopk goes through the host
         [[ "$stderr" =~ $b:0:\ ran\ on\ the\ host\ \(no\ kernel\ on\ this\ device\):\ .*topk ]] ||
             fail "no host-path note in: $stderr"
+        # an ordinary k: the similarity top-k runs on the device (tq.7)
+        run --separate-stderr tq-simmat -v --device "$b" --db db.tq -k 5 -o out.tq < q.tq
+        assert_success
+        [[ ! "$stderr" =~ ran\ on\ the\ host.*simtopk ]] || fail "simtopk went through the host: $stderr"
     done
 }

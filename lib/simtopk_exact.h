@@ -1,20 +1,20 @@
-/* simtopk.h: what the two halves of the Vulkan simtopk share: the device's
- * passes (ops_simtopk.c) and the host's exact scoring and proofs
- * (simtopk_exact.c). */
-#ifndef TQ_VK_SIMTOPK_H
-#define TQ_VK_SIMTOPK_H
+/* simtopk_exact.h: what the two halves of the device simtopk share (Vulkan,
+ * CUDA, HIP): the driver that runs the device's passes (simtopk_dev.c) and
+ * the host's exact scoring and proofs (simtopk_exact.c). */
+#ifndef TQ_SIMTOPK_EXACT_H
+#define TQ_SIMTOPK_EXACT_H
 
-#include "vk.h"
+#include "internal.h"
 
-/* Rows above the threshold a query may list (above.comp). */
-enum { TQ_VK_ABOVE_CAP = 2048 };
+/* Rows above the threshold a query may list (the backends' above kernels). */
+enum { TQ_SIMDEV_ABOVE_CAP = 2048 };
 
-typedef struct tq_vk_cand {
+typedef struct tq_simdev_cand {
     float v;
     int64_t i;
-} tq_vk_cand;
+} tq_simdev_cand;
 
-typedef struct tq_vk_sim {
+typedef struct tq_simdev_sim {
     int metric;
     int64_t nq, ndb, d, k, kp, base;
     const float *q;          /* [nq, d] */
@@ -32,20 +32,20 @@ typedef struct tq_vk_sim {
     double nx;               /* bound on the norms of the other rows */
     unsigned char *undecided; /* [nq] */
     float *thr;              /* [nq] an undecided query's threshold of device value, or NaN */
-} tq_vk_sim;
+} tq_simdev_sim;
 
-/* tq_parallel_for bodies over queries [begin, end) of a tq_vk_sim: the first pass
- * (each query's candidates scored and merged; decided, or its threshold set
- * in thr) and the second (the rows above the threshold, for the queries of
- * a tq_vk_sim_above). */
-void tq_vk_sim_rescore(void *sim, int64_t begin, int64_t end);
+/* tq_parallel_for bodies over queries [begin, end) of a tq_simdev_sim: the
+ * first pass (each query's candidates scored and merged; decided, or its
+ * threshold set in thr) and the second (the rows above the threshold, for
+ * the queries of a tq_simdev_above). */
+void tq_simdev_rescore(void *sim, int64_t begin, int64_t end);
 
-typedef struct tq_vk_sim_above {
-    const tq_vk_sim *s;
+typedef struct tq_simdev_above {
+    const tq_simdev_sim *s;
     const int64_t *qs;   /* [nu] the queries */
     const uint32_t *cnt; /* [nu] how many rows reached each one's threshold */
-    const uint32_t *lst; /* [nu, TQ_VK_ABOVE_CAP] those rows */
-} tq_vk_sim_above;
-void tq_vk_sim_settle(void *job, int64_t begin, int64_t end);
+    const uint32_t *lst; /* [nu, TQ_SIMDEV_ABOVE_CAP] those rows */
+} tq_simdev_above;
+void tq_simdev_settle(void *job, int64_t begin, int64_t end);
 
 #endif

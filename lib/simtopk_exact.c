@@ -1,10 +1,11 @@
-/* simtopk_exact.c: the host's half of the Vulkan simtopk: the candidates'
- * exact scores (tq_simscore, as the CPU op scores) merged into the caller's
- * lists, and the proof that decides whether the rows left out could still
- * enter, or else the threshold of device score they would need. */
-#include "simtopk.h"
+/* simtopk_exact.c: the host's half of the device simtopk (Vulkan, CUDA, HIP;
+ * simtopk_dev.c drives it): the candidates' exact scores (tq_simscore, as
+ * the CPU op scores) merged into the caller's lists, and the proof that
+ * decides whether the rows left out could still enter, or else the
+ * threshold of device score they would need. */
+#include "simtopk_exact.h"
 
-#include "../simscore.h"
+#include "simscore.h"
 
 #include <float.h>
 #include <math.h>
@@ -17,6 +18,7 @@
  * of the row (relative error under gamma_d / 2 + 2u, so fl(nx_j^2) within
  * (gamma_d + 6u) ||x||^2), and the host subtracts ||q||^2 in double: in all
  * within (gamma_d + 8u)(nq + nx)^2, half of tq_simscore_margin's bound.
+ * CUDA's cuBLAS (f32 compute, no TF32) and our kernels stay inside that.
  * Vulkan lets a device flush subnormals to zero: a flushed input moves a
  * product sum by at most 2^-126 times the other side's 1-norm (<= sqrt(d)
  * times its norm), a flushed result or partial sum by 2^-126; the last term
@@ -29,13 +31,13 @@ static double device_margin(int metric, int64_t d, double nq, double nx)
 
 static int cand_cmp(const void *pa, const void *pb)
 {
-    const tq_vk_cand *a = pa, *b = pb;
+    const tq_simdev_cand *a = pa, *b = pb;
     if (tq_simscore_better(a->v, a->i, b->v, b->i))
         return -1;
     return tq_simscore_better(b->v, b->i, a->v, a->i);
 }
 
-static const float *row_of(const tq_vk_sim *s, int64_t j)
+static const float *row_of(const tq_simdev_sim *s, int64_t j)
 {
     if (!s->rows)
         return s->x + j * s->d;
@@ -52,19 +54,19 @@ static const float *row_of(const tq_vk_sim *s, int64_t j)
 
 /* Query qi's list from the caller's and the exact scores of the rows ci
  * (n0 indices, base + row) and of the rows without a bound: into mv, mi. */
-static void merge_rows(const tq_vk_sim *s, int64_t qi, const int64_t *ci, int64_t n0,
-                       tq_vk_cand *cs, float *mv, int64_t *mi)
+static void merge_rows(const tq_simdev_sim *s, int64_t qi, const int64_t *ci, int64_t n0,
+                       tq_simdev_cand *cs, float *mv, int64_t *mi)
 {
     const float *q = s->q + qi * s->d;
     int64_t n = 0;
     for (int64_t r = 0; r < n0; r++)
-        cs[n++] = (tq_vk_cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
+        cs[n++] = (tq_simdev_cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
     for (int64_t b = 0; b < s->nbad; b++) {
         int64_t gi = s->base + s->bad[b], seen = 0;
         for (int64_t r = 0; r < n0 && !seen; r++)
             seen = ci[r] == gi;
         if (!seen)
-            cs[n++] = (tq_vk_cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
+            cs[n++] = (tq_simdev_cand){tq_simscore(s->metric, q, row_of(s, s->bad[b]), s->d), gi};
     }
     qsort(cs, (size_t)n, sizeof *cs, cand_cmp);
     const float *lv = s->vals + qi * s->k;
@@ -83,7 +85,7 @@ static void merge_rows(const tq_vk_sim *s, int64_t qi, const int64_t *ci, int64_
 
 /* Query qi: its candidates scored exactly and merged into its list; 1 when
  * that list is final (written to out_v/out_i), else 0 with thr[qi] set. */
-static int rescore_one(const tq_vk_sim *s, int64_t qi, tq_vk_cand *cs, float *mv, int64_t *mi)
+static int rescore_one(const tq_simdev_sim *s, int64_t qi, tq_simdev_cand *cs, float *mv, int64_t *mi)
 {
     const float *q = s->q + qi * s->d;
     merge_rows(s, qi, s->ci + qi * s->kp, s->kp, cs, mv, mi);
@@ -128,10 +130,10 @@ static int rescore_one(const tq_vk_sim *s, int64_t qi, tq_vk_cand *cs, float *mv
     return 1;
 }
 
-void tq_vk_sim_rescore(void *ctx, int64_t begin, int64_t end)
+void tq_simdev_rescore(void *ctx, int64_t begin, int64_t end)
 {
-    const tq_vk_sim *s = ctx;
-    tq_vk_cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
+    const tq_simdev_sim *s = ctx;
+    tq_simdev_cand *cs = malloc((size_t)(s->kp + s->nbad) * sizeof *cs);
     float *mv = malloc((size_t)s->k * sizeof *mv);
     int64_t *mi = malloc((size_t)s->k * sizeof *mi);
     for (int64_t qi = begin; qi < end; qi++) /* no memory: the CPU op does them */
@@ -141,19 +143,19 @@ void tq_vk_sim_rescore(void *ctx, int64_t begin, int64_t end)
     free(mi);
 }
 
-void tq_vk_sim_settle(void *ctx, int64_t begin, int64_t end)
+void tq_simdev_settle(void *ctx, int64_t begin, int64_t end)
 {
-    const tq_vk_sim_above *a = ctx;
-    const tq_vk_sim *s = a->s;
-    tq_vk_cand *cs = malloc((size_t)(TQ_VK_ABOVE_CAP + s->nbad) * sizeof *cs);
-    int64_t *gi = malloc(TQ_VK_ABOVE_CAP * sizeof *gi), *mi = malloc((size_t)s->k * sizeof *mi);
+    const tq_simdev_above *a = ctx;
+    const tq_simdev_sim *s = a->s;
+    tq_simdev_cand *cs = malloc((size_t)(TQ_SIMDEV_ABOVE_CAP + s->nbad) * sizeof *cs);
+    int64_t *gi = malloc(TQ_SIMDEV_ABOVE_CAP * sizeof *gi), *mi = malloc((size_t)s->k * sizeof *mi);
     float *mv = malloc((size_t)s->k * sizeof *mv);
     for (int64_t u = begin; cs && gi && mi && mv && u < end; u++) {
-        if (a->cnt[u] > TQ_VK_ABOVE_CAP) /* the list overflowed: the CPU op does it */
+        if (a->cnt[u] > TQ_SIMDEV_ABOVE_CAP) /* the list overflowed: the CPU op does it */
             continue;
         int64_t qi = a->qs[u], n = a->cnt[u];
         for (int64_t r = 0; r < n; r++)
-            gi[r] = s->base + a->lst[u * TQ_VK_ABOVE_CAP + r];
+            gi[r] = s->base + a->lst[u * TQ_SIMDEV_ABOVE_CAP + r];
         merge_rows(s, qi, gi, n, cs, mv, mi);
         memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
         memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);

@@ -1,0 +1,96 @@
+/* simtopk.c: the fused similarity top-k on CUDA/HIP. lib/simtopk_dev.c drives
+ * it as it drives Vulkan's (f32 score tiles by our matmul entry, candidates
+ * kept on the device, exact rescoring and proofs on the host, so the lists
+ * are the CPU's bit for bit); here are the two kernels it needs,
+ * kernels/cuda/select.cu (each query's candidates, carried on from tile to
+ * tile) and above.cu (the rows above a query's threshold), and the download
+ * of scattered rows (the gather kernel, then one copy). */
+#include "gpu.h"
+#include "../hostpath.h"
+#include "../simtopk_dev.h"
+#include "../simtopk_exact.h"
+
+#define SEL_BLOCK 256u
+
+/* One block a row of the tile: rows split over grid.x and grid.y. */
+static void row_grid(unsigned rows, unsigned *gx, unsigned *gy)
+{
+    *gx = rows < 65535 ? (rows ? rows : 1) : 65535;
+    *gy = (rows + *gx - 1) / *gx;
+    *gy = *gy ? *gy : 1;
+}
+
+static tq_status gpu_select(void *ctx, const tq_tensor *x, int64_t kp, int64_t base, int kept,
+                            tq_tensor *vals, tq_tensor *idx)
+{
+    tq_gpu_ctx *c = ctx;
+    gpu_ptr px = gpu_tensor_ptr(x), pv = gpu_tensor_ptr(vals), pi = gpu_tensor_ptr(idx);
+    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], k = (unsigned)kp, gx, gy;
+    long long b = base;
+    gpu_args a = {.size = 0};
+    ARG(&a, px);
+    ARG(&a, pv);
+    ARG(&a, pi);
+    ARG(&a, rows);
+    ARG(&a, m);
+    ARG(&a, k);
+    ARG(&a, kept);
+    ARG(&a, b);
+    row_grid(rows, &gx, &gy);
+    c->api->set_current(c->dev, c->ctx);
+    return TQ_GPU(launch)(c, K_SELECT, gx, gy, 1, SEL_BLOCK, 0, &a);
+}
+
+static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                           tq_tensor *lst, int64_t base)
+{
+    tq_gpu_ctx *c = ctx;
+    gpu_ptr px = gpu_tensor_ptr(x), pt = gpu_tensor_ptr(thr), pc = gpu_tensor_ptr(cnt),
+            pl = gpu_tensor_ptr(lst);
+    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], cap = TQ_SIMDEV_ABOVE_CAP,
+             b = (unsigned)base, gx, gy;
+    gpu_args a = {.size = 0};
+    ARG(&a, px);
+    ARG(&a, pt);
+    ARG(&a, pc);
+    ARG(&a, pl);
+    ARG(&a, rows);
+    ARG(&a, m);
+    ARG(&a, cap);
+    ARG(&a, b);
+    row_grid(rows, &gx, &gy);
+    c->api->set_current(c->dev, c->ctx);
+    return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
+}
+
+/* The rows gathered into one block on the device, then one download. */
+static tq_status gpu_rows(void *ctx, const tq_tensor *db, const int64_t *rows, size_t n, float *dst)
+{
+    if (!n)
+        return TQ_OK;
+    int64_t nn = (int64_t)n, yd[2] = {nn, db->dims[1]};
+    tq_tensor *it = NULL, *yt = NULL;
+    tq_status st;
+    if (!(st = tq_tensor_new(db->dev, TQ_DTYPE_I64, 1, &nn, &it)) &&
+        !(st = tq_tensor_new(db->dev, TQ_DTYPE_F32, 2, yd, &yt)) &&
+        !(st = tq_tensor_upload(it, rows, n * 8)) && !(st = TQ_GPU(gather)(ctx, db, it, yt)))
+        st = tq_tensor_download(yt, dst, yt->nbytes);
+    tq_tensor_free(it);
+    tq_tensor_free(yt);
+    return st;
+}
+
+tq_status TQ_GPU(simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    static const tq_simdev_backend be = {.matmul = TQ_GPU(matmul), .add = TQ_GPU(add),
+                                         .rownorm = TQ_GPU(rownorm), .select = gpu_select,
+                                         .above = gpu_above, .download_rows = gpu_rows};
+    tq_gpu_ctx *c = ctx;
+    /* a kernel missing from the image: the whole op on the host, rather than
+     * parts of it through other host paths */
+    if (!c->fn[K_SELECT] || !c->fn[K_ABOVE] || !c->fn[K_ROWNORM] || !c->fn[K_ADD_ROW] ||
+        !c->fn[K_ADD] || !c->fn[K_GATHER] || (!c->blas && !c->fn[K_MATMUL]))
+        return tq_host_simtopk(q, db, metric, idx_base, vals, idx);
+    return tq_simdev_simtopk(&be, ctx, q, db, metric, idx_base, vals, idx);
+}
