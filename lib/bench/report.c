@@ -130,7 +130,7 @@ static void csv(FILE *f, const tqb_report *r, const tqb_kv *kv, int nkv)
         csv_field(f, x->device);
         fprintf(f, ",%s,", x->op);
         csv_field(f, x->shape);
-        fprintf(f, ",%s,%lld,%d,%lld,%.6g,%.6g,%.6g,%.3g,%.6g,%.6g,%.6g,%s,%s,%.4g\n", x->dtype,
+        fprintf(f, ",%s,%lld,%d,%lld,%.6g,%.6g,%.6g,%.3g,%.17g,%.17g,%.6g,%s,%s,%.4g\n", x->dtype,
                 (long long)x->n, x->t.reps, (long long)x->t.iters, x->t.median, x->t.min,
                 x->t.max, x->t.mad_pct, x->flops, x->bytes, x->rate, x->unit,
                 bound_name(r, x), x->frac);
@@ -222,10 +222,8 @@ static void json_result(FILE *f, const tqb_report *r, const tqb_result *x)
         fputs(i ? ", " : "", f);
         json_num(f, x->t.times[i]);
     }
-    fputs("], \"flops\": ", f);
-    json_num(f, x->flops);
-    fputs(", \"bytes\": ", f);
-    json_num(f, x->bytes);
+    /* work and traffic are whole numbers: all their digits */
+    fprintf(f, "], \"flops\": %.17g, \"bytes\": %.17g", x->flops, x->bytes);
     fputs(", \"rate\": ", f);
     json_num(f, x->rate);
     fprintf(f, ", \"unit\": \"%s\", \"bound\": ", x->unit);
