@@ -364,7 +364,8 @@ int main(int argc, char **argv)
             char *slash = strrchr(self, '/');
             if (slash)
                 *slash = 0;
-            if ((st = tqb_tools_run(l > 0 ? self : ".", reps, 1.0, &r.rows, &r.nrows, NULL)))
+            if ((st = tqb_tools_run(l > 0 ? self : ".", reps, &r.rows, &r.nrows,
+                                         t.log_level >= TQ_LOG_WARN ? stderr : NULL)))
                 tq_tool_fail(&t, st);
         }
     }

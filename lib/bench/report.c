@@ -52,8 +52,8 @@ static const tqb_ceiling *ceiling_of(const tqb_report *r, const char *device)
 static const char *bound_name(const tqb_report *r, const tqb_result *x)
 {
     const tqb_ceiling *c = ceiling_of(r, x->device);
-    if (!c)
-        return x->compute_bound ? "compute" : "memory";
+    if (!c) /* a whole process (--tools): no ceiling bounds it */
+        return "-";
     return x->compute_bound ? c->compute_what : c->mem_what;
 }
 

@@ -293,3 +293,23 @@ EOF
     assert_line --regexp '^\| cpu \| scale \| \[4,1024\] \| f32 \| .* \| [0-9.]+ \| (slower|faster|~) \|$'
     assert_line --regexp '^2 rows compared \(2 old, 2 new\)'
 }
+
+@test "--tools: each pipeline timed as a process, its rate the lines over the median time" {
+    cd "$BATS_TEST_TMPDIR"
+    mkdir tmp
+    TMPDIR=$PWD/tmp TQ_BENCH_TOOLS_ROWS=500 run --separate-stderr tq-bench --device cpu --op scale -n 1024 \
+        --min-time 1 -r 2 --tools --format json -o r.json
+    assert_success
+    py - r.json <<'EOF2'
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["results"] if r["device"] == "process"]
+got = [(r["op"], r["n"]) for r in rows]
+assert got == [("tq-embed hash:384", 500), ("tq-embed hash:384", 100), ("tq-simmat top-10", 500),
+               ("tq-simmat threshold 0.9", 500), ("tq-simmat dedup 0.95", 500),
+               ("tq-simmat full matrix", 100), ("tq-attend 8 heads", 100)], got
+for r in rows:
+    assert r["unit"] == "rows/s" and len(r["times_s"]) == 2 and r["shape"] == "%d lines" % r["n"]
+    assert abs(r["rate"] - r["n"] / r["median_s"]) <= 1e-4 * r["rate"], r
+EOF2
+    [ -z "$(ls -A tmp)" ] # the scratch folder is gone
+}
