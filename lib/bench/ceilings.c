@@ -31,7 +31,7 @@ static tq_status device_copy(tq_device *dev, int64_t n, double min_time, double 
     *gbs = 0;
     for (c.scale = 0; c.scale < 2 && !st; c.scale++) {
         tqb_timing t;
-        if ((st = tqb_time(copy_call, &c, dev, 3, min_time, &t)))
+        if ((st = tqb_time(copy_call, &c, dev, 5, min_time, &t)))
             break;
         if (8.0 * (double)n / t.min / 1e9 > *gbs)
             *gbs = 8.0 * (double)n / t.min / 1e9;
@@ -49,7 +49,7 @@ static tq_status sgemm_rate(tq_device *dev, int64_t n, double min_time, double *
     tqb_inst *in;
     tq_status st = tqb_inst_new(tqb_op_find("matmul"), dev, n, 1, &in);
     tqb_timing t;
-    if (!st && !(st = tqb_time(matmul_call, in, dev, 3, min_time, &t))) {
+    if (!st && !(st = tqb_time(matmul_call, in, dev, 5, min_time, &t))) {
         *gflops = in->flops / t.min / 1e9;
         tqb_timing_free(&t);
     }

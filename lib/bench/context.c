@@ -4,6 +4,7 @@
  * host and its CPU, each device's description (driver, kernel, OpenBLAS
  * kernel), the threads, and the environment variables that change results. */
 #include "bench.h"
+#include "../backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,23 +43,12 @@ static tq_status add(tqb_kv **kv, int *n, int *cap, const char *key, const char 
     return TQ_OK;
 }
 
+/* The CPU's model as the CPU backend reads it (/proc/cpuinfo). */
 static void cpu_model(char *out, size_t n)
 {
-    snprintf(out, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5))) {
-            colon += 1 + (colon[1] == ' ');
-            colon[strcspn(colon, "\n")] = 0;
-            snprintf(out, n, "%s", colon);
-            break;
-        }
-    }
-    fclose(f);
+    tq_device_info info;
+    memset(&info, 0, sizeof info);
+    snprintf(out, n, "%s", tq_backend_cpu.info(0, &info) == TQ_OK ? info.name : "unknown");
 }
 
 tq_status tqb_context_get(const tqb_context *c, tqb_kv **kv, int *n)

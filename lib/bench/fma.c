@@ -114,7 +114,7 @@ tq_status tqb_fma_peak(double min_time, double *gflops, const char **isa)
     double per_chunk;
     fma_run r = {pick(isa, &per_chunk), (int64_t)tq_threads_get() * CHUNKS_PER_THREAD, 0};
     tqb_timing t;
-    tq_status st = tqb_time(fma_call, &r, NULL, 3, min_time, &t);
+    tq_status st = tqb_time(fma_call, &r, NULL, 5, min_time, &t);
     if (st)
         return st;
     *gflops = per_chunk * (double)r.chunks / t.min / 1e9; /* the peak: the best of them */

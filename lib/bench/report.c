@@ -175,48 +175,48 @@ static void json_context(FILE *f, const tqb_kv *kv, int nkv)
     fputs("}}", f);
 }
 
+/* ", "KEY": "VALUE" and ", "KEY": NUMBER (sep "{" for the first member). */
+static void kstr(FILE *f, const char *sep, const char *k, const char *v)
+{
+    fprintf(f, "%s\"%s\": ", sep, k);
+    tqb_json_str(f, v);
+}
+static void knum(FILE *f, const char *k, double v)
+{
+    fprintf(f, ", \"%s\": ", k);
+    json_num(f, v);
+}
+
 static void json_ceiling(FILE *f, const tqb_ceiling *c)
 {
-    fputs("{\"device\": ", f);
-    tqb_json_str(f, c->device);
+    char mem[32];
+    kstr(f, "{", "device", c->device);
     if (!c->gpu) {
-        fputs(", \"fma_gflops\": ", f);
-        json_num(f, c->fma_gflops);
-        fputs(", \"fma_isa\": ", f);
-        tqb_json_str(f, c->fma_isa);
+        knum(f, "fma_gflops", c->fma_gflops);
+        kstr(f, ", ", "fma_isa", c->fma_isa);
     }
-    fputs(", \"sgemm_gflops\": ", f);
-    json_num(f, c->sgemm_gflops);
-    fputs(", \"sgemm_engine\": ", f);
-    tqb_json_str(f, c->sgemm_engine);
-    fprintf(f, ", \"sgemm_n\": %lld, \"%s_gbs\": ", (long long)c->sgemm_n, c->mem_what);
-    json_num(f, c->mem_gbs);
-    fputs(", \"compute\": ", f);
-    tqb_json_str(f, c->compute_what);
-    fputs(", \"memory\": ", f);
-    tqb_json_str(f, c->mem_what);
+    knum(f, "sgemm_gflops", c->sgemm_gflops);
+    kstr(f, ", ", "sgemm_engine", c->sgemm_engine);
+    knum(f, "sgemm_n", (double)c->sgemm_n);
+    snprintf(mem, sizeof mem, "%s_gbs", c->mem_what);
+    knum(f, mem, c->mem_gbs);
+    kstr(f, ", ", "compute", c->compute_what);
+    kstr(f, ", ", "memory", c->mem_what);
     fputc('}', f);
 }
 
 static void json_result(FILE *f, const tqb_report *r, const tqb_result *x)
 {
-    fputs("{\"device\": ", f);
-    tqb_json_str(f, x->device);
-    fputs(", \"op\": ", f);
-    tqb_json_str(f, x->op);
-    fputs(", \"shape\": ", f);
-    tqb_json_str(f, x->shape);
-    fputs(", \"dtype\": ", f);
-    tqb_json_str(f, x->dtype);
-    fprintf(f, ", \"n\": %lld, \"reps\": %d, \"iters\": %lld, \"median_s\": ", (long long)x->n,
-            x->t.reps, (long long)x->t.iters);
-    json_num(f, x->t.median);
-    fputs(", \"min_s\": ", f);
-    json_num(f, x->t.min);
-    fputs(", \"max_s\": ", f);
-    json_num(f, x->t.max);
-    fputs(", \"mad_pct\": ", f);
-    json_num(f, x->t.mad_pct);
+    kstr(f, "{", "device", x->device);
+    kstr(f, ", ", "op", x->op);
+    kstr(f, ", ", "shape", x->shape);
+    kstr(f, ", ", "dtype", x->dtype);
+    fprintf(f, ", \"n\": %lld, \"reps\": %d, \"iters\": %lld", (long long)x->n, x->t.reps,
+            (long long)x->t.iters);
+    knum(f, "median_s", x->t.median);
+    knum(f, "min_s", x->t.min);
+    knum(f, "max_s", x->t.max);
+    knum(f, "mad_pct", x->t.mad_pct);
     fputs(", \"times_s\": [", f);
     for (int i = 0; i < x->t.reps; i++) {
         fputs(i ? ", " : "", f);
@@ -224,12 +224,10 @@ static void json_result(FILE *f, const tqb_report *r, const tqb_result *x)
     }
     /* work and traffic are whole numbers: all their digits */
     fprintf(f, "], \"flops\": %.17g, \"bytes\": %.17g", x->flops, x->bytes);
-    fputs(", \"rate\": ", f);
-    json_num(f, x->rate);
-    fprintf(f, ", \"unit\": \"%s\", \"bound\": ", x->unit);
-    tqb_json_str(f, bound_name(r, x));
-    fputs(", \"frac\": ", f);
-    json_num(f, x->frac);
+    knum(f, "rate", x->rate);
+    kstr(f, ", ", "unit", x->unit);
+    kstr(f, ", ", "bound", bound_name(r, x));
+    knum(f, "frac", x->frac);
     fputc('}', f);
 }
 

@@ -45,7 +45,7 @@ tq_status tqb_triad(double min_time, double *gbs)
     } else {
         tq_parallel_for(TRIAD_N, TRIAD_CHUNK, init_range, &t);
         tqb_timing tm;
-        if (!(st = tqb_time(triad_call, &t, NULL, 3, min_time, &tm))) {
+        if (!(st = tqb_time(triad_call, &t, NULL, 5, min_time, &tm))) {
             *gbs = 12.0 * (double)TRIAD_N / tm.min / 1e9;
             tqb_timing_free(&tm);
         }
