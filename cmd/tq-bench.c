@@ -370,6 +370,15 @@ int main(int argc, char **argv)
         }
     }
     tq_tool_progress_done(&t);
+    /* ops a device has no kernel for ran on the host: their rows time that */
+    for (int d = 0; d < ndev && !ceilings_only; d++)
+        if (tq_device_host_ops(devs[d])[0] && r.nnotes < 8) {
+            snprintf(note_buf[r.nnotes], sizeof note_buf[0],
+                     "%s ran these ops on the host (no kernel on this device): %s.",
+                     tq_device_name(devs[d]), tq_device_host_ops(devs[d]));
+            notes[r.nnotes] = note_buf[r.nnotes];
+            r.nnotes++;
+        }
     for (int i = 0; i < r.nrows; i++)
         if (r.rows[i].t.mad_pct > TQB_NOISY_PCT)
             tq_tool_log(&t, TQ_LOG_WARN, "warning: %s %s %s: spread %.1f%% is too high to trust",

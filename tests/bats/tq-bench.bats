@@ -313,3 +313,19 @@ for r in rows:
 EOF2
     [ -z "$(ls -A tmp)" ] # the scratch folder is gone
 }
+
+@test "--check: cuda and hip through the stand-in driver agree with the CPU" {
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (TQ_STANDIN_LIB; see tests/bats/gpu.bats)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+    ran=0
+    for b in cuda hip; do
+        tq-cat --list-devices | grep -q "^$b:0 " || continue
+        run --separate-stderr tq-bench --check --device "$b:0" -n 64
+        assert_success
+        [ "${#lines[@]}" -eq "$(tq-bench --op list | wc -l)" ]
+        ran=1
+    done
+    [ "$ran" = 1 ] || skip "the stand-in opened neither cuda:0 nor hip:0"
+}
