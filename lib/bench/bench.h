@@ -32,6 +32,7 @@ typedef struct tqb_inst {
     int nout;                 /* outputs: the first nout entries of out[] */
     int out[3];               /* indices into t[] of the outputs */
     tq_rowprod *rp;
+    int64_t k;                /* topk's k */
     char shape[96];           /* "[1024,1024]x[1024,1024]" */
     const char *dtype;
     double flops, bytes;      /* per call: useful work and least traffic */

@@ -201,14 +201,13 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     case OP_TOPK:
         if ((st = rows_inputs(in, &r, &c, &seed)))
             return st;
-        if (c < TOPK_K)
-            return tq_fail(TQ_ERR_USAGE, "topk: n = %lld is below k = %d", (long long)n, TOPK_K);
-        if ((st = mk(in, 1, TQ_DTYPE_F32, 2, r, TOPK_K, 0, &seed)) ||
-            (st = mk(in, 2, TQ_DTYPE_I64, 2, r, TOPK_K, 0, &seed)))
+        in->k = c < TOPK_K ? c : TOPK_K; /* rows shorter than k: all of them */
+        if ((st = mk(in, 1, TQ_DTYPE_F32, 2, r, in->k, 0, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_I64, 2, r, in->k, 0, &seed)))
             return st;
         in->nout = 2;
         in->out[1] = 2;
-        in->bytes = 4.0 * r * c + 12.0 * r * TOPK_K;
+        in->bytes = 4.0 * r * c + 12.0 * r * in->k;
         break;
     case OP_GATHER: {
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
@@ -322,7 +321,7 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_CONVERT:
         return tq_op_convert(t[0], t[1]);
     case OP_TOPK:
-        return tq_op_topk(t[0], TOPK_K, t[1], t[2]);
+        return tq_op_topk(t[0], in->k, t[1], t[2]);
     }
     return tq_fail(TQ_ERR_USAGE, "unknown op");
 }
