@@ -364,7 +364,7 @@ int main(int argc, char **argv)
             char *slash = strrchr(self, '/');
             if (slash)
                 *slash = 0;
-            if ((st = tqb_tools_run(l > 0 ? self : ".", reps, &r.rows, &r.nrows,
+            if ((st = tqb_tools_run(l > 0 ? self : ".", reps, &r.rows, &r.nrows, &failed,
                                          t.log_level >= TQ_LOG_WARN ? stderr : NULL)))
                 tq_tool_fail(&t, st);
         }

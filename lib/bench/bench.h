@@ -210,7 +210,9 @@ tq_status tqb_compare(FILE *f, const char *old_path, const char *new_path,
 /* Times the tools beside tq-bench (in bindir) as whole processes on
  * generated inputs in a scratch folder (TQ_BENCH_TOOLS_ROWS lines, default
  * 20000); appends rows (device "process", rate in rows/s) to *rows; a tool
- * that is missing is said on log and skipped. */
-tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nrows, FILE *log);
+ * that is missing is said on log and skipped, one that fails is said on log
+ * and counted in *nfailed. */
+tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nrows, int *nfailed,
+                        FILE *log);
 
 #endif

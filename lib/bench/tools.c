@@ -90,7 +90,7 @@ static tq_status write_text(const char *path, int64_t n, int64_t *bytes)
 typedef struct step {
     const char *label;   /* the row's op */
     const char *tool;
-    const char *args[8];
+    const char *args[10];
     const char *in;      /* file name in the scratch folder */
     const char *out;
     int small;           /* on the smaller input */
@@ -105,7 +105,8 @@ static int64_t rows_wanted(void)
     return v >= 100 && v <= 100000000 ? v : 20000;
 }
 
-tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nrows, FILE *log)
+tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nrows, int *nfailed,
+                        FILE *log)
 {
     int64_t n = rows_wanted(), n_small = n / 5 > 100 ? n / 5 : 100;
     static const step steps[] = {
@@ -121,6 +122,14 @@ tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nr
         {"tq-simmat full matrix", "tq-simmat", {"--progress", "never"}, "small.tq", "full.tq", 1},
         {"tq-attend 8 heads", "tq-attend", {"--self", "--heads", "8", "--progress", "never"},
          "small.tq", "att.tq", 1},
+        /* once they exist beside tq-bench (their options as their --help gives
+         * them): int8 codes of the embeddings; a linear model of 2 epochs on
+         * them, the line numbers as targets */
+        {"tq-quantize int8", "tq-quantize", {"--to", "int8", "--progress", "never"}, "emb.tq",
+         "q8.tq", 0},
+        {"tq-train linear 2 epochs", "tq-train",
+         {"--model", "linear", "--y", "key", "--epochs", "2", "--progress", "never"}, "emb.tq",
+         "model.tq", 0},
     };
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
@@ -140,13 +149,14 @@ tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nr
         snprintf(exe, sizeof exe, "%s/%s", bindir, s->tool);
         if (access(exe, X_OK)) {
             if (log)
-                fprintf(log, "tq-bench: --tools: %s not found beside tq-bench\n", s->tool);
+                fprintf(log, "tq-bench: warning: --tools: %s is not beside tq-bench: not timed\n",
+                        s->tool);
             continue;
         }
         snprintf(in, sizeof in, "%s/%s", dir, s->in);
         snprintf(out, sizeof out, "%s/%s", dir, s->out);
         proc p = {{exe}, in, out, err};
-        for (int a = 0; a < 8 && s->args[a]; a++)
+        for (int a = 0; a < 10 && s->args[a]; a++)
             p.argv[a + 1] = (char *)s->args[a];
         tqb_result *nr = realloc(*rows, (size_t)(*nrows + 1) * sizeof *nr);
         if (!nr) {
@@ -156,8 +166,14 @@ tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nr
         *rows = nr;
         tqb_result *r = &nr[*nrows];
         memset(r, 0, sizeof *r);
-        if ((st = tqb_time(run_proc, &p, NULL, reps, 0, &r->t)))
-            break;
+        if ((st = tqb_time(run_proc, &p, NULL, reps, 0, &r->t))) {
+            /* a tool that fails costs its row, not the others */
+            if (log)
+                fprintf(log, "tq-bench: warning: --tools: %s\n", tq_errmsg());
+            st = TQ_OK;
+            ++*nfailed;
+            continue;
+        }
         int64_t rows_in = s->small ? n_small : n;
         snprintf(r->device, sizeof r->device, "process");
         snprintf(r->op, sizeof r->op, "%s", s->label);
@@ -171,7 +187,8 @@ tq_status tqb_tools_run(const char *bindir, int reps, tqb_result **rows, int *nr
     }
     /* the scratch files; the folder */
     static const char *const files[] = {"docs.txt", "small.txt", "emb.tq", "small.tq", "topk.tq",
-                                        "pairs.tq", "dedup.tq", "full.tq", "att.tq", "stderr"};
+                                        "pairs.tq", "dedup.tq", "full.tq", "att.tq", "q8.tq",
+                                        "model.tq", "stderr"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);

@@ -300,13 +300,19 @@ EOF
     TMPDIR=$PWD/tmp TQ_BENCH_TOOLS_ROWS=500 run --separate-stderr tq-bench --device cpu --op scale -n 1024 \
         --min-time 1 -r 2 --tools --format json -o r.json
     assert_success
-    py - r.json <<'EOF2'
-import json, sys
+    py - r.json "$TQ_BIN" <<'EOF2'
+import json, os, sys
 rows = [r for r in json.load(open(sys.argv[1]))["results"] if r["device"] == "process"]
 got = [(r["op"], r["n"]) for r in rows]
-assert got == [("tq-embed hash:384", 500), ("tq-embed hash:384", 100), ("tq-simmat top-10", 500),
-               ("tq-simmat threshold 0.9", 500), ("tq-simmat dedup 0.95", 500),
-               ("tq-simmat full matrix", 100), ("tq-attend 8 heads", 100)], got
+want = [("tq-embed hash:384", 500), ("tq-embed hash:384", 100), ("tq-simmat top-10", 500),
+        ("tq-simmat threshold 0.9", 500), ("tq-simmat dedup 0.95", 500),
+        ("tq-simmat full matrix", 100), ("tq-attend 8 heads", 100)]
+# the tools that exist only in some trees, timed when they lie beside tq-bench
+for tool, row in (("tq-quantize", ("tq-quantize int8", 500)),
+                  ("tq-train", ("tq-train linear 2 epochs", 500))):
+    if os.access(os.path.join(sys.argv[2], tool), os.X_OK):
+        want.append(row)
+assert got == want, got
 for r in rows:
     assert r["unit"] == "rows/s" and len(r["times_s"]) == 2 and r["shape"] == "%d lines" % r["n"]
     assert abs(r["rate"] - r["n"] / r["median_s"]) <= 1e-4 * r["rate"], r
@@ -328,4 +334,21 @@ EOF2
         ran=1
     done
     [ "$ran" = 1 ] || skip "the stand-in opened neither cuda:0 nor hip:0"
+}
+
+@test "--tools: a tool that fails is a warning and exit 1, the others' rows stay" {
+    cd "$BATS_TEST_TMPDIR"
+    mkdir b tmp
+    cp "$TQ_BIN/tq-bench" "$TQ_BIN/tq-embed" b/
+    printf '#!/bin/sh\necho "tq-simmat: error: planted failure" >&2\nexit 3\n' > b/tq-simmat
+    chmod +x b/tq-simmat
+    TMPDIR=$PWD/tmp TQ_BENCH_TOOLS_ROWS=200 run --separate-stderr b/tq-bench --device cpu --op scale \
+        -n 64 --min-time 1 -r 2 --tools --format csv
+    assert_failure 1
+    [[ "$stderr" == *"warning: --tools: "*"/b/tq-simmat failed (status 3): tq-simmat: error: planted failure"* ]]
+    [[ "$stderr" == *"warning: --tools: tq-attend is not beside tq-bench: not timed"* ]]
+    [[ "$stderr" == *"tq-bench: error: 4 measurements failed" ]]
+    [ "$(grep -c '^process,tq-embed' <<< "$output")" -eq 2 ]
+    [ "$(grep -c '^process,tq-simmat' <<< "$output")" -eq 0 ]
+    [ -z "$(ls -A tmp)" ]
 }
