@@ -101,6 +101,16 @@ $(OBJDIR)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# tq-bench's report names the commit and flags it was built from: baked into
+# context.o, rebuilt when the commit changes (the stamp changes only then).
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+COMMIT_STAMP := $(OBJDIR)/commit
+$(COMMIT_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(OBJDIR)/lib/bench/context.o: $(COMMIT_STAMP)
+$(OBJDIR)/lib/bench/context.o: CPPFLAGS += -DTQ_BUILD_COMMIT='"$(GIT_COMMIT)"' -DTQ_BUILD_FLAGS='"$(OPT)"'
+
 # f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
 $(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
 

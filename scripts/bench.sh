@@ -62,3 +62,7 @@ bash "$root/scripts/bench-simmat.sh" "$BIN"
 
 # ---- attention (issue 4): tq-attend against PyTorch eager ----
 bash "$root/scripts/bench-attend.sh" "$BIN"
+
+# ---- tq-bench (issue 15): every op on every device against the ceilings measured here ----
+# the op table itself; the peers above are the comparisons
+"$BIN/tq-bench" --device all --progress never

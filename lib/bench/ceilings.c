@@ -1,0 +1,136 @@
+/* ceilings.c: what each device can do at best, measured on it, not assumed:
+ * on the CPU the peak FMA rate (fma.c), the STREAM triad (triad.c) and the
+ * sgemm rate of the best engine through tq_op_matmul; on a GPU the sgemm rate
+ * and the copy bandwidth, both through the op API (no kernel of our own runs
+ * there). Then each op's rate against the ceiling that bounds it, chosen by
+ * its arithmetic intensity (the roofline). */
+#include "bench.h"
+#include "../cpu/cpu.h"
+
+#include <string.h>
+
+typedef struct copy_run {
+    tq_tensor *x, *y;
+    int scale;
+} copy_run;
+
+/* A copy: convert f32 to f32 (a plain copy on the device), or a scale by 1
+ * (the same traffic; some devices run it faster than their copy). */
+static tq_status copy_call(void *ctx)
+{
+    copy_run *c = ctx;
+    return c->scale ? tq_op_scale(c->x, 1.0f, c->y) : tq_op_convert(c->x, c->y);
+}
+
+static tq_status device_copy(tq_device *dev, int64_t n, double min_time, double *gbs)
+{
+    copy_run c = {NULL, NULL, 0};
+    tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &n, &c.x);
+    if (!st)
+        st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &n, &c.y);
+    *gbs = 0;
+    for (c.scale = 0; c.scale < 2 && !st; c.scale++) {
+        tqb_timing t;
+        if ((st = tqb_time(copy_call, &c, dev, 5, min_time, &t)))
+            break;
+        if (8.0 * (double)n / t.min / 1e9 > *gbs)
+            *gbs = 8.0 * (double)n / t.min / 1e9;
+        tqb_timing_free(&t);
+    }
+    tq_tensor_free(c.x);
+    tq_tensor_free(c.y);
+    return st;
+}
+
+static tq_status matmul_call(void *ctx) { return tqb_inst_run(ctx); }
+
+static tq_status sgemm_rate(tq_device *dev, int64_t n, double min_time, double *gflops)
+{
+    tqb_inst *in;
+    tq_status st = tqb_inst_new(tqb_op_find("matmul"), dev, n, 1, &in);
+    tqb_timing t;
+    if (!st && !(st = tqb_time(matmul_call, in, dev, 5, min_time, &t))) {
+        *gflops = in->flops / t.min / 1e9;
+        tqb_timing_free(&t);
+    }
+    tqb_inst_free(in);
+    return st;
+}
+
+tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->device, sizeof c->device, "%s", tq_device_name(dev));
+    tq_status st;
+    if (tq_device_backend(dev) != TQ_BACKEND_CPU) {
+        int small = tqb_device_cpu_type(dev);
+        c->gpu = 1;
+        c->sgemm_n = small ? 256 : 2048;
+        snprintf(c->sgemm_engine, sizeof c->sgemm_engine, "%s", tq_device_name(dev));
+        if ((st = sgemm_rate(dev, c->sgemm_n, min_time, &c->sgemm_gflops)) ||
+            (st = device_copy(dev, (int64_t)1 << (small ? 20 : 26), min_time, &c->mem_gbs)))
+            return st;
+        c->mem_what = "copy";
+        c->compute_gflops = c->sgemm_gflops;
+        c->compute_what = "sgemm";
+        return TQ_OK;
+    }
+    const char *isa;
+    if ((st = tqb_fma_peak(min_time, &c->fma_gflops, &isa)) || (st = tqb_triad(min_time, &c->mem_gbs)))
+        return st;
+    snprintf(c->fma_isa, sizeof c->fma_isa, "%s", isa);
+    c->mem_what = "triad";
+    c->compute_gflops = c->fma_gflops;
+    c->compute_what = "fma";
+    /* the engines matmul can use: OpenBLAS when it loaded, the built-in one */
+    c->sgemm_n = 1024;
+    for (int builtin = 0; builtin < 2; builtin++) {
+        tq_cpu_blas_force_builtin(builtin);
+        const char *name;
+        tq_cpu_sgemm_current(&name);
+        double r = 0;
+        st = sgemm_rate(dev, c->sgemm_n, min_time, &r);
+        if (st)
+            break;
+        if (r > c->sgemm_gflops) {
+            c->sgemm_gflops = r;
+            snprintf(c->sgemm_engine, sizeof c->sgemm_engine, "%s", name);
+        }
+        if (!builtin && !strcmp(name, "built-in"))
+            break; /* no OpenBLAS: the one engine */
+    }
+    tq_cpu_blas_force_builtin(0);
+    return st;
+}
+
+void tqb_result_rate(tqb_result *r, const tqb_ceiling *c)
+{
+    double t = r->t.median;
+    /* compute bound when the flops take longer at peak than the bytes at
+     * full bandwidth; ops with no flops counted are bandwidth bound */
+    r->compute_bound = r->flops > 0 && c && c->mem_gbs > 0 && c->compute_gflops > 0
+                           ? r->flops / c->compute_gflops > r->bytes / c->mem_gbs
+                           : r->flops > 0;
+    if (r->compute_bound) {
+        r->unit = "GFLOP/s";
+        r->rate = t > 0 ? r->flops / t / 1e9 : 0;
+        r->frac = c && c->compute_gflops > 0 ? r->rate / c->compute_gflops : 0;
+    } else {
+        r->unit = "GB/s";
+        r->rate = t > 0 ? r->bytes / t / 1e9 : 0;
+        r->frac = c && c->mem_gbs > 0 ? r->rate / c->mem_gbs : 0;
+    }
+}
+
+void tqb_ceiling_line(const tqb_ceiling *c, char *out, size_t n)
+{
+    if (c->gpu)
+        snprintf(out, n, "%s: sgemm %.1f GFLOP/s (%lld^3 through tq_op_matmul), copy %.1f GB/s",
+                 c->device, c->sgemm_gflops, (long long)c->sgemm_n, c->mem_gbs);
+    else
+        snprintf(out, n,
+                 "%s: FMA peak %.1f GFLOP/s (%s, %d threads), sgemm %.1f GFLOP/s (%s, %lld^3), "
+                 "STREAM triad %.1f GB/s",
+                 c->device, c->fma_gflops, c->fma_isa, tq_threads_get(), c->sgemm_gflops,
+                 c->sgemm_engine, (long long)c->sgemm_n, c->mem_gbs);
+}

@@ -1,0 +1,337 @@
+/* ops.c: tq-bench's op table: every op of the op API (lib/tq.h), what its size
+ * n means, its default sizes, the least work and memory traffic of one call
+ * (for the rates and the roofline bound), and how --check compares it with
+ * the CPU. The instances hold seeded random inputs on the device. */
+#include "bench.h"
+#include "../backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OP_MATMUL, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK
+};
+
+/* Fixed sides of the ops whose n is one dimension. */
+#define SIM_Q 256   /* queries of rowprod and simtopk */
+#define SIM_D 256   /* their vector length */
+#define SIM_K 10
+#define ATT_D 512   /* attention: 8 heads of 64 */
+#define ATT_H 8
+#define ROW_D 1024  /* row ops: rows of 1024 values (fewer when n is smaller) */
+#define TOPK_K 10
+
+/* Tolerances (NMSE against the CPU), those of the cross-backend suite
+ * (tests/unit/test_ops.c), which holds every device to a float64 reference:
+ * two devices each within it differ by at most about four times as much.
+ * Elementwise and row ops: 1e-10 (correctly rounded f32 gives ~4e-15);
+ * products over k up to 1024: 1e-9 (blocked orders; TF32 would give 1e-7).
+ * Bit identity where an op promises it: topk and simtopk (tq-simmat(1):
+ * "the same bytes as on the CPU"), gather and convert (copies and one
+ * correctly rounded conversion), add and scale (one IEEE operation). */
+#define TOL_EW 4e-10
+#define TOL_MM 4e-9
+
+const tqb_opdef tqb_ops[] = {
+    [OP_MATMUL] = {"matmul", "C[n,n] = A[n,n] B[n,n], f32", {256, 1024}, {64, 128}, TQB_CMP_NMSE,
+                   TOL_MM},
+    [OP_ROWPROD] = {"rowprod", "out[256,n] = q[256,256] . db[n,256]^T, db prepared once",
+                    {4096, 32768}, {256, 1024}, TQB_CMP_NMSE, TOL_MM},
+    [OP_SIMTOPK] = {"simtopk", "top-10 of q[256,256] against db[n,256] by dot product",
+                    {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
+    [OP_ATTENTION] = {"attention", "q, k, v [n,512], 8 heads of 64, no mask", {256, 1024},
+                      {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    [OP_ROWNORM] = {"rownorm", "norms of n values as rows of 1024", {1 << 16, 1 << 22},
+                    {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    [OP_NORMALIZE] = {"normalize", "n values as rows of 1024", {1 << 16, 1 << 22},
+                      {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    [OP_SOFTMAX] = {"softmax", "n values as rows of 1024", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
+                    TQB_CMP_NMSE, TOL_EW},
+    [OP_LAYERNORM] = {"layernorm", "n values as rows of 1024, gamma and beta",
+                      {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    [OP_GELU] = {"gelu", "n values", {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    [OP_ACTIVATE] = {"activate", "tanh of n values", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
+                     TQB_CMP_NMSE, TOL_EW},
+    [OP_ADD] = {"add", "n values plus n values", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
+                TQB_CMP_BITS, 0},
+    [OP_SCALE] = {"scale", "n values times 0.5", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
+                  TQB_CMP_BITS, 0},
+    [OP_GATHER] = {"gather", "rows of 1024 of n values, shuffled", {1 << 16, 1 << 22},
+                   {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
+    [OP_CONVERT] = {"convert", "n values f32 to f16", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
+                    TQB_CMP_BITS, 0},
+    [OP_TOPK] = {"topk", "top-10 of each row of 1024 of n values", {1 << 16, 1 << 22},
+                 {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
+};
+const int tqb_nops = (int)(sizeof tqb_ops / sizeof tqb_ops[0]);
+
+const tqb_opdef *tqb_op_find(const char *name)
+{
+    for (int i = 0; i < tqb_nops; i++)
+        if (!strcmp(tqb_ops[i].name, name))
+            return &tqb_ops[i];
+    return NULL;
+}
+
+int tqb_device_cpu_type(const tq_device *dev)
+{
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU)
+        return 0;
+    tq_device_info info;
+    memset(&info, 0, sizeof info);
+    return dev->backend->info(dev->index, &info) == TQ_OK && info.cpu_type;
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Tensor i of the instance, [d0] or [d0, d1]; fill 1 uploads uniform values
+ * in [-1, 1) (f32 only), 0 leaves it as allocated. */
+static tq_status mk(tqb_inst *in, int i, tq_dtype dt, int rank, int64_t d0, int64_t d1, int fill,
+                    uint64_t *seed)
+{
+    int64_t dims[2] = {d0, d1};
+    tq_status st = tq_tensor_new(in->dev, dt, rank, dims, &in->t[i]);
+    if (st || !fill)
+        return st;
+    int64_t n = tq_tensor_numel(in->t[i]);
+    float *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    if (!h)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; j < n; j++)
+        h[j] = (float)((double)(mix(seed) >> 11) * 0x1p-52 - 1.0);
+    st = tq_tensor_upload(in->t[i], h, (size_t)n * sizeof *h);
+    free(h);
+    return st;
+}
+
+/* Starts simtopk's running lists at -inf and -1, as the op asks. */
+static tq_status simtopk_reset(tqb_inst *in)
+{
+    size_t n = (size_t)(SIM_Q * SIM_K);
+    float v[SIM_Q * SIM_K];
+    int64_t ix[SIM_Q * SIM_K];
+    for (size_t i = 0; i < n; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    tq_status st = tq_tensor_upload(in->t[2], v, sizeof v);
+    return st ? st : tq_tensor_upload(in->t[3], ix, sizeof ix);
+}
+
+static void shape2(char *out, size_t n, const tq_tensor *t)
+{
+    if (t->rank == 1)
+        snprintf(out, n, "[%lld]", (long long)t->dims[0]);
+    else
+        snprintf(out, n, "[%lld,%lld]", (long long)t->dims[0], (long long)t->dims[1]);
+}
+
+/* The tensors of a row op: n values as rows of ROW_D (or one row of n). */
+static tq_status rows_inputs(tqb_inst *in, int64_t *r, int64_t *c, uint64_t *seed)
+{
+    *c = in->n < ROW_D ? in->n : ROW_D;
+    *r = in->n / *c;
+    return mk(in, 0, TQ_DTYPE_F32, 2, *r, *c, 1, seed);
+}
+
+static tq_status setup(tqb_inst *in, uint64_t seed)
+{
+    int64_t n = in->n, r = 0, c = 0;
+    tq_status st;
+    in->dtype = "f32";
+    in->nout = 1;
+    in->out[0] = 1;
+    switch ((int)(in->op - tqb_ops)) {
+    case OP_MATMUL:
+        if ((st = mk(in, 0, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_F32, 2, n, n, 0, &seed)))
+            return st;
+        in->out[0] = 2;
+        in->flops = 2.0 * n * n * n;
+        in->bytes = 12.0 * n * n;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
+                 (long long)n, (long long)n, (long long)n);
+        return TQ_OK;
+    case OP_ROWPROD:
+    case OP_SIMTOPK:
+        if ((st = mk(in, 0, TQ_DTYPE_F32, 2, SIM_Q, SIM_D, 1, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, n, SIM_D, 1, &seed)))
+            return st;
+        in->flops = 2.0 * SIM_Q * SIM_D * n;
+        in->bytes = 4.0 * (SIM_Q * SIM_D + n * SIM_D);
+        snprintf(in->shape, sizeof in->shape, "[%d,%d]x[%lld,%d]", SIM_Q, SIM_D, (long long)n,
+                 SIM_D);
+        if (in->op == &tqb_ops[OP_ROWPROD]) {
+            in->out[0] = 2;
+            in->bytes += 4.0 * SIM_Q * n;
+            if ((st = mk(in, 2, TQ_DTYPE_F32, 2, SIM_Q, n, 0, &seed)))
+                return st;
+            return tq_rowprod_new(in->t[1], &in->rp);
+        }
+        in->nout = 2;
+        in->out[0] = 2;
+        in->out[1] = 3;
+        if ((st = mk(in, 2, TQ_DTYPE_F32, 2, SIM_Q, SIM_K, 0, &seed)) ||
+            (st = mk(in, 3, TQ_DTYPE_I64, 2, SIM_Q, SIM_K, 0, &seed)))
+            return st;
+        return simtopk_reset(in);
+    case OP_ATTENTION:
+        for (int i = 0; i < 4; i++)
+            if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
+                return st;
+        in->out[0] = 3;
+        in->flops = 4.0 * n * n * ATT_D;
+        in->bytes = 16.0 * n * ATT_D;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%d] %d heads", (long long)n, ATT_D, ATT_H);
+        return TQ_OK;
+    case OP_ROWNORM:
+        if ((st = rows_inputs(in, &r, &c, &seed)) || (st = mk(in, 1, TQ_DTYPE_F32, 1, r, 0, 0, &seed)))
+            return st;
+        in->bytes = 4.0 * r * c + 4.0 * r;
+        break;
+    case OP_TOPK:
+        if ((st = rows_inputs(in, &r, &c, &seed)))
+            return st;
+        in->k = c < TOPK_K ? c : TOPK_K; /* rows shorter than k: all of them */
+        if ((st = mk(in, 1, TQ_DTYPE_F32, 2, r, in->k, 0, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_I64, 2, r, in->k, 0, &seed)))
+            return st;
+        in->nout = 2;
+        in->out[1] = 2;
+        in->bytes = 4.0 * r * c + 12.0 * r * in->k;
+        break;
+    case OP_GATHER: {
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_I64, 1, r, 0, 0, &seed)))
+            return st;
+        int64_t *ix = malloc((size_t)r * sizeof *ix);
+        if (!ix)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < r; i++) /* a shuffle: each row once */
+            ix[i] = i;
+        for (int64_t i = r - 1; i > 0; i--) {
+            int64_t j = (int64_t)(mix(&seed) % (uint64_t)(i + 1)), s = ix[i];
+            ix[i] = ix[j], ix[j] = s;
+        }
+        st = tq_tensor_upload(in->t[2], ix, (size_t)r * sizeof *ix);
+        free(ix);
+        in->bytes = 8.0 * r * c + 8.0 * r;
+        break;
+    }
+    case OP_CONVERT:
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F16, 2, r, c, 0, &seed)))
+            return st;
+        in->dtype = "f32>f16";
+        in->bytes = 6.0 * r * c;
+        break;
+    case OP_ADD:
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 1, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_F32, 2, r, c, 0, &seed)))
+            return st;
+        in->out[0] = 2;
+        in->bytes = 12.0 * r * c;
+        break;
+    case OP_LAYERNORM:
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_F32, 1, c, 0, 1, &seed)) ||
+            (st = mk(in, 3, TQ_DTYPE_F32, 1, c, 0, 1, &seed)))
+            return st;
+        in->bytes = 8.0 * r * c;
+        break;
+    default: /* normalize, softmax, gelu, activate, scale: x to y */
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)))
+            return st;
+        in->bytes = 8.0 * r * c;
+        break;
+    }
+    shape2(in->shape, sizeof in->shape, in->t[0]);
+    return TQ_OK;
+}
+
+tq_status tqb_inst_new(const tqb_opdef *op, tq_device *dev, int64_t n, uint64_t seed,
+                       tqb_inst **out)
+{
+    tqb_inst *in = calloc(1, sizeof *in);
+    if (!in)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    in->op = op;
+    in->dev = dev;
+    in->n = n;
+    tq_status st = setup(in, seed ^ (uint64_t)n);
+    if (st) {
+        tqb_inst_free(in);
+        return tq_fail_context(st, "%s n=%lld on %s", op->name, (long long)n,
+                               tq_device_name(dev));
+    }
+    *out = in;
+    return TQ_OK;
+}
+
+tq_status tqb_inst_run(tqb_inst *in)
+{
+    tq_tensor **t = in->t;
+    tq_status st;
+    switch ((int)(in->op - tqb_ops)) {
+    case OP_MATMUL:
+        return tq_op_matmul(t[0], 0, t[1], 0, 1.0f, 0.0f, t[2]);
+    case OP_ROWPROD:
+        return tq_op_rowprod(in->rp, t[0], 1.0f, t[2]);
+    case OP_SIMTOPK:
+        /* fresh lists each call: folding the same rows twice would prune
+         * more and time less than one real pass */
+        if ((st = simtopk_reset(in)))
+            return st;
+        return tq_op_simtopk(t[0], t[1], TQ_METRIC_DOT, 0, t[2], t[3]);
+    case OP_ATTENTION: {
+        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL};
+        return tq_op_attention(t[0], t[1], t[2], &a, t[3]);
+    }
+    case OP_ROWNORM:
+        return tq_op_rownorm(t[0], t[1]);
+    case OP_NORMALIZE:
+        return tq_op_normalize(t[0], 1e-12f, t[1]);
+    case OP_SOFTMAX:
+        return tq_op_softmax(t[0], t[1]);
+    case OP_LAYERNORM:
+        return tq_op_layernorm(t[0], t[2], t[3], 1e-5f, t[1]);
+    case OP_GELU:
+        return tq_op_gelu(t[0], t[1]);
+    case OP_ACTIVATE:
+        return tq_op_activate(t[0], TQ_ACT_TANH, t[1]);
+    case OP_ADD:
+        return tq_op_add(t[0], t[1], t[2]);
+    case OP_SCALE:
+        return tq_op_scale(t[0], 0.5f, t[1]);
+    case OP_GATHER:
+        return tq_op_gather(t[0], t[2], t[1]);
+    case OP_CONVERT:
+        return tq_op_convert(t[0], t[1]);
+    case OP_TOPK:
+        return tq_op_topk(t[0], in->k, t[1], t[2]);
+    }
+    return tq_fail(TQ_ERR_USAGE, "unknown op");
+}
+
+void tqb_inst_free(tqb_inst *in)
+{
+    if (!in)
+        return;
+    tq_rowprod_free(in->rp);
+    for (int i = 0; i < TQB_MAX_T; i++)
+        tq_tensor_free(in->t[i]);
+    free(in);
+}

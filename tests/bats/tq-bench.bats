@@ -1,0 +1,354 @@
+#!/usr/bin/env bats
+# tq-bench: the reports parse (Python's csv and json modules), their numbers
+# agree with each other (rates recomputed here from the sizes and the times,
+# the statistics from the repetitions), every op of lib/tq.h is in the table,
+# --check passes on every device here and fails on a perturbed op, --compare
+# flags a planted slowdown and not noise, the SVG is well-formed with one
+# series per op and device. Tiny sizes and 1 ms repetitions: the figures
+# themselves are not judged here (scripts/bench.sh prints them).
+load helpers
+bats_require_minimum_version 1.5.0
+
+FAST="--min-time 1 -r 3"
+
+has_vulkan() { tq-cat --list-devices | grep -q '^vulkan:0 '; }
+
+@test "--op list: every op of the op API (lib/tq.h), and nothing else" {
+    run tq-bench --op list
+    assert_success
+    want=$(sed -n 's/^tq_status tq_op_\([a-z0-9_]*\)(.*/\1/p' "$ROOT_DIR/lib/tq.h" | sort)
+    [ -n "$want" ]
+    got=$(printf '%s\n' "$output" | awk '{print $1}' | sort)
+    [ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2; false; }
+}
+
+@test "json: every repetition; median, min, max, spread and rates recomputed from the times and sizes" {
+    needs_numpy
+    TQ_THREADS=2 run --separate-stderr tq-bench --device cpu --op matmul,scale,add,convert,attention \
+        -n 32-128*2 $FAST --format json -o "$BATS_TEST_TMPDIR/r.json"
+    assert_success
+    [ -z "$output" ]
+    py - "$BATS_TEST_TMPDIR/r.json" <<'EOF'
+import json, sys, numpy as np
+d = json.load(open(sys.argv[1]))
+ctx = d["context"]
+for k in ("tq", "commit", "compiler", "flags", "date", "host", "cpu", "cores", "threads"):
+    assert ctx[k], k
+assert ctx["threads"] == "2" and ctx["env"]["TQ_THREADS"] == "2", ctx
+assert ctx["devices"][0].startswith("cpu: "), ctx["devices"]
+ceil = {c["device"]: c for c in d["ceilings"]}
+c = ceil["cpu"]
+assert c["fma_gflops"] > 0 and c["sgemm_gflops"] > 0 and c["triad_gbs"] > 0, c
+rows = d["results"]
+assert [(r["op"], r["n"]) for r in rows] == [(o, n) for o in
+        ("matmul", "scale", "add", "convert", "attention") for n in (32, 64, 128)], rows
+for r in rows:
+    t = np.array(r["times_s"])
+    assert len(t) == r["reps"] == 3 and r["iters"] >= 1
+    med = np.median(t)
+    # the report prints 6 significant digits
+    assert abs(r["median_s"] - med) <= 1e-5 * med and abs(r["min_s"] - t.min()) <= 1e-5 * med
+    assert abs(r["max_s"] - t.max()) <= 1e-5 * med
+    mad = 100 * np.median(np.abs(t - med)) / med
+    assert abs(r["mad_pct"] - mad) <= 1e-3 * max(mad, 1), (r["mad_pct"], mad)
+    n = r["n"]
+    # work and traffic from the sizes, independently of the tool's table
+    if r["op"] == "matmul":
+        flops, nbytes = 2 * n**3, 12 * n * n
+    elif r["op"] == "attention":
+        flops, nbytes = 4 * n * n * 512, 16 * n * 512
+    else:
+        per = {"scale": 8, "add": 12, "convert": 6}[r["op"]]
+        flops, nbytes = 0, per * n
+    assert r["flops"] == flops and r["bytes"] == nbytes, r
+    compute = flops > 0 and flops / c["fma_gflops"] > nbytes / c["triad_gbs"]
+    want_unit, work, ceiling = (("GFLOP/s", flops, c["fma_gflops"]) if compute
+                                else ("GB/s", nbytes, c["triad_gbs"]))
+    assert r["unit"] == want_unit and r["bound"] == ("fma" if compute else "triad"), r
+    rate = work / r["median_s"] / 1e9
+    assert abs(r["rate"] - rate) <= 1e-4 * rate, (r["rate"], rate)
+    assert abs(r["frac"] - rate / ceiling) <= 1e-3 * rate / ceiling, (r["frac"], rate / ceiling)
+    assert r["dtype"] == ("f32>f16" if r["op"] == "convert" else "f32")
+EOF
+}
+
+@test "csv and jsonl parse, with the same columns and the context first" {
+    run --separate-stderr tq-bench --device cpu --op softmax,topk -n 1024,2048 $FAST --format csv
+    assert_success
+    printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/r.csv"
+    run --separate-stderr tq-bench --device cpu --op softmax,topk -n 1024,2048 $FAST --format jsonl
+    assert_success
+    printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/r.jsonl"
+    py - "$BATS_TEST_TMPDIR/r.csv" "$BATS_TEST_TMPDIR/r.jsonl" <<'EOF'
+import csv, json, sys
+lines = open(sys.argv[1]).read().splitlines()
+head = [l for l in lines if l.startswith("#")]
+assert lines[: len(head)] == head and any(l.startswith("# commit: ") for l in head), head
+assert any(l.startswith("# ceiling cpu: FMA peak ") for l in head), head
+rows = list(csv.DictReader(l for l in lines if not l.startswith("#")))
+assert [(r["op"], r["n"], r["shape"]) for r in rows] == [
+    ("softmax", "1024", "[1,1024]"), ("softmax", "2048", "[2,1024]"),
+    ("topk", "1024", "[1,1024]"), ("topk", "2048", "[2,1024]")], rows
+for r in rows:
+    rate = float(r["bytes"]) / float(r["median_s"]) / 1e9
+    assert r["unit"] == "GB/s" and abs(float(r["rate"]) - rate) <= 1e-4 * rate, r
+    assert float(r["min_s"]) <= float(r["median_s"]) <= float(r["max_s"])
+objs = [json.loads(l) for l in open(sys.argv[2])]
+assert [o["type"] for o in objs] == ["context", "ceiling"] + ["result"] * 4, objs
+assert objs[0]["context"]["commit"] and objs[1]["ceiling"]["device"] == "cpu"
+assert [o["result"]["shape"] for o in objs[2:]] == [r["shape"] for r in rows]
+assert all(len(o["result"]["times_s"]) == 3 for o in objs[2:])
+EOF
+}
+
+@test "markdown: the context, the ceilings, a row per op and size" {
+    run --separate-stderr tq-bench --device cpu --op gelu,gather -n 4096 $FAST
+    assert_success
+    assert_line --index 0 "# tq-bench"
+    assert_line --regexp '^- commit: [0-9a-f]{7,}(-dirty)?$|^- commit: unknown$'
+    assert_line --regexp '^- device: cpu: '
+    assert_line --regexp '^- cpu: FMA peak [0-9.]+ GFLOP/s \((avx512|avx2\+fma|portable), [0-9]+ threads\), sgemm [0-9.]+ GFLOP/s'
+    assert_line "| device | op | shape | dtype | time | min | max | rate | of ceiling | spread |"
+    assert_line --regexp '^\| cpu \| gelu \| \[4,1024\] \| f32 \| .* GB/s \| [0-9]+% triad \| '
+    assert_line --regexp '^\| cpu \| gather \| \[4,1024\] \| f32 \| '
+}
+
+@test "sizes: lists and ranges; bad lists, ops and devices are one-line usage errors" {
+    run --separate-stderr tq-bench --device cpu --op scale -n 1k,3000-12000*2,100-300+100 $FAST --format csv
+    assert_success
+    got=$(printf '%s\n' "$output" | grep -v '^#' |
+        py -c 'import csv, sys; print(" ".join(r["n"] for r in csv.DictReader(sys.stdin)), end=" ")')
+    [ "$got" = "1024 3000 6000 12000 100 200 300 " ] || { echo "$got" >&2; false; }
+    for bad in "-n 0" "-n 10-5" "-n 4-64*1" "-n 1,,2" "--op nosuch" "--format xml" "--device gpu"; do
+        run --separate-stderr tq-bench $bad
+        [ "$status" -eq 2 ] || { echo "$bad: status $status" >&2; false; }
+        [ "${#stderr_lines[@]}" -eq 1 ] && [[ "$stderr" == "tq-bench: error: "* ]] ||
+            { echo "$bad: $stderr" >&2; false; }
+    done
+    run --separate-stderr tq-bench --device cpu -o /nonexistent/dir/r.md --op scale -n 64 $FAST
+    [ "$status" -eq 73 ]
+}
+
+@test "--ceilings: the ceilings alone, of every device named" {
+    devs=cpu
+    has_vulkan && devs=cpu,vulkan:0
+    run --separate-stderr tq-bench --ceilings --device "$devs" --min-time 1 --format json
+    assert_success
+    printf '%s' "$output" | py -c '
+import json, sys
+d = json.load(sys.stdin)
+want = sys.argv[1].split(",")
+assert [c["device"] for c in d["ceilings"]] == want, d["ceilings"]
+assert d["results"] == []
+for c in d["ceilings"]:
+    assert c["sgemm_gflops"] > 0 and (c.get("triad_gbs") or c.get("copy_gbs")) > 0, c
+' "$devs"
+}
+
+@test "--device vulkan:0 (lavapipe): its rows, smaller default sizes said under the table" {
+    has_vulkan || skip "no Vulkan device here"
+    run --separate-stderr tq-bench --device vulkan:0 --op scale,matmul $FAST
+    assert_success
+    assert_line --regexp '^- device: vulkan:0: '
+    assert_line --regexp '^- vulkan:0: sgemm [0-9.]+ GFLOP/s .*, copy [0-9.]+ GB/s$'
+    assert_line --regexp '^\| vulkan:0 \| matmul \| \[64,64\]x\[64,64\] \| f32 \| .*sgemm'
+    assert_line --regexp '^\| vulkan:0 \| scale \| \[4,1024\] \| f32 \| .*copy'
+    assert_line "vulkan:0 is a CPU-type device: its default sizes are the smaller ones."
+}
+
+@test "--check: every op on the CPU and on Vulkan agrees with the CPU" {
+    devs=cpu
+    has_vulkan && devs=cpu,vulkan:0
+    run --separate-stderr tq-bench --check --device "$devs" -n 64
+    assert_success
+    nops=$(tq-bench --op list | wc -l)
+    ndev=$(tr , '\n' <<< "$devs" | wc -l)
+    [ "${#lines[@]}" -eq $((nops * ndev)) ]
+    run grep -vE ' ok: (bit-identical to the CPU|NMSE [0-9.e+-]+ <= [0-9e-]+)$' <<< "$output"
+    assert_failure
+}
+
+@test "--check fails on the perturbed op and device only (TQ_BENCH_PERTURB)" {
+    dev=cpu
+    has_vulkan && dev=vulkan:0
+    for case in "softmax:nmse" "topk:bits" "simtopk:bits" "matmul:nmse"; do
+        op=${case%%:*}
+        TQ_BENCH_PERTURB=$op:$dev run --separate-stderr tq-bench --check --device "$dev" \
+            --op "softmax,topk,simtopk,matmul" -n 64
+        [ "$status" -eq 1 ] || { echo "$op: status $status" >&2; false; }
+        [ "$stderr" = "tq-bench: error: 1 op differs from the CPU" ]
+        run grep -c MISMATCH <<< "$output"
+        [ "$output" = 1 ]
+        TQ_BENCH_PERTURB=$op:$dev run --separate-stderr tq-bench --check --device "$dev" --op "$op" -n 64
+        assert_output --regexp "^$dev +$op .* MISMATCH: "
+    done
+    # perturbing another device leaves this one passing
+    TQ_BENCH_PERTURB=softmax:cuda:0 run tq-bench --check --device "$dev" --op softmax -n 64
+    assert_success
+}
+
+# A report of three rows from times, as tq-bench writes them.
+report() {
+    py - "$@" <<'EOF'
+import json, sys, statistics as st
+out, rows = sys.argv[1], []
+for spec in sys.argv[2:]:
+    op, times = spec.split("=")
+    t = [float(x) for x in times.split(",")]
+    med = st.median(t)
+    rows.append({"device": "cpu", "op": op, "shape": "[4,1024]", "dtype": "f32", "n": 4096,
+                 "reps": len(t), "iters": 1, "median_s": med, "min_s": min(t), "max_s": max(t),
+                 "mad_pct": 100 * st.median(abs(x - med) for x in t) / med, "times_s": t})
+json.dump({"context": {}, "ceilings": [], "results": rows}, open(out, "w"))
+EOF
+}
+
+@test "--compare: a planted slowdown is flagged, noise is not; --fail-slower is the exit status" {
+    cd "$BATS_TEST_TMPDIR"
+    report old.json "gelu=1.00,1.01,0.99,1.00,1.02" "scale=1.00,1.10,0.90,1.05,0.95" \
+        "add=1.00,1.01,0.99,1.00,1.00"
+    report new.json "gelu=1.50,1.51,1.49,1.50,1.52" "scale=1.08,0.98,1.20,1.00,1.12" \
+        "add=0.50,0.51,0.49,0.50,0.50"
+    run tq-bench --compare old.json new.json
+    assert_success
+    assert_line --regexp '^\| cpu \| gelu \| \[4,1024\] \| f32 \| 1 s \| 1\.5 s \| 1\.500 \| slower \|$'
+    assert_line --regexp '^\| cpu \| scale \| .* \| ~ \|$'
+    assert_line --regexp '^\| cpu \| add \| .* \| 0\.500 \| faster \|$'
+    run tq-bench --compare old.json new.json --fail-slower 10
+    assert_failure 1
+    assert_line "1 slower by more than 10%."
+    run tq-bench --compare old.json new.json --fail-slower 60
+    assert_success
+    # the same report against itself: nothing moves
+    run tq-bench --compare old.json old.json --fail-slower 0
+    assert_success
+    assert_line "3 rows compared (3 old, 3 new): 0 slower, 0 faster, the rest within the spread of both runs."
+    # bad reports
+    echo '{"results": 3}' > bad.json
+    run --separate-stderr tq-bench --compare old.json bad.json
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"bad.json: not a tq-bench JSON report"* ]]
+    run --separate-stderr tq-bench --compare old.json missing.json
+    [ "$status" -eq 66 ]
+    run --separate-stderr tq-bench --compare old.json
+    [ "$status" -eq 2 ]
+}
+
+@test "--baseline: this run against an old report, on stderr; --fail-slower fails on the slowdown" {
+    cd "$BATS_TEST_TMPDIR"
+    run --separate-stderr tq-bench --device cpu --op scale -n 65536 $FAST --format json -o base.json
+    assert_success
+    # the same rows made 100 times faster: this run is far slower than that
+    py -c '
+import json
+d = json.load(open("base.json"))
+for r in d["results"]:
+    for k in ("median_s", "min_s", "max_s"):
+        r[k] /= 100
+json.dump(d, open("fast.json", "w"))'
+    run --separate-stderr tq-bench --device cpu --op scale -n 65536 $FAST --baseline fast.json \
+        --fail-slower 50 -o now.md
+    assert_failure 1
+    [[ "$stderr" == *"| cpu | scale | [64,1024] | f32 |"*"| slower |"* ]] || { echo "$stderr" >&2; false; }
+    grep -q '^| cpu | scale | \[64,1024\] | f32 |' now.md
+}
+
+@test "--svg: well-formed XML, a title, a description, labelled axes, one series per op and device" {
+    command -v xmllint >/dev/null || skip "xmllint is not installed (libxml2-utils)"
+    devs=cpu
+    has_vulkan && devs=cpu,vulkan:0
+    cd "$BATS_TEST_TMPDIR"
+    run --separate-stderr tq-bench --device "$devs" --op scale,matmul -n 32,64 $FAST --format json \
+        -o r.json --svg r.svg
+    assert_success
+    xmllint --noout r.svg
+    py - r.svg r.json <<'EOF'
+import json, sys, xml.etree.ElementTree as ET
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(sys.argv[1]).getroot()
+assert root.find("s:title", ns).text.startswith("tq-bench")
+assert "percentage of the measured ceiling" in root.find("s:desc", ns).text
+texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+assert any(t.startswith("size n") for t in texts) and any("% of the bounding ceiling" in t for t in texts), texts
+series = [(g.get("data-op"), g.get("data-device")) for g in root.iter("{http://www.w3.org/2000/svg}g")
+          if g.get("class") == "series"]
+rows = json.load(open(sys.argv[2]))["results"]
+want = []
+for r in rows:
+    if (r["op"], r["device"]) not in want:
+        want.append((r["op"], r["device"]))
+assert series == want, (series, want)
+for g in root.iter("{http://www.w3.org/2000/svg}g"):
+    if g.get("class") == "series":
+        assert len(g.findall("s:circle", ns)) == 2  # one point per size
+        assert g.find("s:text", ns).text.startswith(g.get("data-op") + " on " + g.get("data-device"))
+EOF
+}
+
+@test "samples/bench-two-builds.sh: two builds benchmarked and compared" {
+    cd "$BATS_TEST_TMPDIR"
+    TQ_BENCH_ARGS="--device cpu --op scale,gelu -n 4096 --min-time 1 -r 3" \
+        run --separate-stderr bash "$ROOT_DIR/samples/bench-two-builds.sh" "$TQ_BIN" "$TQ_BIN" out
+    assert_success
+    [ -s out/old.json ] && [ -s out/new.json ]
+    assert_line --regexp '^\| cpu \| scale \| \[4,1024\] \| f32 \| .* \| [0-9.]+ \| (slower|faster|~) \|$'
+    assert_line --regexp '^2 rows compared \(2 old, 2 new\)'
+}
+
+@test "--tools: each pipeline timed as a process, its rate the lines over the median time" {
+    cd "$BATS_TEST_TMPDIR"
+    mkdir tmp
+    TMPDIR=$PWD/tmp TQ_BENCH_TOOLS_ROWS=500 run --separate-stderr tq-bench --device cpu --op scale -n 1024 \
+        --min-time 1 -r 2 --tools --format json -o r.json
+    assert_success
+    py - r.json "$TQ_BIN" <<'EOF2'
+import json, os, sys
+rows = [r for r in json.load(open(sys.argv[1]))["results"] if r["device"] == "process"]
+got = [(r["op"], r["n"]) for r in rows]
+want = [("tq-embed hash:384", 500), ("tq-embed hash:384", 100), ("tq-simmat top-10", 500),
+        ("tq-simmat threshold 0.9", 500), ("tq-simmat dedup 0.95", 500),
+        ("tq-simmat full matrix", 100), ("tq-attend 8 heads", 100)]
+# the tools that exist only in some trees, timed when they lie beside tq-bench
+for tool, row in (("tq-quantize", ("tq-quantize int8", 500)),
+                  ("tq-train", ("tq-train linear 2 epochs", 500))):
+    if os.access(os.path.join(sys.argv[2], tool), os.X_OK):
+        want.append(row)
+assert got == want, got
+for r in rows:
+    assert r["unit"] == "rows/s" and len(r["times_s"]) == 2 and r["shape"] == "%d lines" % r["n"]
+    assert abs(r["rate"] - r["n"] / r["median_s"]) <= 1e-4 * r["rate"], r
+EOF2
+    [ -z "$(ls -A tmp)" ] # the scratch folder is gone
+}
+
+@test "--check: cuda and hip through the stand-in driver agree with the CPU" {
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (TQ_STANDIN_LIB; see tests/bats/gpu.bats)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+    ran=0
+    for b in cuda hip; do
+        tq-cat --list-devices | grep -q "^$b:0 " || continue
+        run --separate-stderr tq-bench --check --device "$b:0" -n 64
+        assert_success
+        [ "${#lines[@]}" -eq "$(tq-bench --op list | wc -l)" ]
+        ran=1
+    done
+    [ "$ran" = 1 ] || skip "the stand-in opened neither cuda:0 nor hip:0"
+}
+
+@test "--tools: a tool that fails is a warning and exit 1, the others' rows stay" {
+    cd "$BATS_TEST_TMPDIR"
+    mkdir b tmp
+    cp "$TQ_BIN/tq-bench" "$TQ_BIN/tq-embed" b/
+    printf '#!/bin/sh\necho "tq-simmat: error: planted failure" >&2\nexit 3\n' > b/tq-simmat
+    chmod +x b/tq-simmat
+    TMPDIR=$PWD/tmp TQ_BENCH_TOOLS_ROWS=200 run --separate-stderr b/tq-bench --device cpu --op scale \
+        -n 64 --min-time 1 -r 2 --tools --format csv
+    assert_failure 1
+    [[ "$stderr" == *"warning: --tools: "*"/b/tq-simmat failed (status 3): tq-simmat: error: planted failure"* ]]
+    [[ "$stderr" == *"warning: --tools: tq-attend is not beside tq-bench: not timed"* ]]
+    [[ "$stderr" == *"tq-bench: error: 4 measurements failed" ]]
+    [ "$(grep -c '^process,tq-embed' <<< "$output")" -eq 2 ]
+    [ "$(grep -c '^process,tq-simmat' <<< "$output")" -eq 0 ]
+    [ -z "$(ls -A tmp)" ]
+}
