@@ -218,14 +218,15 @@ int main(int argc, char **argv)
         db = qpath = tmp;
     }
     if (db)
-        st = tq_sim_rows_load(&s.db, db, s.vec_name, s.metric == TQ_SIM_COSINE);
+        st = tq_sim_rows_load(&s.db, db, is_tmp || db == tmp ? "stdin" : db, s.vec_name,
+                              s.metric == TQ_SIM_COSINE);
     if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
         s.vec_name = s.db.name;
     if (!st && db && (s.mode != TQ_SIM_DEDUP || s.db.n))
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
     if (!st)
-        st = tq_reader_open_path(&in, qpath);
+        st = tq_reader_open_path_as(&in, qpath, qpath == tmp ? "stdin" : qpath);
     if (!st)
         st = tq_tool_open_output(&t, &w);
     if (!st) {

@@ -169,11 +169,16 @@ static tq_status open_input_path(const char *path, int *fd)
 
 tq_status tq_reader_open_path(tq_reader **out, const char *path)
 {
+    return tq_reader_open_path_as(out, path, path);
+}
+
+tq_status tq_reader_open_path_as(tq_reader **out, const char *path, const char *label)
+{
     int fd;
     tq_status st = open_input_path(path, &fd);
     if (st)
         return st;
-    st = tq_reader_open_fd(out, fd, path);
+    st = tq_reader_open_fd(out, fd, label);
     if (st) {
         if (fd > 0)
             close(fd);

@@ -138,6 +138,9 @@ void tq_frame_release(tq_frame *f);
 typedef struct tq_reader tq_reader;
 tq_status tq_reader_open_fd(tq_reader **r, int fd, const char *label);
 tq_status tq_reader_open_path(tq_reader **r, const char *path); /* "-" = stdin */
+/* As tq_reader_open_path, with LABEL naming the input in messages instead of
+ * PATH (a spool file of standard input is "stdin" to the user). */
+tq_status tq_reader_open_path_as(tq_reader **r, const char *path, const char *label);
 /* Next frame, verified (magic, version, dtype, dims, CRCs, batch consistency).
  * TQ_EOF at a clean end. The frame is valid until the next call. */
 tq_status tq_reader_next(tq_reader *r, tq_frame **f);

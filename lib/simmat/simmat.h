@@ -43,10 +43,12 @@ typedef struct tq_sim {
     int64_t pairs, kept, dropped;
 } tq_sim;
 
-/* Loads every row of the stream at PATH (a TQ file) into rows: the vector
- * frame NAME (NULL: the first rank-2 float frame), any float dtype, and its
- * keys. normalize: divide each row by its norm (cosine). */
-tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize);
+/* Loads every row of the stream at PATH (a TQ file; LABEL names it in
+ * messages) into rows: the vector frame NAME (NULL: the first rank-2 float
+ * frame), any float dtype, and its keys. normalize: divide each row by its
+ * norm (cosine). */
+tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *label,
+                           const char *name, int normalize);
 void tq_sim_rows_free(tq_sim_rows *rows);
 /* Appends the keys of a key frame (i64 or str; other dtypes are ignored) to
  * rows' keys, of which there are `have` already. */

@@ -244,3 +244,23 @@ assert np.abs(D - sc).max() < 1e-4, np.abs(D - sc).max()'
         [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ -z "$output" ]
     done
 }
+
+@test "messages name standard input, never the spool file behind it" {
+    # an empty or cut stream on a pipe is spooled to a file of TMPDIR: the
+    # message must say stdin, and name nothing of TMPDIR
+    export TMPDIR="$BATS_TEST_TMPDIR/spool"
+    mkdir -p "$TMPDIR"
+    run --separate-stderr sh -c 'printf "" | tq-simmat'
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "tq-simmat: error: stdin: "* ]]
+    [[ "$stderr" != *"$TMPDIR"* && "$stderr" != *"tq-simmat."* ]]
+    head -c 1000 q.tq > cut.tq
+    for mode in "" "-k 2" "--threshold 0.5"; do
+        run --separate-stderr sh -c "cat cut.tq | tq-simmat $mode"
+        [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "tq-simmat: error: stdin: "* ]]
+        [[ "$stderr" != *"$TMPDIR"* ]]
+    done
+    # nothing is left behind in TMPDIR
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
