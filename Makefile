@@ -63,7 +63,7 @@ TTOOL_SRC := $(wildcard tests/tools/*.c)
 TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
+.PHONY: FORCE all deps deps-test deps-demo check check-unit check-bats check-fuzz check-man demo bench install clean notes
 all: notes $(LIBA) $(BINS)
 
 notes:
@@ -115,6 +115,11 @@ deps:
 deps-test:
 	@sh scripts/deps.sh build test
 	@sh scripts/venv.sh
+# the demo's model, all-MiniLM-L6-v2, into .venv (best effort: without it the
+# demo searches with hash:384 and says why)
+deps-demo: deps-demo
+	@sh scripts/deps.sh demo || echo "demo: going on without them"
+	@sh scripts/venv-demo.sh
 
 # ---- tests ----
 check: deps-test
@@ -132,7 +137,7 @@ check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)
 
 # ---- the sample pipeline ----
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory all >/dev/null
 	@sh samples/demo.sh $(abspath $(BINDIR))
 
