@@ -303,6 +303,14 @@ int main(int argc, char **argv)
     } else {
         st = tq_sink_safetensors(&sink, t.output, note, &t);
     }
+    if (!st && from == FROM_TQ && mode == MODE_NPY && !nnames) {
+        /* .npy holds one tensor: tq(7)'s one rule, with no default name */
+        tq_pick p = {.what = "tensor to write", .option = "--name", .rank_lo = 0,
+                     .rank_hi = TQ_MAX_RANK, .fits = "tensor"};
+        tq_tool_pick(&t, r, NULL, NULL, &p);
+        if (p.name[0])
+            add_names(&t, p.name, &names, &nnames);
+    }
     if (!st && nnames)
         st = tq_sink_select(&sink, sink, names, nnames);
     if (!st)

@@ -35,6 +35,7 @@ typedef struct tq_sim {
     int shard_i, shard_n;  /* --shard I/N (1 of 1 when not sharded) */
     int self;              /* no --db: the input against itself */
     const char *vec_name;  /* --name, or NULL: the first rank-2 float frame */
+    const char *q_name;    /* the queries' vector frame, or NULL: db.name */
     tq_device *dev;
     tq_sim_rows db;        /* the database (all rows; the shard is a range) */
     int64_t s0, s1;        /* the shard's rows of db */

@@ -584,7 +584,7 @@ open("s.tq", "wb").write(stream(fr))
 EOF
     run tq-cat --to npy -o x.npy s.tq
     [ "$status" -eq 2 ]
-    [[ "$output" == *"more than one tensor"*"--name"* ]]
+    [[ "$output" == *"more than one frame could be the tensor"*'("emb", "key")'*"--name"* ]]
     [ ! -e x.npy ]
     run tq-cat --to npy -o x.npy --name key s.tq
     [ "$status" -eq 65 ]
@@ -835,4 +835,20 @@ EOF
     # with --name key,emb, "other" cannot print: the same first table, read or not
     run tq-cat -t tsv --head 1 --name key,emb s.tq
     [ "$output" = "$(printf 'key\temb[0]\temb[1]\nr0\t0\t0')" ]
+}
+
+@test "default frame of --to npy: the one tensor, said under -v; several: an error naming them" {
+    py - <<'EOF'
+from ref import *
+x = np.arange(12, dtype=np.float32).reshape(6, 2)
+open("one.tq", "wb").write(stream([tq.array_frame("x", x[:3]), tq.array_frame("x", x[3:])]))
+open("two.tq", "wb").write(stream([tq.array_frame("a", x), tq.array_frame("b", x)]))
+EOF
+    run --separate-stderr tq-cat --to npy -v -o x.npy one.tq
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *'tq-cat: tensor to write: frame "x" (the only tensor frame)'* ]]
+    py -c 'import numpy as np; assert (np.load("x.npy") == np.arange(12, dtype=np.float32).reshape(6, 2)).all()'
+    run --separate-stderr tq-cat --to npy -o y.npy two.tq
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ ! -e y.npy ]
+    [ "$stderr" = 'tq-cat: error: more than one frame could be the tensor to write ("a", "b"): name one with --name' ]
 }
