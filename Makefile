@@ -157,6 +157,10 @@ install: all
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' scripts/tq.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tq.pc
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(TOOLS); do \
+	    install -m 644 cmd/tq.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
+	done
 
 clean:
 	rm -rf build bin lib/libtq.a
