@@ -117,7 +117,7 @@ deps-test:
 	@sh scripts/venv.sh
 # the demo's model, all-MiniLM-L6-v2, into .venv (best effort: without it the
 # demo searches with hash:384 and says why)
-deps-demo: deps-demo
+deps-demo: deps
 	@sh scripts/deps.sh demo || echo "demo: going on without them"
 	@sh scripts/venv-demo.sh
 

@@ -71,6 +71,8 @@ print('ok')"
     grep -q '^demo: deps-demo' "$ROOT_DIR/Makefile"
     run make -s -C "$ROOT_DIR" -n deps-demo
     assert_output --partial "sh scripts/venv-demo.sh"
+    assert_output --partial "sh scripts/deps.sh build"   # after the build's packages
+    refute_output --partial "Circular"
     # offline, into a fresh environment: a warning, success, and the demo's
     # one line names the missing package
     [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip' 2>/dev/null ||
