@@ -611,13 +611,17 @@ static tq_status keep_ahead(tq_reader *r)
     return TQ_OK;
 }
 
+/* Frames of distinct names looked ahead at most: a stream of a name per frame
+ * must not be held whole (nor its names compared pairwise without end). */
+#define AHEAD_MAX 1024
+
 tq_status tq_reader_lookahead(tq_reader *r, size_t *n)
 {
     if (!r->looked) {
         r->looked = 1;
-        tq_status st;
+        tq_status st = TQ_OK;
         tq_frame *f;
-        while ((st = read_frame(r, &f)) == TQ_OK) {
+        while (r->n_ahead < AHEAD_MAX && (st = read_frame(r, &f)) == TQ_OK) {
             int again = 0;
             for (size_t i = 0; i < r->n_ahead && !again; i++)
                 again = !strcmp(r->ahead[i].f.name, f->name);

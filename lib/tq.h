@@ -150,7 +150,8 @@ void tq_reader_close(tq_reader *r);
  * afterwards, in order, as if nothing had been read. *n: how many, from the
  * start of the stream (call it before tq_reader_next); tq_reader_ahead(r, i)
  * is the i-th of them (header fields only: what a tool picks a frame by),
- * valid until tq_reader_next hands it out. Memory: those frames. */
+ * valid until tq_reader_next hands it out. Memory: those frames (at most
+ * 1024 of them). */
 tq_status tq_reader_lookahead(tq_reader *r, size_t *n);
 const tq_frame *tq_reader_ahead(const tq_reader *r, size_t i);
 /* Adds another input to the same consistency check (concatenation of streams):

@@ -806,6 +806,30 @@ static void check_lookahead(void)
     CHECK(tq_reader_next(r, &f) == TQ_OK && !strcmp(f->name, "a"), "first after lookahead");
     tq_reader_close(r);
     close(one);
+
+    /* a name per frame: 1024 frames ahead at most, then all in order */
+    int many = memfile();
+    tq_writer_open_fd(&w, many, "many");
+    for (int i = 0; i < 1500; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        tq_writer_write(w, name, TQ_DTYPE_F32, 2, da, NULL, 0, a, sizeof a);
+    }
+    tq_writer_close(w, 1);
+    lseek(many, 0, SEEK_SET);
+    tq_reader_open_fd(&r, many, "many");
+    CHECK(tq_reader_lookahead(r, &ahead) == TQ_OK && ahead == 1024, "many names: %zu ahead",
+          ahead);
+    frames = 0;
+    int in_order = 1;
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", frames++);
+        in_order &= !strcmp(f->name, name);
+    }
+    CHECK(st == TQ_EOF && frames == 1500 && in_order, "many names: %d frames", frames);
+    tq_reader_close(r);
+    close(many);
     free(orig);
     free(big);
     close(fd);
