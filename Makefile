@@ -82,7 +82,7 @@ TTOOL_SRC := $(wildcard tests/tools/*.c)
 TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-test check check-unit check-bats check-fuzz check-man demo bench install clean notes
+.PHONY: FORCE all deps deps-test deps-demo check check-unit check-bats check-fuzz check-man demo bench install clean notes
 all: notes $(LIBA) $(BINS)
 
 notes:
@@ -166,6 +166,11 @@ deps:
 deps-test:
 	@sh scripts/deps.sh build test
 	@sh scripts/venv.sh
+# the demo's model, all-MiniLM-L6-v2, into .venv (best effort: without it the
+# demo searches with hash:384 and says why)
+deps-demo: deps
+	@sh scripts/deps.sh demo || echo "demo: going on without them"
+	@sh scripts/venv-demo.sh
 
 # ---- tests ----
 check: deps-test
@@ -181,7 +186,7 @@ check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)
 
 # ---- the sample pipeline ----
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory all >/dev/null
 	@sh samples/demo.sh $(abspath $(BINDIR))
 
@@ -201,6 +206,10 @@ install: all
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' scripts/tq.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tq.pc
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(TOOLS); do \
+	    install -m 644 cmd/tq.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
+	done
 
 clean:
 	rm -rf build bin lib/libtq.a

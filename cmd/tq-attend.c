@@ -37,11 +37,13 @@ static void help(void)
         "from standard input too. A rank 2 tensor [n, d] is one sequence; a rank 3\n"
         "tensor [b, n, d] is b sequences. Writes \"out\" in place of Q's batches.\n\n"
         "Inputs:\n"
-        "      --q NAME          frame of the queries (default: emb)\n"
+        "      --q NAME          frame of the queries (default: emb, else the one rank 2\n"
+        "                        or 3 float frame; see tq(7))\n"
         "      --kv FILE         read K and V from FILE\n"
         "      --self            self-attention: K = V = Q unless --k/--v name other\n"
         "                        frames of standard input\n"
-        "      --k NAME, --v NAME  frames of K and V (default: k and v; with --self: Q)\n"
+        "      --k NAME, --v NAME  frames of K and V (default: k and v, else the one\n"
+        "                        rank 2 or 3 float frame of FILE; with --self: Q)\n"
         "      --heads H         heads, dividing the widths (default: 1)\n"
         "      --weights FILE    projections wq, wk, wv, wo [out, in] and optional bq,\n"
         "                        bk, bv, bo [out]: y = x W^T + b (default: none)\n"
@@ -168,14 +170,11 @@ static tq_status keep(state *s, const tq_frame *f, int is_q)
  * (keep_rest): batches of qname become Q events, frames of the names in
  * consumed are dropped, every other frame is kept to pass through. --kv:
  * nothing is kept. */
-static tq_status read_stream(state *s, const char *path, col **cols, int ncols, int keep_rest,
-                             const char *qname, const char *const *consumed, int nconsumed)
+static tq_status read_stream(state *s, tq_reader *r, const char *label, col **cols, int ncols,
+                             int keep_rest, const char *qname, const char *const *consumed,
+                             int nconsumed)
 {
-    tq_reader *r;
-    tq_status st = tq_reader_open_path(&r, path);
-    if (st)
-        return st;
-    const char *label = strcmp(path, "-") ? path : "stdin";
+    tq_status st;
     tq_frame *f;
     while ((st = tq_reader_next(r, &f)) == TQ_OK) {
         for (int i = 0; i < ncols && !st; i++) {
@@ -198,7 +197,6 @@ static tq_status read_stream(state *s, const char *path, col **cols, int ncols, 
             break;
         tq_tool_progress(s->t, "%s: %llu frames", label, (unsigned long long)f->index + 1);
     }
-    tq_reader_close(r);
     return st == TQ_EOF ? TQ_OK : st;
 }
 
@@ -295,7 +293,7 @@ int main(int argc, char **argv)
 {
     tq_tool t;
     tq_tool_init(&t, "tq-attend");
-    opts o = {"emb", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 0, 0, 0, 0.0f};
+    opts o = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 0, 0, 0, 0.0f};
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"q", required_argument, NULL, OPT_Q},
@@ -353,8 +351,24 @@ int main(int argc, char **argv)
         st = tq_attend_weights_load(o.weights, &w);
     if (st)
         tq_tool_fail(&t, st);
-    const char *kname = o.k ? o.k : o.self ? o.q : "k";
-    const char *vname = o.v ? o.v : o.self ? (o.k ? o.k : o.q) : "v";
+    /* which frames: tq(7)'s one rule, Q from standard input, K and V from
+     * --kv FILE (with --self they are Q unless named) */
+    tq_reader *in = NULL, *kvr = NULL;
+    if ((st = tq_reader_open_path(&in, "-")) || (o.kv && (st = tq_reader_open_path(&kvr, o.kv))))
+        tq_tool_fail(&t, st);
+#define SEQ_PICK(WHAT, OPT, GIVEN, DEF)                                                  \
+    {.what = WHAT, .option = OPT, .given = GIVEN, .def = DEF, .rank_lo = 2, .rank_hi = 3,      \
+     .kind = tq_dtype_is_float, .fits = "rank 2 or 3 float"}
+    tq_pick pq = SEQ_PICK("queries", "--q", o.q, "emb");
+    tq_tool_pick(&t, in, NULL, NULL, &pq);
+    o.q = pq.name[0] ? pq.name : "emb";
+    tq_pick pk_ = SEQ_PICK("keys", "--k", o.k, "k"), pv_ = SEQ_PICK("values", "--v", o.v, "v");
+    if (o.kv) {
+        tq_tool_pick(&t, kvr, NULL, NULL, &pk_);
+        tq_tool_pick(&t, kvr, NULL, NULL, &pv_);
+    }
+    const char *kname = o.k ? o.k : o.self ? o.q : pk_.name[0] ? pk_.name : "k";
+    const char *vname = o.v ? o.v : o.self ? (o.k ? o.k : o.q) : pv_.name[0] ? pv_.name : "v";
     col cq = {.name = o.q, .as = TQ_DTYPE_F32}, ck = {.name = kname, .as = TQ_DTYPE_F32}, cv = {.name = vname, .as = TQ_DTYPE_F32};
     col cg = {.name = o.group, .as = TQ_DTYPE_I64}, ckg = {.name = o.group, .as = TQ_DTYPE_I64};
     col clen = {.name = o.key_len, .as = TQ_DTYPE_I64}, cmask = {.name = o.key_mask, .as = TQ_DTYPE_I64};
@@ -366,16 +380,18 @@ int main(int argc, char **argv)
      * the key length, one per sequence, always from standard input */
     if (o.kv) {
         col *kvcols[] = {pk, pv, o.group ? &ckg : NULL, o.key_mask ? &cmask : NULL};
-        st = read_stream(&s, o.kv, kvcols, 4, 0, NULL, NULL, 0);
+        st = read_stream(&s, kvr, o.kv, kvcols, 4, 0, NULL, NULL, 0);
         col *incols[] = {&cq, o.group ? &cg : NULL, o.key_len ? &clen : NULL};
         if (!st)
-            st = read_stream(&s, "-", incols, 3, 1, o.q, NULL, 0);
+            st = read_stream(&s, in, "stdin", incols, 3, 1, o.q, NULL, 0);
     } else {
         col *incols[] = {&cq, pk, pv, o.group ? &cg : NULL, o.key_len ? &clen : NULL,
                          o.key_mask ? &cmask : NULL};
         const char *consumed[] = {kname, vname};
-        st = read_stream(&s, "-", incols, 6, 1, o.q, consumed, 2);
+        st = read_stream(&s, in, "stdin", incols, 6, 1, o.q, consumed, 2);
     }
+    tq_reader_close(in);
+    tq_reader_close(kvr);
     if (st)
         tq_tool_fail(&t, st);
 

@@ -115,7 +115,9 @@ static tq_status run_streams(tq_tool *t, tq_reader *r, tq_sink *sink)
     while ((st = tq_reader_next(r, &f)) == TQ_OK) {
         frames++;
         bytes += f->stored_size;
-        if ((st = sink->put(sink, f)))
+        if ((st = sink->put(sink, f)) == TQ_EOF)
+            break; /* the sink wants nothing more (--head): stop reading */
+        if (st)
             return st;
         tq_tool_progress(t, "%llu frames, %.1f MB", (unsigned long long)frames, bytes / 1e6);
     }
@@ -285,7 +287,8 @@ int main(int argc, char **argv)
     char *tmp = NULL;
     tq_sink *sink = NULL;
     if (mode == MODE_INFO || mode == MODE_TEXT) {
-        tq_text_opts to = {.format = fmt, .head = head, .tail = tail, .header = header};
+        tq_text_opts to = {.format = fmt, .head = head, .tail = tail, .header = header,
+                           .only = names, .nonly = from == FROM_TQ ? nnames : 0};
         if (!(st = tq_tool_open_text(&t, &text, &tmp)))
             st = mode == MODE_INFO ? tq_sink_info(&sink, text) : tq_sink_text(&sink, text, &to);
     } else if (mode == MODE_STREAM) {
@@ -299,6 +302,14 @@ int main(int argc, char **argv)
         st = tq_sink_npy(&sink, t.output);
     } else {
         st = tq_sink_safetensors(&sink, t.output, note, &t);
+    }
+    if (!st && from == FROM_TQ && mode == MODE_NPY && !nnames) {
+        /* .npy holds one tensor: tq(7)'s one rule, with no default name */
+        tq_pick p = {.what = "tensor to write", .option = "--name", .rank_lo = 0,
+                     .rank_hi = TQ_MAX_RANK, .fits = "tensor"};
+        tq_tool_pick(&t, r, NULL, NULL, &p);
+        if (p.name[0])
+            add_names(&t, p.name, &names, &nnames);
     }
     if (!st && nnames)
         st = tq_sink_select(&sink, sink, names, nnames);

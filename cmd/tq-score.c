@@ -44,7 +44,8 @@ static void help(void)
         "      --top N           keep the N best rows of each group (default: all)\n"
         "      --sort            rows by rank within each group (default: input order)\n"
         "      --batch N         rows per output frame at most (default: 4096)\n"
-        "      --emb NAME        the candidates' frame (default: emb)\n"
+        "      --emb NAME        the candidates' frame (default: emb, else the one rank 2\n"
+        "                        float frame; in --query FILE likewise; see tq(7))\n"
         "      --group NAME      the group ids' frame (default: group)\n\n" TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-score --query ref.tq --consensus --weights 0.7,0.3 --top 1 hyps.tq | tq-cat -t tsv\n"
@@ -105,7 +106,7 @@ int main(int argc, char **argv)
     const char *extra[TQ_SCORE_MAX_FEATURES];
     double weights[TQ_SCORE_MAX_FEATURES];
     int nweights = -1;
-    tq_score_run_opts o = {.emb = "emb", .group = "group", .extra = extra, .batch = 4096};
+    tq_score_run_opts o = {.emb = NULL, .group = "group", .extra = extra, .batch = 4096};
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
         }
     }
     tq_tool_ready(&t); /* --list-devices needs no feature */
-    if (!*o.emb || !*o.group)
+    if ((o.emb && !*o.emb) || !*o.group)
         tq_tool_usage(&t, "--emb and --group want a frame name");
     /* the features in the order the weights take them */
     const char *names[TQ_SCORE_MAX_FEATURES];
@@ -207,12 +208,26 @@ int main(int argc, char **argv)
     tq_reader *r = NULL;
     tq_writer *w = NULL;
     tq_status st = tq_device_open(t.device, &dev);
-    if (!st && query_path)
-        st = tq_score_query_load(query_path, o.emb, o.group, dev, &query);
-    if (!st && model_path)
-        st = tq_score_model_load(model_path, dev, &model);
     if (!st)
         st = open_inputs(argv + optind, argc - optind, &r);
+    if (st)
+        tq_tool_fail(&t, st);
+    /* which frames: tq(7)'s one rule, in the input and in --query FILE */
+#define EMB_PICK(WHAT, DEF)                                                                   \
+    {.what = WHAT, .option = "--emb", .given = emb_given, .def = DEF, .rank_lo = 2,           \
+     .rank_hi = 2,                                                                            \
+     .kind = tq_dtype_is_float, .fits = "rank 2 float"}
+    const char *emb_given = o.emb;
+    tq_pick pe = EMB_PICK("candidates", "emb");
+    tq_tool_pick(&t, r, NULL, NULL, &pe);
+    o.emb = pe.name[0] ? pe.name : "emb";
+    if (query_path) {
+        tq_pick pqe = EMB_PICK("query", o.emb);
+        tq_tool_pick(&t, NULL, query_path, query_path, &pqe);
+        st = tq_score_query_load(query_path, pqe.name[0] ? pqe.name : o.emb, o.group, dev, &query);
+    }
+    if (!st && model_path)
+        st = tq_score_model_load(model_path, dev, &model);
     if (st)
         tq_tool_fail(&t, st);
     o.cfg.dev = dev;

@@ -43,7 +43,9 @@ static void help(void)
         "                        (default: cosine)\n"
         "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
         "                        (indices stay global; default: 0/1)\n"
-        "      --name NAME       the vector frame (default: the first rank 2 float frame)\n\n"
+        "      --name NAME       the vector frame (default: emb, else the one rank 2\n"
+        "                        float frame; the queries: the database's name, else the\n"
+        "                        one rank 2 float frame; see tq(7))\n\n"
         TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-embed docs.txt > db.tq; tq-embed q.txt | tq-simmat --db db.tq -k 10 | tq-cat -t tsv\n"
@@ -79,6 +81,7 @@ static tq_status self_path(char *path, size_t n, int *tmp)
         return tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create a temporary file: %s", path,
                        strerror(errno));
     *tmp = 1;
+    tq_tool_tempfile(path, 1); /* removed however the tool ends */
     char buf[1 << 16];
     ssize_t got;
     while ((got = read(0, buf, sizeof buf)) > 0)
@@ -217,15 +220,32 @@ int main(int argc, char **argv)
             tq_tool_fail(&t, st);
         db = qpath = tmp;
     }
-    if (db)
-        st = tq_sim_rows_load(&s.db, db, s.vec_name, s.metric == TQ_SIM_COSINE);
+    /* which frames: tq(7)'s one rule, for the database and for the queries */
+#define VEC_PICK(WHAT, DEF)                                                                   \
+    {.what = WHAT, .option = "--name", .given = s.vec_name, .def = DEF, .rank_lo = 2,         \
+     .rank_hi = 2, .kind = tq_dtype_is_float, .fits = "rank 2 float"}
+    tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
+    const char *dblabel = db == tmp ? "stdin" : db;
+    if (db) {
+        tq_tool_pick(&t, NULL, db, dblabel, &pdb);
+        st = tq_sim_rows_load(&s.db, db, dblabel, pdb.name[0] ? pdb.name : NULL,
+                              s.metric == TQ_SIM_COSINE);
+    }
     if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
         s.vec_name = s.db.name;
     if (!st && db && (s.mode != TQ_SIM_DEDUP || s.db.n))
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
     if (!st)
-        st = tq_reader_open_path(&in, qpath);
+        st = tq_reader_open_path_as(&in, qpath, qpath == tmp ? "stdin" : qpath);
+    tq_pick pq = VEC_PICK(db ? "query vectors" : "vectors", db ? s.db.name : "emb");
+    if (!st && !(db && s.self)) { /* the input against itself: the database's frame */
+        tq_tool_pick(&t, in, NULL, NULL, &pq);
+        if (db)
+            s.q_name = pq.name[0] ? pq.name : NULL;
+        else
+            s.vec_name = pq.name[0] ? pq.name : NULL;
+    }
     if (!st)
         st = tq_tool_open_output(&t, &w);
     if (!st) {
@@ -246,8 +266,10 @@ int main(int argc, char **argv)
     tq_sim_free(&s);
     tq_tool_device_done(&t, s.dev);
     tq_device_close(s.dev);
-    if (is_tmp)
+    if (is_tmp) {
         unlink(tmp);
+        tq_tool_tempfile(tmp, 0);
+    }
     if (st || cst)
         tq_tool_fail(&t, st ? st : cst);
     return 0;

@@ -44,6 +44,15 @@ typedef struct batch_shape {
     int64_t dims[TQ_MAX_RANK];
 } batch_shape;
 
+/* A frame read ahead (tq_reader_lookahead), to be handed out again: its
+ * header bytes copied, its payload buffers or mapping taken from the reader. */
+typedef struct ahead {
+    tq_frame f;
+    unsigned char *hdr;
+    void *map;
+    size_t map_len;
+} ahead;
+
 struct tq_reader {
     input *inputs;
     size_t n_inputs, cur;
@@ -62,6 +71,11 @@ struct tq_reader {
     size_t names_len, names_cap;
     uint32_t *slots;      /* hash table: 1 + index into shapes, 0 = empty */
     size_t n_slots;       /* a power of two, at least twice n_shapes */
+    ahead *ahead;         /* frames read ahead, handed out first by next */
+    size_t n_ahead, next_ahead, cap_ahead;
+    size_t n_first;       /* of them, the first batch of every tensor */
+    int looked;           /* tq_reader_lookahead ran */
+    ahead *out_ahead;     /* the one handed out last, released by next */
 };
 
 static tq_status read_failed(tq_reader *r)
@@ -169,11 +183,16 @@ static tq_status open_input_path(const char *path, int *fd)
 
 tq_status tq_reader_open_path(tq_reader **out, const char *path)
 {
+    return tq_reader_open_path_as(out, path, path);
+}
+
+tq_status tq_reader_open_path_as(tq_reader **out, const char *path, const char *label)
+{
     int fd;
     tq_status st = open_input_path(path, &fd);
     if (st)
         return st;
-    st = tq_reader_open_fd(out, fd, path);
+    st = tq_reader_open_fd(out, fd, label);
     if (st) {
         if (fd > 0)
             close(fd);
@@ -197,6 +216,15 @@ int tq_reader_take_map(tq_reader *r, void **base, size_t *len)
     return 1;
 }
 
+static void ahead_release(ahead *a)
+{
+    tq_frame_release(&a->f);
+    free(a->hdr);
+    if (a->map)
+        munmap(a->map, a->map_len);
+    memset(a, 0, sizeof *a);
+}
+
 void tq_reader_close(tq_reader *r)
 {
     if (!r)
@@ -213,6 +241,11 @@ void tq_reader_close(tq_reader *r)
     if (r->map)
         munmap(r->map, r->map_len);
     tq_frame_release(&r->frame);
+    for (size_t i = r->next_ahead; i < r->n_ahead; i++)
+        ahead_release(&r->ahead[i]);
+    if (r->out_ahead)
+        ahead_release(r->out_ahead);
+    free(r->ahead);
     free(r);
 }
 
@@ -520,7 +553,97 @@ static tq_status read_payload(tq_reader *r, uint64_t start)
     return st ? where(r, st, start) : TQ_OK;
 }
 
+static tq_status read_frame(tq_reader *r, tq_frame **out);
+
 tq_status tq_reader_next(tq_reader *r, tq_frame **out)
+{
+    if (r->out_ahead) {
+        ahead_release(r->out_ahead);
+        r->out_ahead = NULL;
+    }
+    if (r->map) { /* also a mapping handed back with a frame read ahead */
+        munmap(r->map, r->map_len);
+        r->map = NULL;
+    }
+    if (r->next_ahead < r->n_ahead) {
+        ahead *a = &r->ahead[r->next_ahead++];
+        r->map = a->map, r->map_len = a->map_len; /* for tq_reader_take_map */
+        a->map = NULL;
+        r->out_ahead = a;
+        *out = &a->f;
+        return TQ_OK;
+    }
+    if (r->ahead) {
+        free(r->ahead);
+        r->ahead = NULL;
+        r->n_ahead = r->next_ahead = r->cap_ahead = 0;
+    }
+    return read_frame(r, out);
+}
+
+/* Keeps the frame just read for later: its header bytes copied (the reader
+ * reuses its buffer), its payload buffers and mapping taken over. */
+static tq_status keep_ahead(tq_reader *r)
+{
+    if (r->n_ahead == r->cap_ahead) {
+        size_t cap = r->cap_ahead ? 2 * r->cap_ahead : 8;
+        ahead *n = realloc(r->ahead, cap * sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        r->ahead = n;
+        r->cap_ahead = cap;
+    }
+    tq_frame *f = &r->frame;
+    ahead *a = &r->ahead[r->n_ahead];
+    memset(a, 0, sizeof *a);
+    if (!(a->hdr = malloc(f->priv_hdr_len)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    memcpy(a->hdr, f->priv_hdr, f->priv_hdr_len);
+    a->f = *f;
+    a->f.priv_hdr = a->hdr;
+    if (f->meta)
+        a->f.meta = (const char *)a->hdr + (f->meta - (const char *)f->priv_hdr);
+    a->map = r->map, a->map_len = r->map_len;
+    r->map = NULL;
+    f->priv_raw = f->priv_buf = NULL; /* now the kept frame's */
+    f->priv_cap = 0;
+    r->n_ahead++;
+    return TQ_OK;
+}
+
+/* Frames of distinct names looked ahead at most: a stream of a name per frame
+ * must not be held whole (nor its names compared pairwise without end). */
+#define AHEAD_MAX 1024
+
+tq_status tq_reader_lookahead(tq_reader *r, size_t *n)
+{
+    if (!r->looked) {
+        r->looked = 1;
+        tq_status st = TQ_OK;
+        tq_frame *f;
+        while (r->n_ahead < AHEAD_MAX && (st = read_frame(r, &f)) == TQ_OK) {
+            int again = 0;
+            for (size_t i = 0; i < r->n_ahead && !again; i++)
+                again = !strcmp(r->ahead[i].f.name, f->name);
+            if ((st = keep_ahead(r)))
+                return st;
+            if (again)
+                break;
+            r->n_first++;
+        }
+        if (st != TQ_OK && st != TQ_EOF)
+            return st;
+    }
+    *n = r->n_first;
+    return TQ_OK;
+}
+
+const tq_frame *tq_reader_ahead(const tq_reader *r, size_t i)
+{
+    return i < r->n_first && i < r->n_ahead ? &r->ahead[i].f : NULL;
+}
+
+static tq_status read_frame(tq_reader *r, tq_frame **out)
 {
     tq_frame *f = &r->frame;
     free(f->priv_raw);

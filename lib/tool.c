@@ -144,6 +144,7 @@ void tq_tool_ready(tq_tool *t)
 void tq_tool_fail(tq_tool *t, tq_status st)
 {
     tq_tool_progress_done(t);
+    tq_tempfile_cleanup_all(); /* a spool or a half-written output */
     if (st == TQ_ERR_PIPE)
         exit(0);
     fprintf(stderr, "%s: error: %s\n", t->name, tq_errmsg()[0] ? tq_errmsg() : "failed");
@@ -222,6 +223,25 @@ tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp, int commit)
     if (fclose(out) && !st)
         st = tq_fail(TQ_ERR_IO, "%s: write failed: %s", t->output, strerror(errno));
     return tq_atomic_finish(tmp, t->output, commit, st);
+}
+
+void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label, tq_pick *p)
+{
+    tq_status st = r ? tq_pick_frame(r, p) : tq_pick_path(path, label, p);
+    if (st)
+        tq_tool_fail(t, st);
+    if (p->name[0])
+        tq_tool_log(t, TQ_LOG_INFO, "%s: frame \"%s\" (%s)", p->what, p->name, p->why);
+    else
+        tq_tool_log(t, TQ_LOG_INFO, "%s: no frame fits (%s)", p->what, p->why);
+}
+
+void tq_tool_tempfile(const char *path, int add)
+{
+    if (add)
+        tq_tempfile_add(path);
+    else
+        tq_tempfile_remove(path);
 }
 
 double tq_tool_now(void)

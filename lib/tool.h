@@ -4,6 +4,7 @@
 #ifndef TQ_TOOL_H
 #define TQ_TOOL_H
 
+#include "pick.h"
 #include "tq.h"
 
 #include <getopt.h>
@@ -96,6 +97,16 @@ tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp_path, int commit);
 /* Progress on stderr, at most 4 updates a second, erased by progress_done. */
 void tq_tool_progress(tq_tool *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tq_tool_progress_done(tq_tool *t);
+
+/* The frame the tool reads (pick.h: the one rule of tq(7)), from the reader
+ * r or, with r NULL, the file path (label in messages): says under -v which
+ * frame and why; exits with the error (2, naming the candidates) when several
+ * fit. p->name is "" when none fits. */
+void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label, tq_pick *p);
+
+/* A temporary file of the tool (add 1; 0 when it is gone): removed when the
+ * tool fails or is interrupted. PATH must outlive its registration. */
+void tq_tool_tempfile(const char *path, int add);
 
 /* Seconds since an arbitrary start, monotonic. */
 double tq_tool_now(void);

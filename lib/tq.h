@@ -138,10 +138,22 @@ void tq_frame_release(tq_frame *f);
 typedef struct tq_reader tq_reader;
 tq_status tq_reader_open_fd(tq_reader **r, int fd, const char *label);
 tq_status tq_reader_open_path(tq_reader **r, const char *path); /* "-" = stdin */
+/* As tq_reader_open_path, with LABEL naming the input in messages instead of
+ * PATH (a spool file of standard input is "stdin" to the user). */
+tq_status tq_reader_open_path_as(tq_reader **r, const char *path, const char *label);
 /* Next frame, verified (magic, version, dtype, dims, CRCs, batch consistency).
  * TQ_EOF at a clean end. The frame is valid until the next call. */
 tq_status tq_reader_next(tq_reader *r, tq_frame **f);
 void tq_reader_close(tq_reader *r);
+/* Reads ahead the first batch of every tensor: the frames up to the first
+ * whose name comes again, or to the end. tq_reader_next hands them out
+ * afterwards, in order, as if nothing had been read. *n: how many, from the
+ * start of the stream (call it before tq_reader_next); tq_reader_ahead(r, i)
+ * is the i-th of them (header fields only: what a tool picks a frame by),
+ * valid until tq_reader_next hands it out. Memory: those frames (at most
+ * 1024 of them). */
+tq_status tq_reader_lookahead(tq_reader *r, size_t *n);
+const tq_frame *tq_reader_ahead(const tq_reader *r, size_t i);
 /* Adds another input to the same consistency check (concatenation of streams):
  * frames keep their indices counting up across inputs. */
 tq_status tq_reader_chain_fd(tq_reader *r, int fd, const char *label);

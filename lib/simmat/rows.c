@@ -172,11 +172,12 @@ tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have)
     return TQ_OK;
 }
 
-tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize)
+tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *label,
+                           const char *name, int normalize)
 {
     memset(rows, 0, sizeof *rows);
     tq_reader *r;
-    tq_status st = tq_reader_open_path(&r, path);
+    tq_status st = tq_reader_open_path_as(&r, path, label);
     if (st)
         return st;
     tq_frame *f;
@@ -224,7 +225,11 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name
         rows->key_dtype = TQ_DTYPE_INVALID;
     tq_reader_close(r);
     if (st != TQ_EOF) {
-        tq_fail_context(st, "%s", strcmp(path, "-") ? path : "stdin");
+        /* the reader's own messages start with the label already */
+        const char *l = strcmp(label, "-") ? label : "stdin";
+        size_t ll = strlen(l);
+        if (strncmp(tq_errmsg(), l, ll) || tq_errmsg()[ll] != ':')
+            tq_fail_context(st, "%s", l);
         tq_sim_rows_free(rows);
         return st;
     }

@@ -329,7 +329,7 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
-        if (!tq_sim_is_vectors(f, s->db.name)) {
+        if (!tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name)) {
             if (s->mode != TQ_SIM_THRESHOLD)
                 st = tq_writer_put(out, f);
             else if (!strcmp(f->name, "key") && f->rank == 1) {

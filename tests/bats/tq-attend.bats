@@ -165,3 +165,37 @@ sys.stdout.buffer.write(tq.array_frame("emb", x))' > big.tq
     echo "max RSS ${kib} KiB, inputs + outputs ${io} KiB"
     [ "$kib" -lt $(( io * 5 / 2 )) ]
 }
+
+@test "default frames: emb, else the one rank 2 or 3 float frame, else an error naming them" {
+    py -c '
+import numpy as np, tqstream as tq
+x = np.random.default_rng(5).standard_normal((6, 8)).astype(np.float32)
+np.save("q.npy", x)
+open("kv.tq", "wb").write(tq.array_frame("mem", x[::-1].copy()))'
+    # tq-cat --from npy names the frame x: taken without --q, and said under -v
+    run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-attend --self --heads 2 -v -o out.tq'
+    assert_success
+    [[ "$stderr" == *'tq-attend: queries: frame "x" (the only rank 2 or 3 float frame; none is named "emb")'* ]]
+    # --kv FILE of one frame: K = V = that frame
+    run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-attend --kv kv.tq -v -o out2.tq'
+    assert_success
+    [[ "$stderr" == *'keys: frame "mem" (the only rank 2 or 3 float frame; none is named "k")'* ]]
+    [[ "$stderr" == *'values: frame "mem" (the only rank 2 or 3 float frame; none is named "v")'* ]]
+    run py -c '
+import numpy as np
+from ref import frames, attention
+x = np.load("q.npy")[None].astype(np.float64)
+for out, k, h in (("out.tq", x, 2), ("out2.tq", x[:, ::-1].copy(), 1)):
+    got = frames(out)["out"][None]
+    want = attention(x, k, k, h)[0]
+    assert abs(got - want).max() <= 1e-4 * abs(want).max(), out
+print("ok")'
+    assert_output "ok"
+    # the default name wins over the only-one rule; several without it: an error
+    run --separate-stderr sh -c 'tq-cat --from npy --as emb --as y q.npy q.npy | tq-attend --self -v -o o.tq'
+    assert_success
+    [[ "$stderr" == *'queries: frame "emb" (its default name)'* ]]
+    run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-attend --self -o o.tq'
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-attend: error: more than one frame could be the queries ("a", "b", all rank 2 or 3 float) and none is named "emb": name one with --q' ]
+}

@@ -584,7 +584,7 @@ open("s.tq", "wb").write(stream(fr))
 EOF
     run tq-cat --to npy -o x.npy s.tq
     [ "$status" -eq 2 ]
-    [[ "$output" == *"more than one tensor"*"--name"* ]]
+    [[ "$output" == *"more than one frame could be the tensor"*'("emb", "key")'*"--name"* ]]
     [ ! -e x.npy ]
     run tq-cat --to npy -o x.npy --name key s.tq
     [ "$status" -eq 65 ]
@@ -781,4 +781,74 @@ EOF
         pat="\\-\\-${o//-/\\-}"   # troff writes --no-header as \-\-no\-header
         grep -qF -e "$pat" "$ROOT_DIR/man/tq-cat.1" || { echo "man page misses $pat"; false; }
     done
+}
+
+
+# endless.py [EXTRA]: batches of key (str) and emb (f32 [5, 2]) for ever, with
+# a frame "other" between batches when EXTRA is given; stops at a closed pipe.
+write_endless() {
+    cat > endless.py <<'PY'
+import sys, numpy as np, tqstream as tq
+out, b = sys.stdout.buffer, 0
+try:
+    while True:
+        out.write(tq.frame("key", "str", [5], tq.str_payload(["r%d" % (5 * b + i) for i in range(5)])))
+        out.write(tq.array_frame("emb", np.arange(10 * b, 10 * b + 10, dtype=np.float32).reshape(5, 2)))
+        if len(sys.argv) > 1:
+            out.write(tq.array_frame("other", np.array([b], dtype=np.int64)))
+        out.flush()
+        b += 1
+except (BrokenPipeError, OSError):
+    sys.stderr.close()
+PY
+}
+
+@test "--head with --name stops reading once its tables are full: a stream that never ends" {
+    write_endless
+    # timeout: a tq-cat that read to the end would hang; it must fail instead
+    run --separate-stderr timeout 20 sh -c "$PY endless.py | tq-cat -t tsv --head 7 --name key,emb"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'key\temb[0]\temb[1]'; for i in 0 1 2 3 4 5 6; do printf '\nr%d\t%d\t%d' $i $((2 * i)) $((2 * i + 1)); done)" ]
+    # frames of other names between the batches: never printed, never waited for
+    run --separate-stderr timeout 20 sh -c "$PY endless.py x | tq-cat -t jsonl --head 2 --name emb"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf '{"emb":[0,1]}\n{"emb":[2,3]}')" ]
+    # --head 0: the header, then nothing
+    run --separate-stderr timeout 20 sh -c "$PY endless.py | tq-cat -t csv --head 0 --name emb"
+    [ "$status" -eq 0 ]
+    [ "$output" = "emb[0],emb[1]" ]
+}
+
+@test "--head without --name reads on: a later frame of another name makes a table of its own" {
+    # "other" comes after 4 batches: --head 1 must still print its table
+    py - <<'EOF'
+from ref import *
+fr = []
+for b in range(4):
+    fr.append(tq.frame("key", "str", [5], tq.str_payload(["r%d" % (5 * b + i) for i in range(5)])))
+    fr.append(tq.array_frame("emb", np.full((5, 2), b, dtype=np.float32)))
+fr.append(tq.array_frame("other", np.array([7], dtype=np.int64)))
+open("s.tq", "wb").write(stream(fr))
+EOF
+    run tq-cat -t tsv --head 1 s.tq
+    [ "$output" = "$(printf 'key\temb[0]\temb[1]\nr0\t0\t0\n\nother\n7')" ]
+    # with --name key,emb, "other" cannot print: the same first table, read or not
+    run tq-cat -t tsv --head 1 --name key,emb s.tq
+    [ "$output" = "$(printf 'key\temb[0]\temb[1]\nr0\t0\t0')" ]
+}
+
+@test "default frame of --to npy: the one tensor, said under -v; several: an error naming them" {
+    py - <<'EOF'
+from ref import *
+x = np.arange(12, dtype=np.float32).reshape(6, 2)
+open("one.tq", "wb").write(stream([tq.array_frame("x", x[:3]), tq.array_frame("x", x[3:])]))
+open("two.tq", "wb").write(stream([tq.array_frame("a", x), tq.array_frame("b", x)]))
+EOF
+    run --separate-stderr tq-cat --to npy -v -o x.npy one.tq
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *'tq-cat: tensor to write: frame "x" (the only tensor frame)'* ]]
+    py -c 'import numpy as np; assert (np.load("x.npy") == np.arange(12, dtype=np.float32).reshape(6, 2)).all()'
+    run --separate-stderr tq-cat --to npy -o y.npy two.tq
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ ! -e y.npy ]
+    [ "$stderr" = 'tq-cat: error: more than one frame could be the tensor to write ("a", "b"): name one with --name' ]
 }

@@ -154,3 +154,36 @@ PYEOF
     run --separate-stderr tq-score --feature tag "$D/in.tq"
     [ "$status" -eq 65 ] && [[ "$stderr" == *"one number a row"* ]]
 }
+
+# rename IN OUT FROM TO: the stream IN with frames FROM renamed TO
+rename() {
+    py -c '
+import sys, tqstream as tq
+fr = tq.read(open(sys.argv[1], "rb").read())
+out = b"".join(tq.frame(sys.argv[4] if f["name"] == sys.argv[3] else f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"] or None) for f in fr)
+open(sys.argv[2], "wb").write(out)' "$@"
+}
+
+@test "default frames: emb, else the one rank 2 float frame, else an error naming them" {
+    # candidates and query named cand: taken without --emb, said under -v
+    rename "$D/in.tq" "$D/cand.tq" emb cand
+    rename "$D/query.tq" "$D/qcand.tq" emb cand
+    run --separate-stderr tq-score --query "$D/qcand.tq" --consensus -v "$D/cand.tq" -o "$D/o.tq"
+    assert_success
+    [[ "$stderr" == *'candidates: frame "cand" (the only rank 2 float frame; none is named "emb")'* ]]
+    [[ "$stderr" == *'query: frame "cand" (its default name)'* ]]
+    rename "$D/o.tq" "$D/out.tq" cand emb
+    run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/out.tq" --query "$D/query.tq" --consensus
+    assert_success
+    # two rank 2 float frames and no emb: an error naming them
+    py -c '
+import numpy as np, tqstream as tq
+x = np.ones((3, 4), np.float32)
+open("'"$D"'/two.tq", "wb").write(tq.array_frame("a", x) + tq.array_frame("b", x))'
+    run --separate-stderr tq-score --consensus "$D/two.tq"
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-score: error: more than one frame could be the candidates ("a", "b", all rank 2 float) and none is named "emb": name one with --emb' ]
+    run --separate-stderr sh -c "tq-score --consensus --emb b -v '$D/two.tq' > /dev/null"
+    assert_success
+    [[ "$stderr" == *'candidates: frame "b" (named by --emb)'* ]]
+}

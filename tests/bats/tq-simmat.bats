@@ -244,3 +244,51 @@ assert np.abs(D - sc).max() < 1e-4, np.abs(D - sc).max()'
         [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ -z "$output" ]
     done
 }
+
+@test "messages name standard input, never the spool file behind it" {
+    # an empty or cut stream on a pipe is spooled to a file of TMPDIR: the
+    # message must say stdin, and name nothing of TMPDIR
+    export TMPDIR="$BATS_TEST_TMPDIR/spool"
+    mkdir -p "$TMPDIR"
+    run --separate-stderr sh -c 'printf "" | tq-simmat'
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "tq-simmat: error: stdin: "* ]]
+    [[ "$stderr" != *"$TMPDIR"* && "$stderr" != *"tq-simmat."* ]]
+    head -c 1000 q.tq > cut.tq
+    for mode in "" "-k 2" "--threshold 0.5"; do
+        run --separate-stderr sh -c "cat cut.tq | tq-simmat $mode"
+        [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "tq-simmat: error: stdin: "* ]]
+        [[ "$stderr" != *"$TMPDIR"* ]]
+    done
+    # nothing is left behind in TMPDIR
+    [ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "default frames: emb, else the one rank 2 float frame, else an error naming them" {
+    # queries named x (tq-cat --from npy) against a database of emb: the one
+    # rank 2 float frame of the queries is taken, as if it were named emb
+    py -c '
+import numpy as np, simref
+x, _ = simref.rows("q.tq")
+np.save("q.npy", x.astype(np.float32))'
+    run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-simmat --db db.tq -k 4 -v > x.tq'
+    assert_success
+    [[ "$stderr" == *'database vectors: frame "emb" (its default name)'* ]]
+    [[ "$stderr" == *'query vectors: frame "x" (the only rank 2 float frame; none is named "emb")'* ]]
+    run py "$TESTS_DIR/lib/simref.py" topk x.tq q.tq db.tq cosine 4
+    assert_success
+    # the input against itself, named x: the same
+    run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-simmat --threshold 0.3 -v > t.tq'
+    assert_success
+    [[ "$stderr" == *'tq-simmat: vectors: frame "x" (the only rank 2 float frame; none is named "emb")'* ]]
+    # two rank 2 float frames, neither named emb: an error naming both
+    run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat -k 2'
+    [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-simmat: error: more than one frame could be the vectors ("a", "b", all rank 2 float) and none is named "emb": name one with --name' ]
+    run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat --dedup 0.9'
+    [ "$status" -eq 2 ] && [[ "$stderr" == *'("a", "b", all rank 2 float)'*"--name"* ]]
+    run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat -k 2 --name b -v > /dev/null'
+    assert_success
+    [[ "$stderr" == *'vectors: frame "b" (named by --name)'* ]]
+}

@@ -722,6 +722,119 @@ static void check_meta(void)
           "prefixes, values and missing keys are not keys");
 }
 
+/* tq_reader_lookahead: the first batch of every tensor is looked at first,
+ * then every frame comes out of tq_reader_next as if nothing had been read
+ * ahead: pass-through byte-identical (a mapped payload, a zlib one, metadata
+ * and all), data intact, and the frames ahead are those before the first
+ * name that comes again. */
+static void check_lookahead(void)
+{
+    int fd = memfile();
+    tq_writer *w;
+    tq_writer_open_fd(&w, fd, "mem");
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    int64_t da[2] = {2, 3}, dz[1] = {1000}, db[1] = {(int64_t)(3u << 20)};
+    int32_t z[1000];
+    for (int i = 0; i < 1000; i++)
+        z[i] = i % 7;
+    unsigned char *big = malloc(3u << 20);
+    for (size_t i = 0; i < (3u << 20); i++)
+        big[i] = (unsigned char)rand64();
+    for (int round = 0; round < 2; round++) {
+        tq_writer_set_compress(w, 0);
+        tq_writer_write(w, "a", TQ_DTYPE_F32, 2, da, "k=v", 4, a, sizeof a);
+        tq_writer_write(w, "big", TQ_DTYPE_U8, 1, db, NULL, 0, big, 3u << 20);
+        tq_writer_set_compress(w, 6);
+        tq_writer_write(w, "z", TQ_DTYPE_I32, 1, dz, NULL, 0, z, sizeof z);
+    }
+    CHECK(tq_writer_close(w, 1) == TQ_OK, "close");
+    size_t n;
+    unsigned char *orig = slurp(fd, &n);
+
+    lseek(fd, 0, SEEK_SET);
+    tq_reader *r;
+    tq_reader_open_fd(&r, fd, "in");
+    size_t ahead = 0, again = 0;
+    CHECK(tq_reader_lookahead(r, &ahead) == TQ_OK && ahead == 3, "lookahead: %zu frames", ahead);
+    CHECK(tq_reader_lookahead(r, &again) == TQ_OK && again == 3, "lookahead twice: %zu", again);
+    const char *names[] = {"a", "big", "z"};
+    for (size_t i = 0; i < 3; i++) {
+        const tq_frame *f = tq_reader_ahead(r, i);
+        CHECK(f && !strcmp(f->name, names[i]) && f->index == i, "frame ahead %zu", i);
+    }
+    CHECK(tq_reader_ahead(r, 3) == NULL, "only the first batch of each tensor is ahead");
+    int out = memfile();
+    tq_writer *wo;
+    tq_writer_open_fd(&wo, out, "out");
+    tq_frame *f;
+    tq_status st;
+    int frames = 0, data_ok = 1;
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        const void *d;
+        if (!strcmp(f->name, "z"))
+            data_ok &= tq_frame_data(f, &d) == TQ_OK && !memcmp(d, z, sizeof z);
+        if (!strcmp(f->name, "big"))
+            data_ok &= tq_frame_data(f, &d) == TQ_OK && !memcmp(d, big, 3u << 20);
+        if (!strcmp(f->name, "a"))
+            data_ok &= !strcmp(tq_frame_meta_get(f, "k"), "v");
+        CHECK(f->index == (uint64_t)frames, "index %llu", (unsigned long long)f->index);
+        if (tq_writer_put(wo, f))
+            break;
+        frames++;
+    }
+    CHECK(st == TQ_EOF && frames == 6 && data_ok, "frames after lookahead: %d, %s", frames,
+          tq_errmsg());
+    CHECK(tq_writer_close(wo, 1) == TQ_OK, "close copy");
+    tq_reader_close(r);
+    size_t n2;
+    unsigned char *copy = slurp(out, &n2);
+    CHECK(n2 == n && !memcmp(orig, copy, n), "pass-through after lookahead is not byte-identical");
+    free(copy);
+    close(out);
+
+    /* a stream of distinct names ends first: all of it is ahead; a reader
+     * closed with frames still ahead frees them */
+    lseek(fd, 0, SEEK_SET);
+    int one = memfile();
+    tq_writer_open_fd(&w, one, "one");
+    tq_writer_write(w, "a", TQ_DTYPE_F32, 2, da, NULL, 0, a, sizeof a);
+    tq_writer_write(w, "big", TQ_DTYPE_U8, 1, db, NULL, 0, big, 3u << 20);
+    tq_writer_close(w, 1);
+    lseek(one, 0, SEEK_SET);
+    tq_reader_open_fd(&r, one, "one");
+    CHECK(tq_reader_lookahead(r, &ahead) == TQ_OK && ahead == 2, "distinct names: %zu", ahead);
+    CHECK(tq_reader_next(r, &f) == TQ_OK && !strcmp(f->name, "a"), "first after lookahead");
+    tq_reader_close(r);
+    close(one);
+
+    /* a name per frame: 1024 frames ahead at most, then all in order */
+    int many = memfile();
+    tq_writer_open_fd(&w, many, "many");
+    for (int i = 0; i < 1500; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        tq_writer_write(w, name, TQ_DTYPE_F32, 2, da, NULL, 0, a, sizeof a);
+    }
+    tq_writer_close(w, 1);
+    lseek(many, 0, SEEK_SET);
+    tq_reader_open_fd(&r, many, "many");
+    CHECK(tq_reader_lookahead(r, &ahead) == TQ_OK && ahead == 1024, "many names: %zu ahead",
+          ahead);
+    frames = 0;
+    int in_order = 1;
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", frames++);
+        in_order &= !strcmp(f->name, name);
+    }
+    CHECK(st == TQ_EOF && frames == 1500 && in_order, "many names: %d frames", frames);
+    tq_reader_close(r);
+    close(many);
+    free(orig);
+    free(big);
+    close(fd);
+}
+
 int main(void)
 {
     check_layout();
@@ -734,5 +847,6 @@ int main(void)
     check_meta();
     check_empty_first();
     check_many_names();
+    check_lookahead();
     return CHECK_DONE();
 }

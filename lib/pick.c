@@ -1,0 +1,74 @@
+/* pick.c: the one rule by which every tool chooses the frame it reads when
+ * no option names it (pick.h). One place, so that tq-cat, tq-simmat,
+ * tq-attend and tq-score agree and say the same under -v. */
+#include "pick.h"
+#include "internal.h"
+
+static int fits(const tq_pick *p, const tq_frame *f)
+{
+    return f->rank >= p->rank_lo && f->rank <= p->rank_hi && (!p->kind || p->kind(f->dtype));
+}
+
+tq_status tq_pick_frame(tq_reader *r, tq_pick *p)
+{
+    p->name[0] = p->why[0] = 0;
+    if (p->given) {
+        snprintf(p->name, sizeof p->name, "%s", p->given);
+        snprintf(p->why, sizeof p->why, "named by %s", p->option);
+        return TQ_OK;
+    }
+    size_t n;
+    tq_status st = tq_reader_lookahead(r, &n);
+    if (st)
+        return st;
+    const tq_frame *one = NULL;
+    size_t count = 0;
+    char list[200] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tq_frame *f = tq_reader_ahead(r, i);
+        if (p->def && !strcmp(f->name, p->def)) {
+            snprintf(p->name, sizeof p->name, "%s", p->def);
+            snprintf(p->why, sizeof p->why, "its default name");
+            return TQ_OK;
+        }
+        if (!fits(p, f))
+            continue;
+        one = f;
+        count++;
+        if (len < sizeof list - 1) /* a long list ends in "..." */
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", count > 1 ? ", " : "",
+                                    f->name);
+    }
+    if (len >= sizeof list - 1)
+        memcpy(list + sizeof list - 4, "...", 4);
+    if (count == 1) {
+        snprintf(p->name, sizeof p->name, "%s", one->name);
+        snprintf(p->why, sizeof p->why, "the only %s frame%s%s%s", p->fits,
+                 p->def ? "; none is named \"" : "", p->def ? p->def : "", p->def ? "\"" : "");
+        return TQ_OK;
+    }
+    if (count == 0) {
+        snprintf(p->why, sizeof p->why, "no %s frame", p->fits);
+        return TQ_OK;
+    }
+    if (p->def)
+        return tq_fail(TQ_ERR_USAGE,
+                       "more than one frame could be the %s (%s, all %s) and none is named "
+                       "\"%s\": name one with %s",
+                       p->what, list, p->fits, p->def, p->option);
+    return tq_fail(TQ_ERR_USAGE, "more than one frame could be the %s (%s): name one with %s",
+                   p->what, list, p->option);
+}
+
+tq_status tq_pick_path(const char *path, const char *label, tq_pick *p)
+{
+    if (p->given)
+        return tq_pick_frame(NULL, p);
+    tq_reader *r = NULL;
+    tq_status st = tq_reader_open_path_as(&r, path, label);
+    if (!st)
+        st = tq_pick_frame(r, p);
+    tq_reader_close(r);
+    return st;
+}

