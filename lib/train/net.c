@@ -152,7 +152,7 @@ void tq_net_free(tq_net *net)
 }
 
 float *tq_net_theta(tq_net *net) { return net->theta; }
-const float *tq_net_grad(const tq_net *net) { return net->grad; }
+float *tq_net_grad(tq_net *net) { return net->grad; }
 size_t tq_net_size(const tq_net *net) { return net->size; }
 size_t tq_net_w_offset(const tq_net *net, int layer) { return net->woff[layer]; }
 size_t tq_net_b_offset(const tq_net *net, int layer) { return net->boff[layer]; }

@@ -19,7 +19,7 @@ void tq_net_free(tq_net *net);
 /* The flat parameters and gradient (host, n values), and where each layer's
  * weights [in, out] (row-major) and biases [out] are in them. */
 float *tq_net_theta(tq_net *net);
-const float *tq_net_grad(const tq_net *net);
+float *tq_net_grad(tq_net *net);
 size_t tq_net_size(const tq_net *net);
 size_t tq_net_w_offset(const tq_net *net, int layer);
 size_t tq_net_b_offset(const tq_net *net, int layer);

@@ -389,6 +389,11 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
                        (long long)t->step + 1);
     if ((st = tq_net_backward(t->net, t->dout)))
         return st;
+    /* A listwise loss does not change when every score of a group moves by
+     * one amount: the last bias's gradient is 0, but for rounding, which an
+     * optimizer like Adam would blow up to steps of lr. Keep it at 0. */
+    if (t->loss == TQ_LOSS_LISTWISE)
+        tq_net_grad(t->net)[tq_net_b_offset(t->net, t->nl - 1)] = 0;
     int nspans;
     const tq_param_span *spans = tq_net_spans(t->net, &nspans);
     double lr = tq_sched_lr(&t->c, t->step, t->total_steps);
