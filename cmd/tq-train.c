@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,9 @@ enum {
     OPT_BATCH,
     OPT_EPOCHS,
     OPT_PATIENCE,
+    OPT_CHECKPOINT,
+    OPT_CHECKPOINT_EVERY,
+    OPT_RESUME,
 };
 
 static void help(void)
@@ -70,7 +74,12 @@ static void help(void)
         "      --batch N         examples a step (groups for listwise; default: 64)\n"
         "      --epochs N        passes over the data (default: 10)\n"
         "      --patience N      stop after N epochs without a better validation metric,\n"
-        "                        keeping the best model (default: 0, never)\n\n" TQ_COMMON_HELP
+        "                        keeping the best model (default: 0, never)\n\n"
+        "Checkpoints:\n"
+        "      --checkpoint FILE write the whole state to FILE (crash-safe) each epoch\n"
+        "      --checkpoint-every N  and every N steps (default: each epoch only)\n"
+        "      --resume FILE     go on from a checkpoint of the same options and data: the\n"
+        "                        model is the same bytes as an uninterrupted run's\n\n" TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-train --model softmax --standardize --epochs 50 -o digits.tq train.tq\n"
         "  tq-train --model mlp --hidden 128 --valid valid.tq --patience 5 -o m.tq train.tq\n"
@@ -113,6 +122,8 @@ static int name_arg(tq_tool *t, const char *opt, const char *arg, const char *co
     return v;
 }
 
+static void crash_now(void) { raise(SIGKILL); }
+
 static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
 {
     int n = 0;
@@ -137,7 +148,8 @@ int main(int argc, char **argv)
     tq_tool t;
     tq_tool_init(&t, "tq-train");
     tq_train_names nm = {0};
-    const char *valid_path = NULL;
+    const char *valid_path = NULL, *ckpt = NULL, *resume = NULL;
+    int64_t ckpt_every = 0;
     tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
                       .optim = TQ_OPTIM_ADAM, .lr = -1, .momentum = 0.9, .beta1 = 0.9,
                       .beta2 = 0.999, .eps = 1e-8, .wd = -1, .batch = 64, .epochs = 10};
@@ -167,6 +179,9 @@ int main(int argc, char **argv)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"epochs", required_argument, NULL, OPT_EPOCHS},
         {"patience", required_argument, NULL, OPT_PATIENCE},
+        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+        {"resume", required_argument, NULL, OPT_RESUME},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -199,6 +214,9 @@ int main(int argc, char **argv)
         case OPT_BATCH: c.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24); break;
         case OPT_EPOCHS: c.epochs = count_arg(&t, "--epochs", optarg, 1, 1 << 30); break;
         case OPT_PATIENCE: c.patience = count_arg(&t, "--patience", optarg, 1, 1 << 30); break;
+        case OPT_CHECKPOINT: ckpt = optarg; break;
+        case OPT_CHECKPOINT_EVERY: ckpt_every = count_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
+        case OPT_RESUME: resume = optarg; break;
         default: tq_tool_usage(&t, "unknown option");
         }
     }
@@ -207,6 +225,8 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "one input file at most (concatenate streams with tq-cat)");
     if ((nm.x && !*nm.x) || (nm.y && !*nm.y) || (nm.weight && !*nm.weight))
         tq_tool_usage(&t, "--x, --y and --weight want a frame name");
+    if (ckpt_every && !ckpt)
+        tq_tool_usage(&t, "--checkpoint-every needs --checkpoint FILE");
     if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
         tq_tool_usage(&t, "--weight-decay is adamw's (for the others, --l2)");
     if (c.wd < 0)
@@ -241,6 +261,12 @@ int main(int argc, char **argv)
                 (long long)train.n, (long long)train.d, train.xname,
                 have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),
                 tq_threads_get());
+    if (resume) {
+        if ((st = tq_trainer_resume(tr, resume)))
+            tq_tool_fail(&t, st);
+        tq_tool_log(&t, TQ_LOG_INFO, "resumed from %s at step %lld", resume,
+                    (long long)tq_trainer_step_count(tr));
+    }
     tq_writer *w = NULL;
     if ((st = tq_tool_open_output(&t, &w)))
         tq_tool_fail(&t, st);
@@ -252,11 +278,23 @@ int main(int argc, char **argv)
     else
         tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %10s %8s", "epoch", "step", "examples",
                     "train loss", "lr", "seconds");
+    /* a test hook: TQ_TRAIN_TEST_CRASH=N kills the process (SIGKILL) in the
+     * middle of writing the N-th checkpoint of this run */
+    const char *crash = getenv("TQ_TRAIN_TEST_CRASH");
+    int64_t crash_at = crash ? atoll(crash) : 0, ckpts = 0;
     tq_train_event ev;
     while ((st = tq_trainer_step(tr, &ev)) == TQ_OK) {
         tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
+        if (ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
+            if (crash_at && ++ckpts == crash_at)
+                st = tq_trainer_checkpoint(tr, ckpt, crash_now);
+            else
+                st = tq_trainer_checkpoint(tr, ckpt, NULL);
+            if (st)
+                break;
+        }
         if (!ev.epoch_end)
             continue;
         if (ev.has_valid)

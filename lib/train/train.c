@@ -6,8 +6,8 @@
  * on the thread count, so a run is reproducible to the bit. */
 #include "../internal.h"
 #include "loss.h"
-#include "net.h"
 #include "save.h"
+#include "trainer.h"
 
 #include <math.h>
 
@@ -25,25 +25,6 @@ int tq_train_pick(const char *s, const char *const *names)
     return -1;
 }
 
-struct tq_trainer {
-    tq_train_cfg c;
-    const tq_train_data *tr, *va;
-    int loss, output, nl;
-    int64_t dims[TQ_TRAIN_MAX_LAYERS + 1], classes, cap;
-    double *mu, *sd;
-    float *xtr, *xva;           /* standardized copies, or NULL */
-    tq_tensor *ttr, *tva;       /* the features on the device */
-    tq_net *net;
-    tq_optim opt;
-    tq_rng rng;
-    int64_t units, *perm, *idx, *gs;
-    double *yb;
-    float *wb, *dout, *best;
-    int64_t epoch, pos, step, total_steps, per_epoch, examples, ep_batches, bad_epochs;
-    double ep_loss, best_metric;
-    int have_best, done, stopped;
-    char describe[256];
-};
 
 /* ---- checks of the data against the loss ---- */
 
@@ -232,7 +213,7 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
     if (!st && (!(t->perm = malloc((size_t)t->units * 8)) || !(t->idx = malloc((size_t)t->cap * 8)) ||
                 !(t->gs = malloc((size_t)(t->cap + 1) * 8)) || !(t->yb = malloc((size_t)t->cap * 8)) ||
                 !(t->wb = malloc((size_t)t->cap * 4)) || !(t->dout = malloc(o * 4)) ||
-                !(t->best = malloc(tq_net_size(t->net) * 4))))
+                !(t->best = calloc(tq_net_size(t->net), 4))))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
         st = tq_optim_init(&t->opt, cfg, tq_net_size(t->net));

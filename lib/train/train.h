@@ -104,4 +104,19 @@ const char *tq_trainer_describe(const tq_trainer *t);   /* "mlp 64-128-10 relu, 
  * early stopping, else the last; the standardization folded into layer 1. */
 tq_status tq_trainer_write_model(const tq_trainer *t, tq_writer *w);
 
+/* ---- checkpoints (checkpoint.c) ---- */
+
+/* Saves everything a run needs to go on exactly as if uninterrupted (weights,
+ * optimizer moments, generator, epoch, step, position in the epoch's order,
+ * the best model so far), with the options and a fingerprint of the data, to
+ * PATH crash-safely: a temporary file, fsync, rename, fsync of the folder.
+ * hook, if not NULL, is called midway through the write (tests kill the
+ * process there). */
+tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*hook)(void));
+/* Restores a checkpoint into a trainer made with the same options and data;
+ * TQ_ERR_DATA naming the first option that differs ("--lr 0.01 there, 0.001
+ * here"), or the data, otherwise. */
+tq_status tq_trainer_resume(tq_trainer *t, const char *path);
+int64_t tq_trainer_step_count(const tq_trainer *t);
+
 #endif

@@ -173,3 +173,51 @@ PYEOF
     bad "$D/ok.tq" 2 "--weight-decay is adamw's" --weight-decay 0.1
     bad "$D/none.tq" 66 'none.tq' --model softmax
 }
+
+@test "checkpoints: killed (SIGKILL) at several points, also while writing one, and resumed: the same model bytes" {
+    py "$REF" data "$D" softmax --n 2000
+    opts=(--model mlp --hidden 48 --epochs 5 --batch 16 --valid "$D/in.tq" --patience 9)
+    tq-train "${opts[@]}" -o "$D/ref.tq" "$D/in.tq"
+    # inside the write of checkpoint N (TQ_TRAIN_TEST_CRASH, half the frames
+    # written), then resumed from the checkpoint before
+    for n in 1 4 23; do
+        rm -f "$D/ck.tq"
+        run env TQ_TRAIN_TEST_CRASH=$n tq-train "${opts[@]}" --checkpoint "$D/ck.tq" \
+            --checkpoint-every 5 -o "$D/m.tq" "$D/in.tq"
+        [ "$status" -eq 137 ]
+        resume=()
+        [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+        tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 5 "${resume[@]}" \
+            -o "$D/m.tq" "$D/in.tq"
+        cmp "$D/m.tq" "$D/ref.tq"
+    done
+    # at random moments, three times in one run, each time resuming
+    rm -f "$D/ck.tq" "$D/m.tq"
+    for i in 1 2 3; do
+        resume=()
+        [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+        tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 3 "${resume[@]}" \
+            -o "$D/m.tq" "$D/in.tq" &
+        pid=$!
+        sleep "0.$((RANDOM % 30 + 5))"
+        kill -9 $pid 2>/dev/null || true
+        wait $pid || true
+    done
+    resume=()
+    [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+    tq-train "${opts[@]}" --checkpoint "$D/ck.tq" "${resume[@]}" -o "$D/m.tq" "$D/in.tq"
+    cmp "$D/m.tq" "$D/ref.tq"
+}
+
+@test "a checkpoint of other options or data is refused, saying which" {
+    py "$REF" data "$D" softmax
+    tq-train --model softmax --epochs 2 --checkpoint "$D/ck.tq" -o "$D/m.tq" "$D/in.tq"
+    bad "$D/in.tq" 65 'a checkpoint of other options: --lr 0.001 there, 0.01 here' \
+        --model softmax --epochs 2 --lr 0.01 --resume "$D/ck.tq"
+    bad "$D/in.tq" 65 'a checkpoint of other options: --model softmax there, mlp here' \
+        --model mlp --epochs 2 --resume "$D/ck.tq"
+    py "$REF" data "$D" softmax --n 80
+    bad "$D/in.tq" 65 'a checkpoint of other training data (40 x 6' \
+        --model softmax --epochs 2 --resume "$D/ck.tq"
+    bad "$D/in.tq" 65 'not a tq-train checkpoint' --model softmax --resume "$D/m.tq"
+}

@@ -1,7 +1,8 @@
 """train_ref.py: float64 NumPy (and scikit-learn) references for tq-train's
 tests. It reads and writes streams with tqstream.py (no tq code).
 
-  train_ref.py data DIR LOSS [--std]     small data DIR/in.tq for LOSS
+  train_ref.py data DIR LOSS [--std] [--n N]  small data DIR/in.tq for LOSS
+                                        (N rows, a multiple of 40; default 40)
   train_ref.py steps DIR MODEL.tq OPTION...
         MODEL.tq (trained on DIR/in.tq with full batches) against float64
         steps of the same optimizer from the zero start of single-layer models
@@ -91,9 +92,9 @@ def cmd_forward(mpath, inpath, spath):
 
 # ---- small data and the optimizer steps ----
 
-def cmd_data(d, loss, std):
+def cmd_data(d, loss, std, n=40):
     rng = np.random.default_rng(5)
-    n, dim = 40, 6
+    dim = 6
     x = rng.standard_normal((n, dim)) * (3 if std else 1) + (5 if std else 0)
     frames = []
     if loss == "softmax":
@@ -101,7 +102,7 @@ def cmd_data(d, loss, std):
     elif loss == "logistic":
         y = (rng.random(n) < 0.4).astype(np.float32)
     elif loss == "listwise":
-        sizes = [3, 5, 2, 4, 6, 3, 5, 4, 4, 4]
+        sizes = [3, 5, 2, 4, 6, 3, 5, 4, 4, 4] * (n // 40)
         g = np.repeat(np.arange(len(sizes)) * 7 - 20, sizes).astype(np.int64)
         y = np.zeros(n, np.float32)
         at = 0
@@ -235,7 +236,7 @@ def cmd_accuracy(mpath, d, sk):
 
 def main(a):
     if a[0] == "data":
-        cmd_data(a[1], a[2], "--std" in a)
+        cmd_data(a[1], a[2], "--std" in a, int(a[a.index("--n") + 1]) if "--n" in a else 40)
     elif a[0] == "steps":
         cmd_steps(a[1], a[2], a[3:])
     elif a[0] == "forward":
