@@ -38,6 +38,8 @@ enum {
     OPT_CHECKPOINT,
     OPT_CHECKPOINT_EVERY,
     OPT_RESUME,
+    OPT_LOG,
+    OPT_PLOT,
 };
 
 static void help(void)
@@ -79,7 +81,10 @@ static void help(void)
         "      --checkpoint FILE write the whole state to FILE (crash-safe) each epoch\n"
         "      --checkpoint-every N  and every N steps (default: each epoch only)\n"
         "      --resume FILE     go on from a checkpoint of the same options and data: the\n"
-        "                        model is the same bytes as an uninterrupted run's\n\n" TQ_COMMON_HELP
+        "                        model is the same bytes as an uninterrupted run's\n\n"
+        "Reports (-v: a table of each epoch on standard error):\n"
+        "      --log FILE        the learning curve as a TQ stream (epochs, then steps)\n"
+        "      --plot FILE.svg   train and validation loss against steps, as an SVG\n\n" TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-train --model softmax --standardize --epochs 50 -o digits.tq train.tq\n"
         "  tq-train --model mlp --hidden 128 --valid valid.tq --patience 5 -o m.tq train.tq\n"
@@ -148,7 +153,7 @@ int main(int argc, char **argv)
     tq_tool t;
     tq_tool_init(&t, "tq-train");
     tq_train_names nm = {0};
-    const char *valid_path = NULL, *ckpt = NULL, *resume = NULL;
+    const char *valid_path = NULL, *ckpt = NULL, *resume = NULL, *log_path = NULL, *plot_path = NULL;
     int64_t ckpt_every = 0;
     tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
                       .optim = TQ_OPTIM_ADAM, .lr = -1, .momentum = 0.9, .beta1 = 0.9,
@@ -182,6 +187,8 @@ int main(int argc, char **argv)
         {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"resume", required_argument, NULL, OPT_RESUME},
+        {"log", required_argument, NULL, OPT_LOG},
+        {"plot", required_argument, NULL, OPT_PLOT},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -217,6 +224,8 @@ int main(int argc, char **argv)
         case OPT_CHECKPOINT: ckpt = optarg; break;
         case OPT_CHECKPOINT_EVERY: ckpt_every = count_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
         case OPT_RESUME: resume = optarg; break;
+        case OPT_LOG: log_path = optarg; break;
+        case OPT_PLOT: plot_path = optarg; break;
         default: tq_tool_usage(&t, "unknown option");
         }
     }
@@ -283,7 +292,12 @@ int main(int argc, char **argv)
     const char *crash = getenv("TQ_TRAIN_TEST_CRASH");
     int64_t crash_at = crash ? atoll(crash) : 0, ckpts = 0;
     tq_train_event ev;
+    tq_train_curve curve = {.loss = -1};
+    snprintf(curve.metric, sizeof curve.metric, "%s", tq_trainer_metric_name(tr));
+    snprintf(curve.title, sizeof curve.title, "tq-train: %s", tq_trainer_describe(tr));
     while ((st = tq_trainer_step(tr, &ev)) == TQ_OK) {
+        if ((log_path || plot_path) && (st = tq_train_curve_add(&curve, &ev, tq_tool_now() - t0)))
+            break;
         tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
@@ -313,6 +327,12 @@ int main(int argc, char **argv)
     tq_tool_progress_done(&t);
     if (st == TQ_EOF)
         st = tq_trainer_write_model(tr, w);
+    curve.loss = tq_trainer_loss(tr);
+    if (!st && log_path)
+        st = tq_train_curve_write(&curve, log_path);
+    if (!st && plot_path)
+        st = tq_train_curve_plot(&curve, plot_path);
+    tq_train_curve_free(&curve);
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;

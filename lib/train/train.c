@@ -267,6 +267,7 @@ void tq_trainer_free(tq_trainer *t)
 
 int64_t tq_trainer_steps_per_epoch(const tq_trainer *t) { return t->per_epoch; }
 const char *tq_trainer_describe(const tq_trainer *t) { return t->describe; }
+int tq_trainer_loss(const tq_trainer *t) { return t->loss; }
 const char *tq_trainer_metric_name(const tq_trainer *t)
 {
     static const char *names[] = {"-loss", "AUC", "accuracy", "MRR"};

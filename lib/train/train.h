@@ -98,7 +98,8 @@ typedef struct tq_train_event {
 tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev);
 int64_t tq_trainer_steps_per_epoch(const tq_trainer *t);
 const char *tq_trainer_metric_name(const tq_trainer *t); /* "accuracy", "AUC", "MRR", "-loss" */
-const char *tq_trainer_describe(const tq_trainer *t);   /* "mlp 64-128-10 relu, softmax" */
+const char *tq_trainer_describe(const tq_trainer *t);
+int tq_trainer_loss(const tq_trainer *t);                /* the loss in use, TQ_LOSS_* */   /* "mlp 64-128-10 relu, softmax" */
 
 /* Writes the model file (man/tq-score.1, MODEL FILES): the best weights under
  * early stopping, else the last; the standardization folded into layer 1. */
@@ -118,5 +119,30 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
  * here"), or the data, otherwise. */
 tq_status tq_trainer_resume(tq_trainer *t, const char *path);
 int64_t tq_trainer_step_count(const tq_trainer *t);
+
+/* ---- the learning curve (curve.c, plot.c) ---- */
+
+typedef struct tq_train_curve {
+    int64_t ns, ne, cap_s, cap_e;
+    int64_t *s_step;                    /* every step: its number and batch loss */
+    double *s_loss;
+    int64_t *e_epoch, *e_step, *e_examples; /* every epoch's end */
+    double *e_train, *e_valid, *e_metric, *e_lr, *e_sec;
+    int has_valid, loss;
+    char metric[16];
+    char title[256];
+} tq_train_curve;
+
+/* Adds a step (and, at an epoch's end, the epoch's row) to the curve. */
+tq_status tq_train_curve_add(tq_train_curve *c, const tq_train_event *ev, double seconds);
+void tq_train_curve_free(tq_train_curve *c);
+/* The curve as a TQ stream at PATH (atomically): one frame per column, epoch
+ * rows (epoch, step, examples, train_loss, valid_loss, metric, lr, seconds)
+ * then step rows (batch_step, batch_loss). */
+tq_status tq_train_curve_write(const tq_train_curve *c, const char *path);
+/* The curve as a standalone SVG at PATH (atomically): train loss (each
+ * step's, and each epoch's mean) and validation loss against steps, with a
+ * title, axes with units and a legend. */
+tq_status tq_train_curve_plot(const tq_train_curve *c, const char *path);
 
 #endif

@@ -221,3 +221,45 @@ PYEOF
         --model softmax --epochs 2 --resume "$D/ck.tq"
     bad "$D/in.tq" 65 'not a tq-train checkpoint' --model softmax --resume "$D/m.tq"
 }
+
+@test "-v table, --log (a TQ stream) and --plot (a well-formed SVG holding the series)" {
+    py "$REF" data "$D" softmax --n 200
+    run --separate-stderr tq-train -v --model mlp --hidden 16 --epochs 4 --batch 32 \
+        --valid "$D/in.tq" --log "$D/log.tq" --plot "$D/curve.svg" -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ]
+    echo "$stderr"
+    grep -q 'epoch .*step .*examples .*train loss .*valid loss .*accuracy .*lr .*seconds' <<<"$stderr"
+    [ "$(grep -cE '^tq-train: +[0-9]+ +[0-9]+ ' <<<"$stderr")" -eq 4 ]
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+log = {f["name"]: ts.to_numpy(f) for f in ts.read(open(d + "/log.tq", "rb").read())}
+assert list(log["epoch"]) == [1, 2, 3, 4], log["epoch"]
+assert list(log["step"]) == [7, 14, 21, 28], log["step"]        # 200 rows, batches of 32
+assert list(log["batch_step"]) == list(range(1, 29))
+# each epoch's train loss is the mean of its batch losses
+bl = log["batch_loss"].reshape(4, 7).mean(axis=1)
+assert np.allclose(bl, log["train_loss"], rtol=1e-12), (bl, log["train_loss"])
+# the last epoch's accuracy is the saved (last) model's, by a float64 forward
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(d + "/in.tq", "rb").read())}
+m = {x["name"]: ts.to_numpy(x) for x in ts.read(open(d + "/m.tq", "rb").read())}
+h = np.maximum(f["emb"] @ m["w1"].astype(float) + m["b1"], 0) @ m["w2"].astype(float) + m["b2"]
+acc = (h.argmax(axis=1) == f["y"]).mean()
+assert abs(acc - log["metric"][-1]) < 1e-12, (acc, log["metric"])
+svg = ET.parse(d + "/curve.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert svg.tag == ns + "svg"
+assert "tq-train" in svg.find(ns + "title").text
+texts = [t.text or "" for t in svg.iter(ns + "text")]
+assert any(t.startswith("step") for t in texts) and any(t.startswith("loss (") for t in texts), texts
+for name in ("train loss (steps)", "train loss (epoch mean)", "validation loss"):
+    assert name in texts, name
+g = {e.get("id"): e for e in svg.iter(ns + "g")}
+pts = lambda s: [tuple(map(float, p.split(","))) for p in g[s].find(ns + "polyline").get("points").split()]
+assert len(pts("train-batch")) == 28 and len(pts("valid")) == 4
+# higher loss is higher on the page (smaller y), in the log's order
+vy = [y for _, y in pts("valid")]
+assert np.argsort(vy).tolist() == np.argsort(-log["valid_loss"]).tolist(), (vy, log["valid_loss"])
+PYEOF
+}
