@@ -89,13 +89,15 @@ static tq_status take(loader *L, tq_frame *f)
         return append(&L->y, f, 1);
     }
     if (*g && !strcmp(f->name, g)) {
-        if (!tq_dtype_is_int(f->dtype) || f->rank != 1)
-            return bad(f, "must be integers [n]", "the group ids");
+        if (!tq_dtype_is_int(f->dtype) || f->rank < 1 || f->rank > 2 ||
+            (f->rank == 2 && f->dims[1] != 1))
+            return bad(f, "must be integers [n] or [n, 1]", "the group ids");
         return append(&L->g, f, 1);
     }
     if (nm->weight && !strcmp(f->name, nm->weight)) {
-        if (!tq_dtype_is_float(f->dtype) || f->rank != 1)
-            return bad(f, "must be floats [n]", "the weights");
+        if (!tq_dtype_is_float(f->dtype) || f->rank < 1 || f->rank > 2 ||
+            (f->rank == 2 && f->dims[1] != 1))
+            return bad(f, "must be floats [n] or [n, 1]", "the weights");
         return append(&L->w, f, 1);
     }
     if (nm->x) {
