@@ -40,9 +40,27 @@ else ifneq ($(HAVE_GLSLC),1)
 BACKEND_NOTES += "vulkan: left out (glslc not found: apt-get install glslc)"
 VULKAN_SRC :=
 endif
-ifeq ($(CUDA_SRC),)
+# CUDA and HIP: one host source (lib/cuda/, built twice) and one kernel source
+# (kernels/cuda/*.cu), compiled by nvcc into a fatbin and by hipcc into a code
+# object bundle, both embedded in libtq.a (and left in build/cuda, build/hip).
+CUDA_KERNELS := $(wildcard kernels/cuda/*.cu)
+GPU_OBJ  :=
+ifeq ($(CUDA_SRC)$(CUDA_KERNELS),)
 BACKEND_NOTES += "cuda: left out (this tree has no CUDA backend yet)"
 BACKEND_NOTES += "hip: left out (this tree has no HIP backend yet)"
+else
+ifeq ($(HAVE_NVCC),1)
+CPPFLAGS += -DTQ_HAVE_CUDA
+GPU_OBJ  += $(CUDA_SRC:%.c=$(OBJDIR)/%.cuda.o) $(OBJDIR)/kernels/cuda/image_cuda.o
+else
+BACKEND_NOTES += "cuda: left out (nvcc not found on PATH or in /usr/local/cuda/bin: install the CUDA toolkit)"
+endif
+ifeq ($(HAVE_HIPCC),1)
+CPPFLAGS += -DTQ_HAVE_HIP
+GPU_OBJ  += $(CUDA_SRC:%.c=$(OBJDIR)/%.hip.o) $(OBJDIR)/kernels/cuda/image_hip.o
+else
+BACKEND_NOTES += "hip: left out (hipcc not found: apt-get install hipcc)"
+endif
 endif
 
 LIB_SRC  := $(filter-out lib/vulkan/% lib/cuda/%,$(wildcard lib/*.c lib/*/*.c)) $(VULKAN_SRC)
@@ -54,6 +72,7 @@ CPPFLAGS += -DTQ_HAVE_VULKAN
 VK_SHADERS := $(OBJDIR)/kernels/vulkan/shaders.c
 LIB_OBJ  += $(VK_SHADERS:.c=.o)
 endif
+LIB_OBJ  += $(GPU_OBJ)
 TOOLS    := $(patsubst cmd/%.c,%,$(wildcard cmd/tq-*.c))
 BINS     := $(TOOLS:%=$(BINDIR)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -91,6 +110,28 @@ $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kerne
 
 $(VK_SHADERS:.c=.o): $(VK_SHADERS) $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+build/cuda/tq.fatbin: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
+	sh scripts/gpu-kernels.sh cuda $@ $(CUDA_KERNELS)
+
+build/hip/tq.hipfb: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
+	sh scripts/gpu-kernels.sh hip $@ $(CUDA_KERNELS)
+
+$(OBJDIR)/kernels/cuda/image_cuda.o: build/cuda/tq.fatbin scripts/gpu-embed.sh
+	sh scripts/gpu-embed.sh tq_cuda_image $< $(@:.o=.S)
+	$(CC) -c $(@:.o=.S) -o $@
+
+$(OBJDIR)/kernels/cuda/image_hip.o: build/hip/tq.hipfb scripts/gpu-embed.sh
+	sh scripts/gpu-embed.sh tq_hip_image $< $(@:.o=.S)
+	$(CC) -c $(@:.o=.S) -o $@
+
+$(OBJDIR)/lib/cuda/%.cuda.o: lib/cuda/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OBJDIR)/lib/cuda/%.hip.o: lib/cuda/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DTQ_GPU_HIP $(CFLAGS) -c $< -o $@
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
