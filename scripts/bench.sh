@@ -62,3 +62,6 @@ bash "$root/scripts/bench-simmat.sh" "$BIN"
 
 # ---- attention (issue 4): tq-attend against PyTorch eager ----
 bash "$root/scripts/bench-attend.sh" "$BIN"
+
+# ---- training (issue 14): tq-train against scikit-learn and PyTorch ----
+bash "$root/scripts/bench-train.sh" "$BIN"
