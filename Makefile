@@ -103,6 +103,9 @@ $(OBJDIR)/%.o: %.c $(FLAGS_STAMP)
 
 # f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
 $(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
+# tq-train's optimizer updates every parameter each step: vectorized too (sqrt
+# vectorizes only without errno, which nothing there reads).
+$(OBJDIR)/lib/train/optim.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
 
 $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kernels/vulkan/*.glsl) scripts/vk-shaders.sh
 	@mkdir -p $(dir $@)

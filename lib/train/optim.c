@@ -84,30 +84,46 @@ void tq_optim_free(tq_optim *o)
     o->m = o->v = NULL;
 }
 
+/* The update of one span, one loop per optimizer so that each vectorizes;
+ * every value is computed in double and rounded to f32 once. */
+static void sgd_span(tq_optim *o, float *restrict theta, const float *restrict g, size_t a,
+                     size_t b, double l2, double lr)
+{
+    double mu = o->momentum, *restrict m = o->m;
+    for (size_t i = a; i < b; i++) {
+        /* PyTorch: buf = momentum buf + g (the first step: buf = g, as buf starts at 0) */
+        double p = theta[i], bf = mu * m[i] + ((double)g[i] + l2 * p);
+        m[i] = bf;
+        theta[i] = (float)(p - lr * bf);
+    }
+}
+
+static void adam_span(tq_optim *o, float *restrict theta, const float *restrict g, size_t a,
+                      size_t b, double l2, double decay, double lr)
+{
+    double b1 = o->beta1, b2 = o->beta2, eps = o->eps, *restrict m = o->m, *restrict v = o->v;
+    double step = lr / (1 - pow(b1, (double)o->t)), inv_bc2 = 1 / (1 - pow(b2, (double)o->t));
+    for (size_t i = a; i < b; i++) {
+        double p = theta[i], gi = (double)g[i] + l2 * p;
+        double mi = b1 * m[i] + (1 - b1) * gi, vi = b2 * v[i] + (1 - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        theta[i] = (float)(p * decay - step * mi / (sqrt(vi * inv_bc2) + eps));
+    }
+}
+
 void tq_optim_step(tq_optim *o, float *theta, const float *g, const tq_param_span *spans,
                    int nspans, double lr)
 {
     o->t++;
-    double bc1 = 1 - pow(o->beta1, (double)o->t), bc2 = 1 - pow(o->beta2, (double)o->t);
     for (int s = 0; s < nspans; s++) {
-        double l2 = spans[s].decay ? o->l2 : 0, wd = spans[s].decay ? o->wd : 0;
-        for (size_t i = spans[s].offset; i < spans[s].offset + spans[s].count; i++) {
-            double p = theta[i], gi = (double)g[i] + l2 * p;
-            if (o->kind == TQ_OPTIM_SGD) {
-                /* PyTorch: buf = momentum buf + g (the first step: buf = g) */
-                double b = o->momentum * o->m[i] + gi;
-                o->m[i] = b;
-                theta[i] = (float)(p - lr * b);
-                continue;
-            }
-            if (o->kind == TQ_OPTIM_ADAMW)
-                p *= 1 - lr * wd;
-            double m = o->beta1 * o->m[i] + (1 - o->beta1) * gi;
-            double v = o->beta2 * o->v[i] + (1 - o->beta2) * gi * gi;
-            o->m[i] = m;
-            o->v[i] = v;
-            theta[i] = (float)(p - lr * (m / bc1) / (sqrt(v / bc2) + o->eps));
-        }
+        size_t a = spans[s].offset, b = a + spans[s].count;
+        double l2 = spans[s].decay ? o->l2 : 0;
+        if (o->kind == TQ_OPTIM_SGD)
+            sgd_span(o, theta, g, a, b, l2, lr);
+        else /* AdamW decays the weights first: p (1 - lr wd) */
+            adam_span(o, theta, g, a, b, l2,
+                      o->kind == TQ_OPTIM_ADAMW && spans[s].decay ? 1 - lr * o->wd : 1, lr);
     }
 }
 
