@@ -93,17 +93,6 @@ static void help(void)
         stdout);
 }
 
-static int64_t count_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(arg, &end, 10);
-    if (errno || end == arg || *end || v < lo || v > hi)
-        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
-                      (long long)hi, arg);
-    return v;
-}
-
 static double real_arg(tq_tool *t, const char *opt, const char *arg, double lo, double hi)
 {
     char *end;
@@ -206,7 +195,7 @@ int main(int argc, char **argv)
         case OPT_HIDDEN: c.nhidden = parse_hidden(&t, optarg, c.hidden); break;
         case OPT_ACTIVATION: c.act = name_arg(&t, "--activation", optarg, tq_train_act_names); break;
         case OPT_LOSS: c.loss = name_arg(&t, "--loss", optarg, tq_train_loss_names); break;
-        case OPT_CLASSES: c.classes = count_arg(&t, "--classes", optarg, 2, 1 << 24); break;
+        case OPT_CLASSES: c.classes = tq_tool_int_arg(&t, "--classes", optarg, 2, 1 << 24); break;
         case OPT_STANDARDIZE: c.standardize = 1; break;
         case OPT_OPTIMIZER: c.optim = name_arg(&t, "--optimizer", optarg, tq_train_optim_names); break;
         case OPT_LR: c.lr = real_arg(&t, "--lr", optarg, 0, 1e6); break;
@@ -217,12 +206,12 @@ int main(int argc, char **argv)
         case OPT_L2: c.l2 = real_arg(&t, "--l2", optarg, 0, 1e6); break;
         case OPT_WD: c.wd = real_arg(&t, "--weight-decay", optarg, 0, 1e6); break;
         case OPT_SCHEDULE: c.sched = name_arg(&t, "--schedule", optarg, tq_train_sched_names); break;
-        case OPT_WARMUP: c.warmup = count_arg(&t, "--warmup", optarg, 0, INT64_MAX / 2); break;
-        case OPT_BATCH: c.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24); break;
-        case OPT_EPOCHS: c.epochs = count_arg(&t, "--epochs", optarg, 1, 1 << 30); break;
-        case OPT_PATIENCE: c.patience = count_arg(&t, "--patience", optarg, 1, 1 << 30); break;
+        case OPT_WARMUP: c.warmup = tq_tool_int_arg(&t, "--warmup", optarg, 0, INT64_MAX / 2); break;
+        case OPT_BATCH: c.batch = tq_tool_int_arg(&t, "--batch", optarg, 1, 1 << 24); break;
+        case OPT_EPOCHS: c.epochs = tq_tool_int_arg(&t, "--epochs", optarg, 1, 1 << 30); break;
+        case OPT_PATIENCE: c.patience = tq_tool_int_arg(&t, "--patience", optarg, 1, 1 << 30); break;
         case OPT_CHECKPOINT: ckpt = optarg; break;
-        case OPT_CHECKPOINT_EVERY: ckpt_every = count_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
+        case OPT_CHECKPOINT_EVERY: ckpt_every = tq_tool_int_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
         case OPT_RESUME: resume = optarg; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;

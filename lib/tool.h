@@ -96,6 +96,9 @@ tq_status tq_tool_close_text(tq_tool *t, FILE *out, char *tmp_path, int commit);
 void tq_tool_progress(tq_tool *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tq_tool_progress_done(tq_tool *t);
 
+/* An option's integer in lo..hi, or a usage error (exit 2) naming it. */
+int64_t tq_tool_int_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi);
+
 /* Seconds since an arbitrary start, monotonic. */
 double tq_tool_now(void);
 
