@@ -40,6 +40,7 @@ enum {
     OPT_RESUME,
     OPT_LOG,
     OPT_PLOT,
+    OPT_PRECISION,
 };
 
 static void help(void)
@@ -63,7 +64,9 @@ static void help(void)
         "      --loss L          mse, logistic, softmax or listwise (default: the model's;\n"
         "                        mlp: softmax for integer targets, else mse)\n"
         "      --classes N       softmax classes (default: the largest label + 1)\n"
-        "      --standardize     learn the inputs' mean and scale (folded into the model)\n\n"
+        "      --standardize     learn the inputs' mean and scale (folded into the model)\n"
+        "      --precision P     f32, bf16 or f16: the products' operands (f32 master\n"
+        "                        weights; f16 with dynamic loss scaling; default: f32)\n\n"
         "Optimization:\n"
         "      --optimizer O     sgd, adam or adamw (default: adam)\n"
         "      --lr X            learning rate (default: 0.001; sgd 0.01)\n"
@@ -178,6 +181,7 @@ int main(int argc, char **argv)
         {"resume", required_argument, NULL, OPT_RESUME},
         {"log", required_argument, NULL, OPT_LOG},
         {"plot", required_argument, NULL, OPT_PLOT},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -215,6 +219,12 @@ int main(int argc, char **argv)
         case OPT_RESUME: resume = optarg; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
+        case OPT_PRECISION: {
+            static const char *const precs[] = {"f32", "bf16", "f16", NULL};
+            static const tq_dtype dts[] = {TQ_DTYPE_F32, TQ_DTYPE_BF16, TQ_DTYPE_F16};
+            c.precision = dts[name_arg(&t, "--precision", optarg, precs)];
+            break;
+        }
         default: tq_tool_usage(&t, "unknown option");
         }
     }
@@ -280,6 +290,8 @@ int main(int argc, char **argv)
      * middle of writing the N-th checkpoint of this run */
     const char *crash = getenv("TQ_TRAIN_TEST_CRASH");
     int64_t crash_at = crash ? atoll(crash) : 0, ckpts = 0;
+    int64_t skipped = 0;
+    double scale = 1;
     tq_train_event ev;
     tq_train_curve curve = {.loss = -1};
     snprintf(curve.metric, sizeof curve.metric, "%s", tq_trainer_metric_name(tr));
@@ -287,6 +299,8 @@ int main(int argc, char **argv)
     while ((st = tq_trainer_step(tr, &ev)) == TQ_OK) {
         if ((log_path || plot_path) && (st = tq_train_curve_add(&curve, &ev, tq_tool_now() - t0)))
             break;
+        skipped += ev.skipped;
+        scale = ev.loss_scale;
         tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
@@ -325,6 +339,9 @@ int main(int argc, char **argv)
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;
+    if (!st && c.precision == TQ_DTYPE_F16)
+        tq_tool_log(&t, TQ_LOG_INFO, "f16 loss scale %g at the end, %lld step%s skipped on overflow",
+                    scale, (long long)skipped, skipped == 1 ? "" : "s");
     if (!st)
         tq_tool_log(&t, TQ_LOG_INFO, "trained in %.3f s", tq_tool_now() - t0);
     tq_trainer_free(tr);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 enum { C_EPOCH, C_POS, C_STEP, C_EXAMPLES, C_BATCHES, C_BAD, C_HAVE_BEST, C_DONE, C_STOPPED,
-       C_OPT_T, C_UNITS, C_SIZE, C_COUNT };
+       C_OPT_T, C_UNITS, C_SIZE, C_CLEAN, C_COUNT };
 
 int64_t tq_trainer_step_count(const tq_trainer *t) { return t->step; }
 
@@ -58,6 +58,7 @@ static size_t describe(const tq_trainer *t, char *m, size_t cap)
     KV("epochs=%lld", (long long)c->epochs);
     KV("patience=%lld", (long long)c->patience);
     KV("seed=%llu", (unsigned long long)c->seed);
+    KV("precision=%s", tq_dtype_name(c->precision ? c->precision : TQ_DTYPE_F32));
     KV("data=%lld x %lld, crc %08x", (long long)t->tr->n, (long long)t->tr->d, data_crc(t->tr));
     KV("valid=%lld x %lld, crc %08x", t->va ? (long long)t->va->n : 0LL,
        t->va ? (long long)t->va->d : 0LL, data_crc(t->va));
@@ -92,8 +93,8 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
         return tq_fail(TQ_ERR_USAGE, "checkpoint: options too long");
     int64_t cnt[C_COUNT] = {t->epoch, t->pos, t->step, t->examples, t->ep_batches, t->bad_epochs,
                             t->have_best, t->done, t->stopped, t->opt.t, t->units,
-                            (int64_t)tq_net_size(t->net)};
-    double sums[2] = {t->ep_loss, t->best_metric};
+                            (int64_t)tq_net_size(t->net), t->clean};
+    double sums[3] = {t->ep_loss, t->best_metric, t->scale};
     int64_t one = 1, size = cnt[C_SIZE];
     int fd;
     char *tmp;
@@ -113,7 +114,7 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
     if (!st)
         st = put(w, "rng", TQ_DTYPE_I64, 4, t->rng.s);
     if (!st)
-        st = put(w, "sums", TQ_DTYPE_F64, 2, sums);
+        st = put(w, "sums", TQ_DTYPE_F64, 3, sums);
     if (!st)
         st = put(w, "theta", TQ_DTYPE_F32, size, tq_net_theta(t->net));
     if (!st && hook) {
@@ -194,7 +195,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     char ours[4096];
     size_t ol = describe(t, ours, sizeof ours);
     int64_t cnt[C_COUNT], size = (int64_t)tq_net_size(t->net);
-    double sums[2];
+    double sums[3];
     unsigned seen = 0;
     tq_frame *f;
     while (!st && (st = tq_reader_next(r, &f)) == TQ_OK) {
@@ -211,7 +212,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
         } else if (!strcmp(f->name, "rng")) {
             st = take(f, TQ_DTYPE_I64, 4, t->rng.s, path), seen |= 4;
         } else if (!strcmp(f->name, "sums")) {
-            st = take(f, TQ_DTYPE_F64, 2, sums, path), seen |= 8;
+            st = take(f, TQ_DTYPE_F64, 3, sums, path), seen |= 8;
         } else if (!strcmp(f->name, "theta")) {
             st = take(f, TQ_DTYPE_F32, size, tq_net_theta(t->net), path), seen |= 16;
         } else if (!strcmp(f->name, "best")) {
@@ -242,5 +243,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     t->opt.t = cnt[C_OPT_T];
     t->ep_loss = sums[0];
     t->best_metric = sums[1];
+    t->scale = sums[2];
+    t->clean = cnt[C_CLEAN];
     return tq_net_push(t->net);
 }

@@ -25,6 +25,11 @@ size_t tq_net_w_offset(const tq_net *net, int layer);
 size_t tq_net_b_offset(const tq_net *net, int layer);
 const tq_param_span *tq_net_spans(const tq_net *net, int *n);
 
+/* --precision: every product's operands (inputs, weights, output gradients)
+ * rounded to prec (TQ_DTYPE_BF16 or F16) first, the products and sums in f32;
+ * TQ_DTYPE_F32 (the default) rounds nothing. */
+tq_status tq_net_set_precision(tq_net *net, tq_dtype prec);
+
 /* After the host parameters changed: copies them to the device (nothing to do
  * where the device works in host memory). */
 tq_status tq_net_push(tq_net *net);

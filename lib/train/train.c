@@ -217,6 +217,11 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
         st = tq_optim_init(&t->opt, cfg, tq_net_size(t->net));
+    if (!st && cfg->precision && cfg->precision != TQ_DTYPE_F32)
+        st = tq_net_set_precision(t->net, cfg->precision);
+    /* f16's dynamic loss scaling: start at 2^16, halve on overflow (and skip
+     * the step), double after 2000 clean steps */
+    t->scale = cfg->precision == TQ_DTYPE_F16 ? 65536.0 : 1.0;
     if (st) {
         tq_trainer_free(t);
         return st;
@@ -347,6 +352,31 @@ static void end_epoch(tq_trainer *t, tq_train_event *ev)
         t->done = 1;
 }
 
+/* f16: checks the scaled gradient; on an overflow halves the scale and
+ * returns 1 (skip the step), else divides the gradient by the scale (exact:
+ * a power of 2) and doubles the scale after 2000 clean steps. */
+static int unscale(tq_trainer *t)
+{
+    float *g = tq_net_grad(t->net);
+    int nspans;
+    const tq_param_span *sp = tq_net_spans(t->net, &nspans);
+    for (int s = 0; s < nspans; s++)
+        for (size_t i = sp[s].offset; i < sp[s].offset + sp[s].count; i++)
+            if (!isfinite(g[i])) {
+                t->scale /= 2;
+                t->clean = 0;
+                return 1;
+            }
+    for (int s = 0; s < nspans; s++)
+        for (size_t i = sp[s].offset; i < sp[s].offset + sp[s].count; i++)
+            g[i] = (float)(g[i] / t->scale);
+    if (++t->clean == 2000) {
+        t->scale *= 2;
+        t->clean = 0;
+    }
+    return 0;
+}
+
 tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
 {
     memset(ev, 0, sizeof *ev);
@@ -369,8 +399,16 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
         return tq_fail(TQ_ERR_RUNTIME, "step %lld: the loss is not finite (diverging? try a "
                                        "lower --lr, or --standardize)",
                        (long long)t->step + 1);
+    size_t no = (size_t)(n * o);
+    for (size_t i = 0; t->scale != 1.0 && i < no; i++)
+        t->dout[i] = (float)(t->dout[i] * t->scale); /* a power of 2: exact */
     if ((st = tq_net_backward(t->net, t->dout)))
         return st;
+    int skip = t->c.precision == TQ_DTYPE_F16 && unscale(t);
+    if (skip && t->scale < 0x1p-24)
+        return tq_fail(TQ_ERR_RUNTIME, "step %lld: the gradients overflow f16 at every loss "
+                                       "scale (try --precision bf16)",
+                       (long long)t->step + 1);
     /* A listwise loss does not change when every score of a group moves by
      * one amount: the last bias's gradient is 0, but for rounding, which an
      * optimizer like Adam would blow up to steps of lr. Keep it at 0. */
@@ -379,9 +417,13 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
     int nspans;
     const tq_param_span *spans = tq_net_spans(t->net, &nspans);
     double lr = tq_sched_lr(&t->c, t->step, t->total_steps);
-    tq_optim_step(&t->opt, tq_net_theta(t->net), tq_net_grad(t->net), spans, nspans, lr);
-    if ((st = tq_net_push(t->net)))
-        return st;
+    if (!skip) {
+        tq_optim_step(&t->opt, tq_net_theta(t->net), tq_net_grad(t->net), spans, nspans, lr);
+        if ((st = tq_net_push(t->net)))
+            return st;
+    }
+    ev->skipped = skip;
+    ev->loss_scale = t->scale;
     t->examples += u1 - t->pos;
     t->pos = u1;
     t->step++;

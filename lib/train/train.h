@@ -67,6 +67,7 @@ typedef struct tq_train_cfg {
     double lr, momentum, beta1, beta2, eps, l2, wd;
     int64_t warmup, batch, epochs, patience; /* patience 0: no early stopping */
     uint64_t seed;
+    tq_dtype precision;             /* F32 (or 0), BF16 or F16: the products' operands */
 } tq_train_cfg;
 
 typedef struct tq_trainer tq_trainer;
@@ -90,6 +91,8 @@ typedef struct tq_train_event {
     int has_valid;
     double valid_loss, valid_metric; /* metric: accuracy, AUC, MRR, or -loss for mse */
     int improved;           /* the best valid metric so far */
+    int skipped;            /* f16: the gradients overflowed; no update, the loss scale halved */
+    double loss_scale;      /* f16's dynamic loss scale after the step (1 otherwise) */
     int done;               /* no more steps: epochs done or stopped early */
     int stopped;            /* early stopping ended the run */
 } tq_train_event;

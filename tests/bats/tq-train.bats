@@ -20,11 +20,11 @@ needs_sklearn() {
     "$VENV_PY" "$REF" digits "$D"
 }
 
-@test "gradients of every model x loss x activation against float64 finite differences" {
+@test "gradients of every model x loss x activation (and bf16, f16 products) against float64 finite differences" {
     run "$TQ_TEST_TOOLS/train-grad" 3
     echo "$output"
     [ "$status" -eq 0 ]
-    [ "$(grep -c '^ok ' <<<"$output")" -eq 23 ]
+    [ "$(grep -c '^ok ' <<<"$output")" -eq 31 ]
 }
 
 # steps LOSS OPTION...: trains on small data with one full batch an epoch and
@@ -263,4 +263,44 @@ assert len(pts("train-batch")) == 28 and len(pts("valid")) == 4
 vy = [y for _, y in pts("valid")]
 assert np.argsort(vy).tolist() == np.argsort(-log["valid_loss"]).tolist(), (vy, log["valid_loss"])
 PYEOF
+}
+
+@test "--precision bf16 and f16: digits accuracy within 0.02 of f32; f16 loss scaling; bytes the same whatever --threads, and after a resume" {
+    needs_sklearn
+    for p in f32 bf16 f16; do
+        tq-train --precision $p --model mlp --hidden 64 --standardize --epochs 15 -o "$D/$p.tq" "$D/train.tq"
+
+    done
+    f32=$("$VENV_PY" "$REF" accuracy "$D/f32.tq" "$D" | awk '{ print $2 }')
+    for p in bf16 f16; do
+        a=$("$VENV_PY" "$REF" accuracy "$D/$p.tq" "$D" | awk '{ print $2 }')
+        echo "$p $a, f32 $f32"
+        awk -v a="$a" -v b="$f32" 'BEGIN { exit !(a >= b - 0.02 && a >= 0.95) }'
+        ! cmp -s "$D/$p.tq" "$D/f32.tq"
+    done
+    # targets of 1e4: the scaled output gradients (2 (z - y) 2^16 / 40) pass
+    # f16's 65504: the first steps overflow, are skipped, and the scale halves
+    py "$REF" data "$D" mse
+    py - "$D/in.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(sys.argv[1], "rb").read())}
+open(sys.argv[1], "wb").write(ts.array_frame("emb", f["emb"]) + ts.array_frame("y", f["y"] * 1e4))
+PYEOF
+    run --separate-stderr tq-train -v --precision f16 --model linear --epochs 3 --batch 8 --lr 0.1 \
+        -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ]
+    echo "$stderr"
+    grep -qE 'f16 loss scale [0-9.]+ at the end, [1-9][0-9]* steps? skipped' <<<"$stderr"
+    ! grep -q 'loss scale 65536 ' <<<"$stderr"
+    for t in 1 3; do
+        tq-train --threads $t --precision bf16 --model mlp --hidden 16 --epochs 2 --batch 8 \
+            -o "$D/b$t.tq" "$D/in.tq"
+    done
+    cmp "$D/b1.tq" "$D/b3.tq"
+    opts=(--precision f16 --model linear --epochs 3 --batch 8 --lr 0.1)
+    run env TQ_TRAIN_TEST_CRASH=4 tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 2 \
+        -o "$D/r.tq" "$D/in.tq"
+    [ "$status" -eq 137 ]
+    tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --resume "$D/ck.tq" -o "$D/r.tq" "$D/in.tq"
+    cmp "$D/r.tq" "$D/m.tq"
 }

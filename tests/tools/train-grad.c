@@ -93,7 +93,7 @@ static double loss64(const prob *p, const double *th, const size_t *wo, const si
     return sum / ws;
 }
 
-static int run_case(tq_device *dev, int nl, int act, int loss, int weighted)
+static int run_case(tq_device *dev, int nl, int act, int loss, int weighted, tq_dtype prec, double tol)
 {
     prob p;
     memset(&p, 0, sizeof p);
@@ -123,7 +123,7 @@ static int run_case(tq_device *dev, int nl, int act, int loss, int weighted)
             p.y[p.gs[g] + (g % gsz[g])] = 1, p.y[p.gs[g + 1] - 1] = g == 2 ? 1 : p.y[p.gs[g + 1] - 1];
     }
     tq_net *net;
-    if (tq_net_new(dev, nl, p.dims, act, p.n, &net)) {
+    if (tq_net_new(dev, nl, p.dims, act, p.n, &net) || tq_net_set_precision(net, prec)) {
         printf("FAIL net: %s\n", tq_errmsg());
         return 1;
     }
@@ -177,13 +177,13 @@ static int run_case(tq_device *dev, int nl, int act, int loss, int weighted)
      * catches any wrong term (which moves a gradient by its own size). */
     double rel = sqrt(num / (den > 0 ? den : 1));
     static const char *acts[] = {"relu", "tanh", "sigmoid", "gelu"};
-    printf("%s %d layer%s %s, %s loss%s: %zu parameters, relative error %.2e\n",
-           rel < 1e-5 ? "ok" : "FAIL", nl, nl > 1 ? "s" : "", nl > 1 ? acts[act] : "(no activation)",
-           tq_train_loss_names[loss], weighted ? ", weighted" : "", n, rel);
+    printf("%s %d layer%s %s, %s loss%s, %s products: %zu parameters, relative error %.2e\n",
+           rel < tol && (prec == TQ_DTYPE_F32 || rel > 1e-5) ? "ok" : "FAIL", nl, nl > 1 ? "s" : "", nl > 1 ? acts[act] : "(no activation)",
+           tq_train_loss_names[loss], weighted ? ", weighted" : "", tq_dtype_name(prec), n, rel);
     free(t64);
     tq_tensor_free(xt);
     tq_net_free(net);
-    return rel >= 1e-5;
+    return !(rel < tol && (prec == TQ_DTYPE_F32 || rel > 1e-5));
 }
 
 int main(int argc, char **argv)
@@ -197,11 +197,20 @@ int main(int argc, char **argv)
     }
     int fails = 0;
     for (int loss = 0; loss < 4; loss++) {
-        fails += run_case(dev, 1, 0, loss, 0); /* linear, logistic, softmax models */
+        fails += run_case(dev, 1, 0, loss, 0, TQ_DTYPE_F32, 1e-5); /* linear, logistic, softmax */
         if (loss != TQ_LOSS_LISTWISE)
-            fails += run_case(dev, 1, 0, loss, 1);
+            fails += run_case(dev, 1, 0, loss, 1, TQ_DTYPE_F32, 1e-5);
         for (int act = 0; act < 4; act++)
-            fails += run_case(dev, act == 1 ? 3 : 2, act, loss, loss == TQ_LOSS_SOFTMAX);
+            fails += run_case(dev, act == 1 ? 3 : 2, act, loss, loss == TQ_LOSS_SOFTMAX,
+                              TQ_DTYPE_F32, 1e-5);
+        /* --precision: each product's operands rounded to 8 (bf16) or 11
+         * (f16) significant bits, relative errors 2^-9 and 2^-12 per operand;
+         * through the layers the gradient's error stays within a few times
+         * that: 2^-6 and 2^-9 bound it (bf16 comes out near 3e-3, f16 near
+         * 3e-4). It must also exceed 1e-5, the f32 bound: an operand left
+         * unrounded would pass the upper bound alone. */
+        fails += run_case(dev, 2, TQ_ACT_TANH, loss, 0, TQ_DTYPE_BF16, 0x1p-6);
+        fails += run_case(dev, 2, TQ_ACT_TANH, loss, 0, TQ_DTYPE_F16, 0x1p-9);
     }
     tq_device_close(dev);
     printf("%d failed\n", fails);
