@@ -141,6 +141,14 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there; libtq
+# never links MPI, and without mpicc tq-train is built without it.
+HAVE_MPICC := $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPICC),1)
+$(OBJDIR)/cmd/tq-train.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile)
+$(BINDIR)/tq-train: LDLIBS += $(shell mpicc --showme:link)
+endif
+
 $(BINDIR)/%: $(OBJDIR)/cmd/%.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< $(LIBA) $(LDLIBS) -o $@

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_X = TQ_OPT_TOOL_BASE,
@@ -50,7 +51,9 @@ static void help(void)
         "Train a scorer for tq-score from a TQ stream of examples (FILE, or standard\n"
         "input): features (a rank 2 float frame), targets (\"y\": class ids, values or\n"
         "0/1), optional group ids and row weights. Writes the model file (-o).\n"
-        "The same data, options and seed give the same model bytes, whatever --threads.\n\n"
+        "The same data, options and seed give the same model bytes, whatever --threads.\n"
+        "Under mpirun or srun (when built with MPI), data parallel over the ranks, the\n"
+        "same bytes for any number of ranks; rank 0 writes.\n\n"
         "Input:\n"
         "      --x NAME          the features (default: \"emb\", else the one rank 2 float frame)\n"
         "      --y NAME          the targets (default: y)\n"
@@ -120,6 +123,65 @@ static int name_arg(tq_tool *t, const char *opt, const char *arg, const char *co
 }
 
 static void crash_now(void) { raise(SIGKILL); }
+
+/* ---- MPI (when built with mpicc): data parallel over the ranks of mpirun
+ * or srun; libtq does not link MPI, the tool hands it a sum function ---- */
+#ifdef TQ_HAVE_MPI
+#include <mpi.h>
+
+static tq_status mpi_sum(void *ctx, float *v, size_t n)
+{
+    (void)ctx;
+    for (size_t at = 0; at < n;) { /* counts are ints */
+        int k = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, v + at, k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+            return tq_fail(TQ_ERR_RUNTIME, "MPI_Allreduce failed (error %d)", rc);
+        at += (size_t)k;
+    }
+    return TQ_OK;
+}
+#endif
+
+static tq_train_comm comm;
+static int mpi_on;
+
+/* Under a launcher's environment (mpirun, srun), joins the job. */
+static void mpi_start(int *argc, char ***argv)
+{
+#ifdef TQ_HAVE_MPI
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK"))
+        return;
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return;
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+    comm.sum = mpi_sum;
+#else
+    (void)argc, (void)argv;
+#endif
+}
+
+/* Ends the run: under MPI an error on any rank ends every rank (one message:
+ * rank 0's, or another rank's own failure of the machine, I/O or memory). */
+static _Noreturn void fail(tq_tool *t, tq_status st)
+{
+#ifdef TQ_HAVE_MPI
+    if (mpi_on) {
+        /* bad data or options fail every rank alike: rank 0 says it and
+         * aborts the job; another rank waits for that first, and speaks only
+         * if rank 0 did not (its own failure) */
+        int own = st == TQ_ERR_RUNTIME || st == TQ_ERR_NOMEM || st == TQ_ERR_IO;
+        if (comm.rank && !own)
+            sleep(2);
+        fprintf(stderr, "%s: error: %s%s\n", t->name, comm.rank ? "(a rank) " : "", tq_errmsg());
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, tq_status_exit_code(st));
+    }
+#endif
+    tq_tool_fail(t, st);
+}
 
 static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
 {
@@ -229,6 +291,10 @@ int main(int argc, char **argv)
         }
     }
     tq_tool_ready(&t);
+    mpi_start(&argc, &argv);
+    int writer = comm.rank == 0; /* rank 0 writes the model, checkpoints and curves */
+    if (!writer)
+        t.log_level = TQ_LOG_ERROR, t.progress = 0;
     if (argc - optind > 1)
         tq_tool_usage(&t, "one input file at most (concatenate streams with tq-cat)");
     if ((nm.x && !*nm.x) || (nm.y && !*nm.y) || (nm.weight && !*nm.weight))
@@ -251,33 +317,38 @@ int main(int argc, char **argv)
     if (!st)
         st = tq_train_data_load(in, &nm, &train);
     if (st)
-        tq_tool_fail(&t, st);
+        fail(&t, st);
     if (valid_path) {
         tq_train_names vn = nm;
         if ((st = tq_train_data_load(valid_path, &vn, &valid)))
-            tq_tool_fail(&t, st);
+            fail(&t, st);
         have_valid = 1;
     }
     c.dev = dev;
+    if (mpi_on)
+        c.comm = &comm;
     tq_trainer *tr;
     if ((st = tq_trainer_new(&c, &train, have_valid ? &valid : NULL, &tr))) {
         if (st == TQ_ERR_USAGE)
             tq_tool_usage(&t, "%s", tq_errmsg());
-        tq_tool_fail(&t, st);
+        fail(&t, st);
     }
+    if (mpi_on)
+        tq_tool_log(&t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
+                    comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
     tq_tool_log(&t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
                 (long long)train.n, (long long)train.d, train.xname,
                 have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),
                 tq_threads_get());
     if (resume) {
         if ((st = tq_trainer_resume(tr, resume)))
-            tq_tool_fail(&t, st);
+            fail(&t, st);
         tq_tool_log(&t, TQ_LOG_INFO, "resumed from %s at step %lld", resume,
                     (long long)tq_trainer_step_count(tr));
     }
     tq_writer *w = NULL;
-    if ((st = tq_tool_open_output(&t, &w)))
-        tq_tool_fail(&t, st);
+    if (writer && (st = tq_tool_open_output(&t, &w)))
+        fail(&t, st);
     double t0 = tq_tool_now();
     int64_t per_epoch = tq_trainer_steps_per_epoch(tr);
     if (have_valid)
@@ -304,7 +375,7 @@ int main(int argc, char **argv)
         tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
-        if (ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
+        if (writer && ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
             if (crash_at && ++ckpts == crash_at)
                 st = tq_trainer_checkpoint(tr, ckpt, crash_now);
             else
@@ -329,11 +400,11 @@ int main(int argc, char **argv)
     }
     tq_tool_progress_done(&t);
     if (st == TQ_EOF)
-        st = tq_trainer_write_model(tr, w);
+        st = writer ? tq_trainer_write_model(tr, w) : TQ_OK;
     curve.loss = tq_trainer_loss(tr);
-    if (!st && log_path)
+    if (!st && writer && log_path)
         st = tq_train_curve_write(&curve, log_path);
-    if (!st && plot_path)
+    if (!st && writer && plot_path)
         st = tq_train_curve_plot(&curve, plot_path);
     tq_train_curve_free(&curve);
     tq_status cst = tq_writer_close(w, !st);
@@ -350,6 +421,10 @@ int main(int argc, char **argv)
         tq_train_data_free(&valid);
     tq_device_close(dev);
     if (st)
-        tq_tool_fail(&t, st);
+        fail(&t, st);
+#ifdef TQ_HAVE_MPI
+    if (mpi_on)
+        MPI_Finalize();
+#endif
     return 0;
 }

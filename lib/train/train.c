@@ -267,6 +267,7 @@ void tq_trainer_free(tq_trainer *t)
     free(t->wb);
     free(t->dout);
     free(t->best);
+    free(t->chunks);
     free(t);
 }
 
@@ -283,8 +284,8 @@ const char *tq_trainer_metric_name(const tq_trainer *t)
 
 /* Units [u0, u1) of order (rows, or groups for listwise) of data d as the
  * batch: row indices, targets, weights and group bounds; returns its rows. */
-static int64_t gather(tq_trainer *t, const tq_train_data *d, const int64_t *order, int64_t u0,
-                      int64_t u1, int64_t *ng)
+int64_t tq_trainer_gather(tq_trainer *t, const tq_train_data *d, const int64_t *order, int64_t u0,
+                          int64_t u1, int64_t *ng)
 {
     int64_t n = 0;
     *ng = 0;
@@ -323,7 +324,7 @@ static tq_status evaluate(tq_trainer *t, double *loss, double *metric)
                 break;
             rows += r, u1++;
         }
-        int64_t n = gather(t, d, NULL, u, u1, &ng);
+        int64_t n = tq_trainer_gather(t, d, NULL, u, u1, &ng);
         const float *z;
         if ((st = tq_net_input(t->net, t->tva, t->idx, n)) || (st = tq_net_forward(t->net, &z)))
             break;
@@ -350,6 +351,23 @@ static void end_epoch(tq_trainer *t, tq_train_event *ev)
     t->epoch++;
     if (t->epoch >= t->c.epochs)
         t->done = 1;
+}
+
+/* The gradient of the batch in one pass (one process). */
+static tq_status batch_grad(tq_trainer *t, int64_t u0, int64_t u1, double *sum, double *ws)
+{
+    int64_t ng, n = tq_trainer_gather(t, t->tr, t->perm, u0, u1, &ng), o = t->dims[t->nl];
+    const float *z;
+    tq_status st = tq_net_input(t->net, t->ttr, t->idx, n);
+    if (!st)
+        st = tq_net_forward(t->net, &z);
+    if (st)
+        return st;
+    *sum = tq_loss_batch(t->loss, z, n, o, t->yb, t->tr->w ? t->wb : NULL, t->gs, ng, ws, t->dout);
+    size_t no = (size_t)(n * o);
+    for (size_t i = 0; t->scale != 1.0 && i < no; i++)
+        t->dout[i] = (float)(t->dout[i] * t->scale); /* a power of 2: exact */
+    return isfinite(*sum) ? tq_net_backward(t->net, t->dout) : TQ_OK;
 }
 
 /* f16: checks the scaled gradient; on an overflow halves the scale and
@@ -384,26 +402,17 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
         return TQ_EOF;
     if (t->pos == 0) /* a new epoch: a new order, from the order before */
         tq_rng_shuffle(&t->rng, t->perm, t->units);
-    int64_t u1 = t->pos + t->c.batch < t->units ? t->pos + t->c.batch : t->units, ng;
-    int64_t n = gather(t, t->tr, t->perm, t->pos, u1, &ng), o = t->dims[t->nl];
-    const float *z;
-    tq_status st = tq_net_input(t->net, t->ttr, t->idx, n);
-    if (!st)
-        st = tq_net_forward(t->net, &z);
+    int64_t u1 = t->pos + t->c.batch < t->units ? t->pos + t->c.batch : t->units;
+    double sum, ws;
+    tq_status st = t->c.comm ? tq_trainer_chunked_grad(t, t->pos, u1, &sum, &ws)
+                             : batch_grad(t, t->pos, u1, &sum, &ws);
     if (st)
         return st;
-    double ws, sum = tq_loss_batch(t->loss, z, n, o, t->yb, t->tr->w ? t->wb : NULL, t->gs, ng,
-                                   &ws, t->dout);
     double loss = ws > 0 ? sum / ws : 0;
     if (!isfinite(loss))
         return tq_fail(TQ_ERR_RUNTIME, "step %lld: the loss is not finite (diverging? try a "
                                        "lower --lr, or --standardize)",
                        (long long)t->step + 1);
-    size_t no = (size_t)(n * o);
-    for (size_t i = 0; t->scale != 1.0 && i < no; i++)
-        t->dout[i] = (float)(t->dout[i] * t->scale); /* a power of 2: exact */
-    if ((st = tq_net_backward(t->net, t->dout)))
-        return st;
     int skip = t->c.precision == TQ_DTYPE_F16 && unscale(t);
     if (skip && t->scale < 0x1p-24)
         return tq_fail(TQ_ERR_RUNTIME, "step %lld: the gradients overflow f16 at every loss "

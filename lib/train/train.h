@@ -55,6 +55,20 @@ void tq_train_data_free(tq_train_data *d);
 
 /* ---- the trainer (train.c) ---- */
 
+/* Data-parallel training (MPI, in the tool: libtq does not link it). Under a
+ * comm, every batch is cut into chunks of TQ_TRAIN_CHUNK examples (groups for
+ * listwise), fixed by the batch alone; rank r computes the gradients of
+ * chunks r, r + size, ...; sum adds the ranks' vectors element-wise (each
+ * chunk's slot is filled by one rank, zeros elsewhere, so the sum is exact)
+ * and every rank adds the chunks up in chunk order: the same bytes for any
+ * number of ranks. */
+#define TQ_TRAIN_CHUNK 16
+typedef struct tq_train_comm {
+    int rank, size;
+    void *ctx;
+    tq_status (*sum)(void *ctx, float *v, size_t n); /* in place, on every rank */
+} tq_train_comm;
+
 typedef struct tq_train_cfg {
     tq_device *dev;
     int kind, loss;                 /* loss -1: the kind's default */
@@ -68,6 +82,7 @@ typedef struct tq_train_cfg {
     int64_t warmup, batch, epochs, patience; /* patience 0: no early stopping */
     uint64_t seed;
     tq_dtype precision;             /* F32 (or 0), BF16 or F16: the products' operands */
+    const tq_train_comm *comm;      /* NULL: one process, the batch in one pass */
 } tq_train_cfg;
 
 typedef struct tq_trainer tq_trainer;

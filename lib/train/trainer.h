@@ -23,8 +23,20 @@ struct tq_trainer {
     double ep_loss, best_metric;
     double scale;               /* f16's loss scale (1 otherwise) */
     int64_t clean;              /* steps since the scale last changed */
+    float *chunks;              /* under a comm: the chunks' gradients and loss sums */
     int have_best, done, stopped;
     char describe[256];
 };
+
+/* Units [u0, u1) of order (rows, or groups for listwise) of d as the batch
+ * (row indices, targets, weights, group bounds in t's buffers); returns its
+ * rows, *ng the groups. */
+int64_t tq_trainer_gather(tq_trainer *t, const tq_train_data *d, const int64_t *order, int64_t u0,
+                          int64_t u1, int64_t *ng);
+/* The gradient of the batch's mean loss over units [u0, u1) of the epoch's
+ * order into the net's gradient, scaled by t->scale; *sum, *wsum: the loss
+ * sum and the weight it is a mean over. parallel.c: the chunked version. */
+tq_status tq_trainer_chunked_grad(tq_trainer *t, int64_t u0, int64_t u1, double *sum,
+                                  double *wsum);
 
 #endif

@@ -304,3 +304,29 @@ PYEOF
     tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --resume "$D/ck.tq" -o "$D/r.tq" "$D/in.tq"
     cmp "$D/r.tq" "$D/m.tq"
 }
+
+@test "MPI: mpirun -np 1, 2 and 4 give the same model bytes; rank 0 alone writes and reports; one error message" {
+    command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
+    ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
+    # root in CI containers; Open MPI's own leaks are not ours to report
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
+    py "$REF" data "$D" softmax --n 200
+    for np in 1 2 4; do
+        mkdir "$D/np$np"
+        (cd "$D/np$np" && mpirun -np $np --oversubscribe tq-train -v --model mlp --hidden 16 \
+            --epochs 2 --batch 50 --valid ../in.tq --checkpoint ck.tq -o m.tq ../in.tq 2> err)
+        cat "$D/np$np/err"
+        [ "$(grep -c "MPI: $np rank" "$D/np$np/err")" -eq 1 ]
+        [ "$(grep -c 'trained in' "$D/np$np/err")" -eq 1 ]
+        [ -z "$(ls -A "$D/np$np" | grep tmp)" ]
+    done
+    cmp "$D/np1/m.tq" "$D/np2/m.tq"
+    cmp "$D/np1/m.tq" "$D/np4/m.tq"
+    cmp "$D/np1/ck.tq" "$D/np4/ck.tq"
+    run --separate-stderr mpirun -np 2 --oversubscribe tq-train --model softmax --classes 2 \
+        -o "$D/x.tq" "$D/in.tq"
+    [ "$status" -ne 0 ]
+    [ "$(grep -c '^tq-train: error:' <<<"$stderr")" -eq 1 ]
+    grep -q 'label 2 is not a class 0..1' <<<"$stderr"
+    [ ! -e "$D/x.tq" ]
+}
