@@ -113,6 +113,9 @@ $(OBJDIR)/lib/bench/context.o: CPPFLAGS += -DTQ_BUILD_COMMIT='"$(GIT_COMMIT)"' -
 
 # f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
 $(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
+# tq-train's optimizer updates every parameter each step: vectorized too (sqrt
+# vectorizes only without errno, which nothing there reads).
+$(OBJDIR)/lib/train/optim.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
 
 $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kernels/vulkan/*.glsl) scripts/vk-shaders.sh
 	@mkdir -p $(dir $@)
@@ -147,6 +150,14 @@ $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
+
+# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there; libtq
+# never links MPI, and without mpicc tq-train is built without it.
+HAVE_MPICC := $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPICC),1)
+$(OBJDIR)/cmd/tq-train.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile)
+$(BINDIR)/tq-train: LDLIBS += $(shell mpicc --showme:link)
+endif
 
 $(BINDIR)/%: $(OBJDIR)/cmd/%.o $(LIBA)
 	@mkdir -p $(dir $@)

@@ -42,6 +42,10 @@ typedef struct tq_backend_ops {
     tq_status (*rowprod)(void *ctx, void *state, const tq_tensor *db, const tq_tensor *q,
                          float alpha, tq_tensor *out);
     void (*rowprod_release)(void *ctx, void *state);
+    /* training (lib/train): the backward of activate and gelu */
+    tq_status (*activate_grad)(void *ctx, const tq_tensor *x, tq_activation act,
+                               const tq_tensor *dy, tq_tensor *dx);
+    tq_status (*gelu_grad)(void *ctx, const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx);
 } tq_backend_ops;
 
 typedef struct tq_backend {

@@ -276,3 +276,22 @@ tq_status tq_hostpath_cpu(tq_device **dev)
     *dev = host_st ? NULL : host_dev;
     return host_st;
 }
+
+tq_status tq_host_activate_grad(const tq_tensor *x, tq_activation act, const tq_tensor *dy,
+                                tq_tensor *dx)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "activate_grad");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *hd = tq_hostpath_in(&h, dy);
+    tq_tensor *hy = tq_hostpath_out(&h, dx, 0);
+    return RUN(h, tq_op_activate_grad(hx, act, hd, hy));
+}
+
+tq_status tq_host_gelu_grad(const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "gelu_grad");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *hd = tq_hostpath_in(&h, dy);
+    tq_tensor *hy = tq_hostpath_out(&h, dx, 0);
+    return RUN(h, tq_op_gelu_grad(hx, hd, hy));
+}

@@ -41,6 +41,9 @@ tq_status tq_host_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq
                             float eps, tq_tensor *y);
 tq_status tq_host_gelu(const tq_tensor *x, tq_tensor *y);
 tq_status tq_host_activate(const tq_tensor *x, tq_activation act, tq_tensor *y);
+tq_status tq_host_activate_grad(const tq_tensor *x, tq_activation act, const tq_tensor *dy,
+                                tq_tensor *dx);
+tq_status tq_host_gelu_grad(const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx);
 tq_status tq_host_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_host_scale(const tq_tensor *x, float alpha, tq_tensor *y);
 tq_status tq_host_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);

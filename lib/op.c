@@ -369,3 +369,33 @@ tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tenso
     }
     return CALL(q, attention, q, k, v, args, out);
 }
+
+/* ---- training: the backward of the activations ---- */
+
+static tq_status check_act_grad(const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx,
+                                const char *op)
+{
+    F32(x, "activation grad x");
+    F32(dy, "activation grad dy");
+    F32(dx, "activation grad dx");
+    SAME_DEV(x, dy);
+    SAME_DEV(x, dx);
+    CHECK(same_shape(x, dy) && same_shape(x, dx), "%s: x, dy and dx differ in shape", op);
+    return TQ_OK;
+}
+
+tq_status tq_op_activate_grad(const tq_tensor *x, tq_activation act, const tq_tensor *dy,
+                              tq_tensor *dx)
+{
+    tq_status st = check_act_grad(x, dy, dx, "activate_grad");
+    if (st)
+        return st;
+    CHECK(act >= 0 && act < TQ_ACT_COUNT, "activate_grad: unknown activation %d", (int)act);
+    return CALL(x, activate_grad, x, act, dy, dx);
+}
+
+tq_status tq_op_gelu_grad(const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx)
+{
+    tq_status st = check_act_grad(x, dy, dx, "gelu_grad");
+    return st ? st : CALL(x, gelu_grad, x, dy, dx);
+}

@@ -291,3 +291,14 @@ void tq_tool_device_done(tq_tool *t, const tq_device *dev)
         tq_tool_log(t, TQ_LOG_INFO, "%s: %ld graph%s recorded, %ld launch%s", tq_device_name(dev),
                     graphs, graphs == 1 ? "" : "s", replays, replays == 1 ? "" : "es");
 }
+
+int64_t tq_tool_int_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
+                      (long long)hi, arg);
+    return v;
+}

@@ -108,6 +108,9 @@ void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label,
  * tool fails or is interrupted. PATH must outlive its registration. */
 void tq_tool_tempfile(const char *path, int add);
 
+/* An option's integer in lo..hi, or a usage error (exit 2) naming it. */
+int64_t tq_tool_int_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi);
+
 /* Seconds since an arbitrary start, monotonic. */
 double tq_tool_now(void);
 

@@ -325,6 +325,14 @@ tq_status tq_op_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 /* y = x converted to y's dtype (same shape); any pair tq_convert handles. */
 tq_status tq_op_convert(const tq_tensor *x, tq_tensor *y);
 
+/* Backward of tq_op_activate and tq_op_gelu, for training: dx = dy * f'(x),
+ * x the activation's input (what the forward op read), computed in double and
+ * rounded once. relu'(x) is 1 for x > 0, else 0 (NaN x gives NaN); dx may be
+ * dy. All three tensors have one shape. */
+tq_status tq_op_activate_grad(const tq_tensor *x, tq_activation act, const tq_tensor *dy,
+                              tq_tensor *dx);
+tq_status tq_op_gelu_grad(const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx);
+
 /* Fused multi-head scaled dot-product attention (online softmax over tiles of
  * K and V, never an n x n score matrix unless weights is asked for):
  *   out[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h] + mask) v[b,j,h]

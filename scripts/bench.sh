@@ -68,4 +68,8 @@ bash "$root/scripts/bench-attend.sh" "$BIN"
 # the op table itself; the peers above are the comparisons
 "$BIN/tq-bench" --device all --progress never
 
+
+# ---- training (issue 14): tq-train against scikit-learn and PyTorch ----
+bash "$root/scripts/bench-train.sh" "$BIN"
+
 bench_summary

@@ -117,5 +117,7 @@ const tq_backend tq_backend_cpu = {
             .rowprod = tq_cpu_rowprod,
             .rowprod_release = tq_cpu_rowprod_release,
             .attention = tq_cpu_attention,
+            .activate_grad = tq_cpu_activate_grad,
+            .gelu_grad = tq_cpu_gelu_grad,
         },
 };

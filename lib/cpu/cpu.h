@@ -65,6 +65,11 @@ void tq_cpu_rowprod_release(void *ctx, void *state);
 tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
                            const tq_tensor *v, const tq_attention_args *args, tq_tensor *out);
 
+/* activate_grad.c */
+tq_status tq_cpu_activate_grad(void *ctx, const tq_tensor *x, tq_activation act,
+                               const tq_tensor *dy, tq_tensor *dx);
+tq_status tq_cpu_gelu_grad(void *ctx, const tq_tensor *x, const tq_tensor *dy, tq_tensor *dx);
+
 /* Rows of a tensor seen as [rows, last dim]. */
 static inline int64_t tq_cpu_cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
 static inline int64_t tq_cpu_rows(const tq_tensor *t)

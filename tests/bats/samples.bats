@@ -113,3 +113,12 @@ for n, w in enumerate(want):
     [ "$status" -eq 66 ]
     diff want.txt st/current/kept.txt
 }
+
+@test "samples/train-scorer.sh: a listwise scorer trained on embedded n-best lists picks the right hypotheses" {
+    "$S/train-scorer.sh" "$S/nbest-train.tsv" "$S/nbest-test.tsv" model.tq > got.tsv
+    # the right hypothesis of each test group, from the labels of the file
+    awk -F '\t' '$2 == 1 { print $1 "\t" $3 }' "$S/nbest-test.tsv" > want.tsv
+    [ "$(wc -l < want.tsv)" -eq 12 ]
+    diff want.tsv got.tsv
+    tq-cat -i model.tq | grep -q ' w  *f32  *256 '
+}

@@ -819,6 +819,60 @@ static void test_add(void)
         }
 }
 
+/* The backward of the activations (training): dx = dy * f'(x) against the
+ * derivatives in double; gelu's edge values (infinities, +-0, large) too. */
+static double ref_act_grad(int act, double x)
+{
+    if (act == TQ_ACT_RELU)
+        return isnan(x) ? x : x > 0 ? 1 : 0;
+    if (act == TQ_ACT_TANH)
+        return 1 - tanh(x) * tanh(x);
+    if (act == TQ_ACT_SIGMOID)
+        return 1 / (1 + exp(-x)) * (1 - 1 / (1 + exp(-x)));
+    if (isinf(x))
+        return x > 0 ? 1 : 0;
+    return 0.5 * erfc(-x / sqrt(2.0)) + x * exp(-x * x / 2) / sqrt(2 * M_PI);
+}
+
+static void test_activate_grad(void)
+{
+    static const int64_t shapes[][3] = {{2, 7, 33}, {2, 300, 100}, {1, 0, 0}};
+    static const char *names[] = {"relu", "tanh", "sigmoid", "gelu"};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int act = 0; act < 4; act++)
+            for (int inplace = 0; inplace < 2; inplace++) {
+                int rank = (int)shapes[s][0];
+                const int64_t *dims = shapes[s] + 1;
+                int64_t n = numel(rank, dims), d = dims[rank - 1], rows = d ? n / d : 0;
+                float *x = malloc((size_t)n * 4 + 4), *dy = malloc((size_t)n * 4 + 4),
+                      *y = malloc((size_t)n * 4 + 4);
+                double *ref = malloc((size_t)n * 8 + 8);
+                gelu_values(x, rows, d);
+                fill(dy, n, -2, 2);
+                for (int64_t i = 0; i < n; i++)
+                    ref[i] = (double)dy[i] * ref_act_grad(act, x[i]);
+                gt *gx = gt_new(TQ_DTYPE_F32, rank, dims, x), *gd = gt_new(TQ_DTYPE_F32, rank, dims, dy);
+                gt *gy = inplace ? gd : gt_new(TQ_DTYPE_F32, rank, dims, NULL);
+                char what[96], sh[48];
+                shape_str(sh, sizeof sh, rank, dims);
+                snprintf(what, sizeof what, "%s grad %s%s", names[act], sh, inplace ? " in place" : "");
+                tq_status st = act == 3 ? tq_op_gelu_grad(gx->t, gd->t, gy->t)
+                                        : tq_op_activate_grad(gx->t, (tq_activation)act, gd->t, gy->t);
+                CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+                gt_get(gy, y, what);
+                gt_unchanged(gx, x, what);
+                CHECK_NMSE(y, ref, n, TOL_EW, what);
+                gt_free(gx);
+                gt_free(gd);
+                if (!inplace)
+                    gt_free(gy);
+                free(x);
+                free(dy);
+                free(y);
+                free(ref);
+            }
+}
+
 static void test_elementwise(void)
 {
     run_row_op("gelu", op_gelu, rf_gelu, NULL, 0, gelu_values, TOL_EW);
@@ -833,6 +887,7 @@ static void test_elementwise(void)
         run_row_op(name, op_scale, rf_scale, &alphas[i], i, NULL, TOL_EW);
     }
     test_add();
+    test_activate_grad();
     ln_all la = {1e-5f};
     run_row_op("layernorm (all shapes)", op_layernorm_all, rf_layernorm_all, &la, 4, constant_row,
                TOL_EW);

@@ -1,0 +1,430 @@
+/* tq-train: trains the scorers tq-score reads (linear, logistic, softmax,
+ * MLP) from a stream of examples, reproducibly to the bit. Options, files and
+ * messages here; the training in lib/train. */
+#include "tool.h"
+#include "train/train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_X = TQ_OPT_TOOL_BASE,
+    OPT_Y,
+    OPT_GROUP,
+    OPT_WEIGHT,
+    OPT_VALID,
+    OPT_MODEL,
+    OPT_HIDDEN,
+    OPT_ACTIVATION,
+    OPT_LOSS,
+    OPT_CLASSES,
+    OPT_STANDARDIZE,
+    OPT_OPTIMIZER,
+    OPT_LR,
+    OPT_MOMENTUM,
+    OPT_BETA1,
+    OPT_BETA2,
+    OPT_EPS,
+    OPT_L2,
+    OPT_WD,
+    OPT_SCHEDULE,
+    OPT_WARMUP,
+    OPT_BATCH,
+    OPT_EPOCHS,
+    OPT_PATIENCE,
+    OPT_CHECKPOINT,
+    OPT_CHECKPOINT_EVERY,
+    OPT_RESUME,
+    OPT_LOG,
+    OPT_PLOT,
+    OPT_PRECISION,
+};
+
+static void help(void)
+{
+    fputs(
+        "Usage: tq-train [OPTION]... [FILE]\n"
+        "Train a scorer for tq-score from a TQ stream of examples (FILE, or standard\n"
+        "input): features (a rank 2 float frame), targets (\"y\": class ids, values or\n"
+        "0/1), optional group ids and row weights. Writes the model file (-o).\n"
+        "The same data, options and seed give the same model bytes, whatever --threads.\n"
+        "Under mpirun or srun (when built with MPI), data parallel over the ranks, the\n"
+        "same bytes for any number of ranks; rank 0 writes.\n\n"
+        "Input:\n"
+        "      --x NAME          the features (default: \"emb\", else the one rank 2 float frame)\n"
+        "      --y NAME          the targets (default: y)\n"
+        "      --group NAME      group ids, for the listwise loss (default: group, if present)\n"
+        "      --weight NAME     row weights (default: none, all 1)\n"
+        "      --valid FILE      a validation stream: loss and metric each epoch\n\n"
+        "Model:\n"
+        "      --model KIND      linear, logistic, softmax or mlp (default: logistic)\n"
+        "      --hidden LIST     mlp hidden layer sizes, e.g. 128,64 (default: 64)\n"
+        "      --activation A    relu, tanh, sigmoid or gelu (default: relu)\n"
+        "      --loss L          mse, logistic, softmax or listwise (default: the model's;\n"
+        "                        mlp: softmax for integer targets, else mse)\n"
+        "      --classes N       softmax classes (default: the largest label + 1)\n"
+        "      --standardize     learn the inputs' mean and scale (folded into the model)\n"
+        "      --precision P     f32, bf16 or f16: the products' operands (f32 master\n"
+        "                        weights; f16 with dynamic loss scaling; default: f32)\n\n"
+        "Optimization:\n"
+        "      --optimizer O     sgd, adam or adamw (default: adam)\n"
+        "      --lr X            learning rate (default: 0.001; sgd 0.01)\n"
+        "      --momentum X      sgd momentum (default: 0.9)\n"
+        "      --beta1 X, --beta2 X, --eps X   Adam's (default: 0.9, 0.999, 1e-8)\n"
+        "      --l2 X            L2 penalty X/2 |w|^2 on the weights (default: 0)\n"
+        "      --weight-decay X  adamw's decoupled decay (default: 0.01)\n"
+        "      --schedule S      constant, linear or cosine (default: constant)\n"
+        "      --warmup N        steps of linear warm-up (default: 0)\n"
+        "      --batch N         examples a step (groups for listwise; default: 64)\n"
+        "      --epochs N        passes over the data (default: 10)\n"
+        "      --patience N      stop after N epochs without a better validation metric,\n"
+        "                        keeping the best model (default: 0, never)\n\n"
+        "Checkpoints:\n"
+        "      --checkpoint FILE write the whole state to FILE (crash-safe) each epoch\n"
+        "      --checkpoint-every N  and every N steps (default: each epoch only)\n"
+        "      --resume FILE     go on from a checkpoint of the same options and data: the\n"
+        "                        model is the same bytes as an uninterrupted run's\n\n"
+        "Reports (-v: a table of each epoch on standard error):\n"
+        "      --log FILE        the learning curve as a TQ stream (epochs, then steps)\n"
+        "      --plot FILE.svg   train and validation loss against steps, as an SVG\n\n" TQ_COMMON_HELP
+        "\nExamples:\n"
+        "  tq-train --model softmax --standardize --epochs 50 -o digits.tq train.tq\n"
+        "  tq-train --model mlp --hidden 128 --valid valid.tq --patience 5 -o m.tq train.tq\n"
+        "  tq-train --model linear --loss listwise --group question -o scorer.tq hyps.tq &&\n"
+        "    tq-score -m scorer.tq --top 1 new.tq | tq-cat -t tsv\n",
+        stdout);
+}
+
+static double real_arg(tq_tool *t, const char *opt, const char *arg, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < lo || v > hi)
+        tq_tool_usage(t, "%s wants a number in %g..%g, not '%s'", opt, lo, hi, arg);
+    return v;
+}
+
+static int name_arg(tq_tool *t, const char *opt, const char *arg, const char *const *names)
+{
+    int v = tq_train_pick(arg, names);
+    if (v < 0) {
+        char list[128];
+        int n = 0;
+        for (int i = 0; names[i]; i++)
+            n += snprintf(list + n, sizeof list - (size_t)n, "%s%s", i ? ", " : "", names[i]);
+        tq_tool_usage(t, "%s wants one of %s, not '%s'", opt, list, arg);
+    }
+    return v;
+}
+
+static void crash_now(void) { raise(SIGKILL); }
+
+/* ---- MPI (when built with mpicc): data parallel over the ranks of mpirun
+ * or srun; libtq does not link MPI, the tool hands it a sum function ---- */
+#ifdef TQ_HAVE_MPI
+#include <mpi.h>
+
+static tq_status mpi_sum(void *ctx, float *v, size_t n)
+{
+    (void)ctx;
+    for (size_t at = 0; at < n;) { /* counts are ints */
+        int k = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, v + at, k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+            return tq_fail(TQ_ERR_RUNTIME, "MPI_Allreduce failed (error %d)", rc);
+        at += (size_t)k;
+    }
+    return TQ_OK;
+}
+#endif
+
+static tq_train_comm comm;
+static int mpi_on;
+
+/* Under a launcher's environment (mpirun, srun), joins the job. */
+static void mpi_start(int *argc, char ***argv)
+{
+#ifdef TQ_HAVE_MPI
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK"))
+        return;
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return;
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
+    comm.sum = mpi_sum;
+#else
+    (void)argc, (void)argv;
+#endif
+}
+
+/* Ends the run: under MPI an error on any rank ends every rank (one message:
+ * rank 0's, or another rank's own failure of the machine, I/O or memory). */
+static _Noreturn void fail(tq_tool *t, tq_status st)
+{
+#ifdef TQ_HAVE_MPI
+    if (mpi_on) {
+        /* bad data or options fail every rank alike: rank 0 says it and
+         * aborts the job; another rank waits for that first, and speaks only
+         * if rank 0 did not (its own failure) */
+        int own = st == TQ_ERR_RUNTIME || st == TQ_ERR_NOMEM || st == TQ_ERR_IO;
+        if (comm.rank && !own)
+            sleep(2);
+        fprintf(stderr, "%s: error: %s%s\n", t->name, comm.rank ? "(a rank) " : "", tq_errmsg());
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, tq_status_exit_code(st));
+    }
+#endif
+    tq_tool_fail(t, st);
+}
+
+static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
+{
+    int n = 0;
+    const char *p = arg;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v < 1 || v > 65536 || (*end && *end != ','))
+            tq_tool_usage(t, "--hidden wants sizes 1..65536 separated by commas, not '%s'", arg);
+        if (n == TQ_TRAIN_MAX_LAYERS - 1)
+            tq_tool_usage(t, "--hidden: at most %d layers", TQ_TRAIN_MAX_LAYERS - 1);
+        h[n++] = v;
+        if (!*end)
+            return n;
+        p = end + 1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-train");
+    tq_train_names nm = {0};
+    const char *valid_path = NULL, *ckpt = NULL, *resume = NULL, *log_path = NULL, *plot_path = NULL;
+    int64_t ckpt_every = 0;
+    tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
+                      .optim = TQ_OPTIM_ADAM, .lr = -1, .momentum = 0.9, .beta1 = 0.9,
+                      .beta2 = 0.999, .eps = 1e-8, .wd = -1, .batch = 64, .epochs = 10};
+    static const struct option longopts[] = {
+        TQ_COMMON_LONGOPTS,
+        {"x", required_argument, NULL, OPT_X},
+        {"y", required_argument, NULL, OPT_Y},
+        {"group", required_argument, NULL, OPT_GROUP},
+        {"weight", required_argument, NULL, OPT_WEIGHT},
+        {"valid", required_argument, NULL, OPT_VALID},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"hidden", required_argument, NULL, OPT_HIDDEN},
+        {"activation", required_argument, NULL, OPT_ACTIVATION},
+        {"loss", required_argument, NULL, OPT_LOSS},
+        {"classes", required_argument, NULL, OPT_CLASSES},
+        {"standardize", no_argument, NULL, OPT_STANDARDIZE},
+        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+        {"lr", required_argument, NULL, OPT_LR},
+        {"momentum", required_argument, NULL, OPT_MOMENTUM},
+        {"beta1", required_argument, NULL, OPT_BETA1},
+        {"beta2", required_argument, NULL, OPT_BETA2},
+        {"eps", required_argument, NULL, OPT_EPS},
+        {"l2", required_argument, NULL, OPT_L2},
+        {"weight-decay", required_argument, NULL, OPT_WD},
+        {"schedule", required_argument, NULL, OPT_SCHEDULE},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"patience", required_argument, NULL, OPT_PATIENCE},
+        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+        {"resume", required_argument, NULL, OPT_RESUME},
+        {"log", required_argument, NULL, OPT_LOG},
+        {"plot", required_argument, NULL, OPT_PLOT},
+        {"precision", required_argument, NULL, OPT_PRECISION},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        if (tq_tool_option(&t, opt, optarg, help))
+            continue;
+        switch (opt) {
+        case OPT_X: nm.x = optarg; break;
+        case OPT_Y: nm.y = optarg; break;
+        case OPT_GROUP: nm.group = optarg; break;
+        case OPT_WEIGHT: nm.weight = optarg; break;
+        case OPT_VALID: valid_path = optarg; break;
+        case OPT_MODEL: c.kind = name_arg(&t, "--model", optarg, tq_train_kind_names); break;
+        case OPT_HIDDEN: c.nhidden = parse_hidden(&t, optarg, c.hidden); break;
+        case OPT_ACTIVATION: c.act = name_arg(&t, "--activation", optarg, tq_train_act_names); break;
+        case OPT_LOSS: c.loss = name_arg(&t, "--loss", optarg, tq_train_loss_names); break;
+        case OPT_CLASSES: c.classes = tq_tool_int_arg(&t, "--classes", optarg, 2, 1 << 24); break;
+        case OPT_STANDARDIZE: c.standardize = 1; break;
+        case OPT_OPTIMIZER: c.optim = name_arg(&t, "--optimizer", optarg, tq_train_optim_names); break;
+        case OPT_LR: c.lr = real_arg(&t, "--lr", optarg, 0, 1e6); break;
+        case OPT_MOMENTUM: c.momentum = real_arg(&t, "--momentum", optarg, 0, 1); break;
+        case OPT_BETA1: c.beta1 = real_arg(&t, "--beta1", optarg, 0, 0.999999999); break;
+        case OPT_BETA2: c.beta2 = real_arg(&t, "--beta2", optarg, 0, 0.999999999); break;
+        case OPT_EPS: c.eps = real_arg(&t, "--eps", optarg, 1e-30, 1); break;
+        case OPT_L2: c.l2 = real_arg(&t, "--l2", optarg, 0, 1e6); break;
+        case OPT_WD: c.wd = real_arg(&t, "--weight-decay", optarg, 0, 1e6); break;
+        case OPT_SCHEDULE: c.sched = name_arg(&t, "--schedule", optarg, tq_train_sched_names); break;
+        case OPT_WARMUP: c.warmup = tq_tool_int_arg(&t, "--warmup", optarg, 0, INT64_MAX / 2); break;
+        case OPT_BATCH: c.batch = tq_tool_int_arg(&t, "--batch", optarg, 1, 1 << 24); break;
+        case OPT_EPOCHS: c.epochs = tq_tool_int_arg(&t, "--epochs", optarg, 1, 1 << 30); break;
+        case OPT_PATIENCE: c.patience = tq_tool_int_arg(&t, "--patience", optarg, 1, 1 << 30); break;
+        case OPT_CHECKPOINT: ckpt = optarg; break;
+        case OPT_CHECKPOINT_EVERY: ckpt_every = tq_tool_int_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
+        case OPT_RESUME: resume = optarg; break;
+        case OPT_LOG: log_path = optarg; break;
+        case OPT_PLOT: plot_path = optarg; break;
+        case OPT_PRECISION: {
+            static const char *const precs[] = {"f32", "bf16", "f16", NULL};
+            static const tq_dtype dts[] = {TQ_DTYPE_F32, TQ_DTYPE_BF16, TQ_DTYPE_F16};
+            c.precision = dts[name_arg(&t, "--precision", optarg, precs)];
+            break;
+        }
+        default: tq_tool_usage(&t, "unknown option");
+        }
+    }
+    tq_tool_ready(&t);
+    mpi_start(&argc, &argv);
+    int writer = comm.rank == 0; /* rank 0 writes the model, checkpoints and curves */
+    if (!writer)
+        t.log_level = TQ_LOG_ERROR, t.progress = 0;
+    if (argc - optind > 1)
+        tq_tool_usage(&t, "one input file at most (concatenate streams with tq-cat)");
+    if ((nm.x && !*nm.x) || (nm.y && !*nm.y) || (nm.weight && !*nm.weight))
+        tq_tool_usage(&t, "--x, --y and --weight want a frame name");
+    if (ckpt_every && !ckpt)
+        tq_tool_usage(&t, "--checkpoint-every needs --checkpoint FILE");
+    if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
+        tq_tool_usage(&t, "--weight-decay is adamw's (for the others, --l2)");
+    if (c.wd < 0)
+        c.wd = c.optim == TQ_OPTIM_ADAMW ? 0.01 : 0;
+    if (c.lr < 0)
+        c.lr = c.optim == TQ_OPTIM_SGD ? 0.01 : 0.001;
+    c.seed = t.seed;
+    const char *in = argc > optind ? argv[optind] : "-";
+
+    tq_device *dev = NULL;
+    tq_train_data train, valid;
+    int have_valid = 0;
+    tq_status st = tq_device_open(t.device, &dev);
+    if (!st)
+        st = tq_train_data_load(in, &nm, &train);
+    if (st)
+        fail(&t, st);
+    if (valid_path) {
+        tq_train_names vn = nm;
+        if ((st = tq_train_data_load(valid_path, &vn, &valid)))
+            fail(&t, st);
+        have_valid = 1;
+    }
+    c.dev = dev;
+    if (mpi_on)
+        c.comm = &comm;
+    tq_trainer *tr;
+    if ((st = tq_trainer_new(&c, &train, have_valid ? &valid : NULL, &tr))) {
+        if (st == TQ_ERR_USAGE)
+            tq_tool_usage(&t, "%s", tq_errmsg());
+        fail(&t, st);
+    }
+    if (mpi_on)
+        tq_tool_log(&t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
+                    comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
+    tq_tool_log(&t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
+                (long long)train.n, (long long)train.d, train.xname,
+                have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),
+                tq_threads_get());
+    if (resume) {
+        if ((st = tq_trainer_resume(tr, resume)))
+            fail(&t, st);
+        tq_tool_log(&t, TQ_LOG_INFO, "resumed from %s at step %lld", resume,
+                    (long long)tq_trainer_step_count(tr));
+    }
+    tq_writer *w = NULL;
+    if (writer && (st = tq_tool_open_output(&t, &w)))
+        fail(&t, st);
+    double t0 = tq_tool_now();
+    int64_t per_epoch = tq_trainer_steps_per_epoch(tr);
+    if (have_valid)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
+                    "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
+    else
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %10s %8s", "epoch", "step", "examples",
+                    "train loss", "lr", "seconds");
+    /* a test hook: TQ_TRAIN_TEST_CRASH=N kills the process (SIGKILL) in the
+     * middle of writing the N-th checkpoint of this run */
+    const char *crash = getenv("TQ_TRAIN_TEST_CRASH");
+    int64_t crash_at = crash ? atoll(crash) : 0, ckpts = 0;
+    int64_t skipped = 0;
+    double scale = 1;
+    tq_train_event ev;
+    tq_train_curve curve = {.loss = -1};
+    snprintf(curve.metric, sizeof curve.metric, "%s", tq_trainer_metric_name(tr));
+    snprintf(curve.title, sizeof curve.title, "tq-train: %s", tq_trainer_describe(tr));
+    while ((st = tq_trainer_step(tr, &ev)) == TQ_OK) {
+        if ((log_path || plot_path) && (st = tq_train_curve_add(&curve, &ev, tq_tool_now() - t0)))
+            break;
+        skipped += ev.skipped;
+        scale = ev.loss_scale;
+        tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
+                         (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
+                         ev.loss);
+        if (writer && ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
+            if (crash_at && ++ckpts == crash_at)
+                st = tq_trainer_checkpoint(tr, ckpt, crash_now);
+            else
+                st = tq_trainer_checkpoint(tr, ckpt, NULL);
+            if (st)
+                break;
+        }
+        if (!ev.epoch_end)
+            continue;
+        if (ev.has_valid)
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %12.6g %10.6g %10.4g %8.3f%s",
+                        (long long)ev.epoch, (long long)ev.step, (long long)ev.examples,
+                        ev.train_loss, ev.valid_loss, ev.valid_metric, ev.lr, tq_tool_now() - t0,
+                        ev.improved ? " *" : "");
+        else
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %10.4g %8.3f", (long long)ev.epoch,
+                        (long long)ev.step, (long long)ev.examples, ev.train_loss, ev.lr,
+                        tq_tool_now() - t0);
+        if (ev.stopped)
+            tq_tool_log(&t, TQ_LOG_INFO, "stopped early: no better %s for %lld epochs",
+                        tq_trainer_metric_name(tr), (long long)c.patience);
+    }
+    tq_tool_progress_done(&t);
+    if (st == TQ_EOF)
+        st = writer ? tq_trainer_write_model(tr, w) : TQ_OK;
+    curve.loss = tq_trainer_loss(tr);
+    if (!st && writer && log_path)
+        st = tq_train_curve_write(&curve, log_path);
+    if (!st && writer && plot_path)
+        st = tq_train_curve_plot(&curve, plot_path);
+    tq_train_curve_free(&curve);
+    tq_status cst = tq_writer_close(w, !st);
+    if (!st)
+        st = cst;
+    if (!st && c.precision == TQ_DTYPE_F16)
+        tq_tool_log(&t, TQ_LOG_INFO, "f16 loss scale %g at the end, %lld step%s skipped on overflow",
+                    scale, (long long)skipped, skipped == 1 ? "" : "s");
+    if (!st)
+        tq_tool_log(&t, TQ_LOG_INFO, "trained in %.3f s", tq_tool_now() - t0);
+    tq_trainer_free(tr);
+    tq_train_data_free(&train);
+    if (have_valid)
+        tq_train_data_free(&valid);
+    tq_device_close(dev);
+    if (st)
+        fail(&t, st);
+#ifdef TQ_HAVE_MPI
+    if (mpi_on)
+        MPI_Finalize();
+#endif
+    return 0;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# bench-train.sh BINDIR: the tq-train targets of issue 14, against the peers in
+# the same run on the same machine (best of 3 wall-clock):
+#  1. softmax regression on standardized digits (1347 training rows): tq-train's
+#     whole process against scikit-learn's LogisticRegression fit alone, and
+#     both test accuracies (target: at least sklearn's, in less time);
+#  2. an MLP 64-128-10, Adam, 50 epochs of batches of 64 on digits: tq-train's
+#     training time against the same loop in PyTorch eager mode, same thread
+#     count (target: 5x faster at the same accuracy);
+#  3. one epoch of that MLP on 10,000 examples of 64 features (target: under
+#     0.05 s of training time).
+# tq-train runs with --device cpu: device auto probes the GPU runtimes first
+# (tens of ms a process), which small models on the CPU need not pay.
+# Noisy shared machines: a report, not a test.
+set -euo pipefail
+BIN=${1:?usage: bench-train.sh BINDIR}
+export PATH="$BIN:$PATH"
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-train.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+PY="$root/.venv/bin/python"
+if ! [ -x "$PY" ] || ! "$PY" -c 'import sklearn, torch' 2>/dev/null; then
+    echo "train: skipped (scikit-learn or torch missing from .venv: make deps-test)"
+    exit 0
+fi
+threads=$(nproc)
+export PYTHONPATH="$root/tests/lib"
+"$PY" "$root/tests/lib/train_ref.py" digits "$work"
+
+# best of 3: the smallest "trained in X s" of tq-train -v, and the process time
+tq_best() {
+    local best_t="" best_p="" out t0 t1 tr p
+    for _ in 1 2 3; do
+        t0=$(date +%s.%N)
+        out=$(tq-train -v "$@" 2>&1 >/dev/null)
+        t1=$(date +%s.%N)
+        tr=$(sed -n 's/.*trained in \([0-9.]*\) s.*/\1/p' <<<"$out")
+        p=$(echo "$t1 - $t0" | bc -l)
+        if [ -z "$best_t" ] || [ "$(echo "$tr < $best_t" | bc -l)" = 1 ]; then best_t=$tr; fi
+        if [ -z "$best_p" ] || [ "$(echo "$p < $best_p" | bc -l)" = 1 ]; then best_p=$p; fi
+    done
+    echo "$best_t $best_p"
+}
+acc() { "$PY" "$root/tests/lib/train_ref.py" accuracy "$1" "$work" | awk '{ print $2 }'; }
+
+# ---- 1. softmax regression against scikit-learn ----
+read -r t_tr t_proc < <(tq_best --device cpu --threads "$threads" --model softmax --standardize --epochs 50 --l2 0.001 \
+    --lr 0.01 -o "$work/softmax.tq" "$work/train.tq")
+a_tq=$(acc "$work/softmax.tq")
+read -r a_sk t_sk < <("$PY" - "$work" <<'PYEOF'
+import sys, time
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+import train_ref
+xtr, ytr, xte, yte = train_ref.digits_split()
+s = StandardScaler().fit(xtr)
+a, b = s.transform(xtr), s.transform(xte)
+best = 1e9
+for _ in range(3):
+    t0 = time.perf_counter()
+    m = LogisticRegression(max_iter=5000).fit(a, ytr)
+    best = min(best, time.perf_counter() - t0)
+print("%.4f %.4f" % ((m.predict(b) == yte).mean(), best))
+PYEOF
+)
+printf 'softmax regression, digits: tq-train %.4f s whole process (%.4f s training), accuracy %s; scikit-learn fit %.4f s, accuracy %s; time ratio %.2f (target: accuracy >= sklearn, ratio > 1)\n' \
+    "$t_proc" "$t_tr" "$a_tq" "$t_sk" "$a_sk" "$(echo "$t_sk / $t_proc" | bc -l)"
+
+# ---- 2. MLP 64-128-10, Adam, 50 epochs, batch 64, against PyTorch ----
+read -r m_tr m_proc < <(tq_best --device cpu --threads "$threads" --model mlp --hidden 128 --standardize \
+    --epochs 50 --batch 64 -o "$work/mlp.tq" "$work/train.tq")
+m_acc=$(acc "$work/mlp.tq")
+read -r p_acc p_t < <("$PY" - "$work" "$threads" <<'PYEOF'
+import sys, time
+import numpy as np, torch
+import train_ref
+torch.set_num_threads(int(sys.argv[2]))
+xtr, ytr, xte, yte = train_ref.digits_split()
+mu, sd = xtr.mean(0), xtr.std(0)
+sd[sd == 0] = 1
+X = torch.tensor((xtr - mu) / sd, dtype=torch.float32)
+Y = torch.tensor(ytr, dtype=torch.long)
+Xt = torch.tensor((xte - mu) / sd, dtype=torch.float32)
+best, acc = 1e9, 0
+for rep in range(3):
+    torch.manual_seed(rep)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    lossf = torch.nn.CrossEntropyLoss()
+    t0 = time.perf_counter()
+    for epoch in range(50):
+        perm = torch.randperm(len(X))
+        for i in range(0, len(X), 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            loss = lossf(net(X[idx]), Y[idx])
+            loss.backward()
+            opt.step()
+    best = min(best, time.perf_counter() - t0)
+    with torch.no_grad():
+        acc = (net(Xt).argmax(1).numpy() == yte).mean()
+print("%.4f %.4f" % (acc, best))
+PYEOF
+)
+printf 'MLP 64-128-10, Adam, 50 epochs of 64: tq-train %.4f s training (%.4f s whole process), accuracy %s; PyTorch %.4f s, accuracy %s; speed-up %.2fx (target >= 5)\n' \
+    "$m_tr" "$m_proc" "$m_acc" "$p_t" "$p_acc" "$(echo "$p_t / $m_tr" | bc -l)"
+
+# ---- 3. one epoch of the MLP on 10,000 x 64 ----
+"$PY" - "$work/big.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+rng = np.random.default_rng(0)
+x = rng.standard_normal((10000, 64)).astype(np.float32)
+y = (x[:, :10] @ rng.standard_normal((10, 10))).argmax(1).astype(np.int64)
+open(sys.argv[1], "wb").write(ts.array_frame("emb", x) + ts.array_frame("y", y))
+PYEOF
+read -r e_tr e_proc < <(tq_best --device cpu --threads "$threads" --model mlp --hidden 128 --epochs 1 --batch 64 \
+    -o "$work/big-m.tq" "$work/big.tq")
+printf 'MLP 64-128-10, one epoch of 10000 x 64: %.4f s training (%.4f s whole process) (target < 0.05 s)\n' \
+    "$e_tr" "$e_proc"

@@ -1,0 +1,332 @@
+#!/usr/bin/env bats
+# tq-train against independent references: gradients against float64 finite
+# differences (tests/tools/train-grad.c), optimizer steps and the saved model
+# against float64 NumPy (tests/lib/train_ref.py), scikit-learn's
+# LogisticRegression on digits, thread byte identity, and bad input.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    needs_numpy
+    D="$BATS_TEST_TMPDIR"
+    REF="$TESTS_DIR/lib/train_ref.py"
+}
+
+# needs_sklearn: the digits tests need scikit-learn (its data and its model)
+needs_sklearn() {
+    VENV_PY="$ROOT_DIR/.venv/bin/python"
+    [ -x "$VENV_PY" ] && "$VENV_PY" -c 'import sklearn' 2>/dev/null ||
+        skip "scikit-learn missing from .venv (make deps-test installs it)"
+    "$VENV_PY" "$REF" digits "$D"
+}
+
+@test "gradients of every model x loss x activation (and bf16, f16 products) against float64 finite differences" {
+    run "$TQ_TEST_TOOLS/train-grad" 3
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^ok ' <<<"$output")" -eq 31 ]
+}
+
+# steps LOSS OPTION...: trains on small data with one full batch an epoch and
+# compares the weights with float64 NumPy steps of the same optimizer
+steps() {
+    local loss=$1 std=
+    shift
+    case " $* " in *" --standardize "*) std=--std ;; esac
+    py "$REF" data "$D" "$loss" $std
+    tq-train "$@" --epochs 3 --batch 100 -o "$D/m.tq" "$D/in.tq"
+    run py "$REF" steps "$D" "$D/m.tq" "$@" --epochs 3
+    [ "$status" -eq 0 ] || { echo "$* : $output" >&2; return 1; }
+}
+
+@test "optimizer steps against float64 NumPy: sgd, adam, adamw; schedules, warm-up, l2" {
+    steps mse --model linear --optimizer sgd --lr 0.05
+    steps mse --model linear --optimizer adam --lr 0.1 --schedule cosine --warmup 1 --standardize
+    steps logistic --model logistic --optimizer adamw --lr 0.05 --weight-decay 0.1 --l2 0.01
+    steps softmax --model softmax --optimizer sgd --momentum 0.5 --schedule linear --l2 0.1
+    steps listwise --model linear --loss listwise --optimizer adam --lr 0.05
+}
+
+@test "tq-score gives the float64 forward of the saved model (standardization folded in)" {
+    py "$REF" data "$D" softmax --std
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+d = sys.argv[1]
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(d + "/in.tq", "rb").read())}
+y = f["y"]
+open(d + "/bin.tq", "wb").write(ts.array_frame("emb", f["emb"]) + ts.array_frame("y", (y == 1).astype(np.float32)))
+PYEOF
+    for m in "--model mlp --hidden 8,5 --activation gelu" "--model mlp --hidden 6 --activation tanh" \
+             "--model softmax"; do
+        tq-train $m --standardize --epochs 5 --batch 8 -o "$D/m.tq" "$D/in.tq"
+        tq-score -m "$D/m.tq" "$D/in.tq" -o "$D/s.tq"
+        py "$REF" forward "$D/m.tq" "$D/in.tq" "$D/s.tq" || { echo "$m" >&2; return 1; }
+    done
+    for m in "--model logistic" "--model mlp --hidden 4 --activation sigmoid --loss logistic" \
+             "--model linear"; do
+        tq-train $m --standardize --epochs 5 --batch 8 -o "$D/m.tq" "$D/bin.tq"
+        tq-score -m "$D/m.tq" "$D/bin.tq" -o "$D/s.tq"
+        py "$REF" forward "$D/m.tq" "$D/bin.tq" "$D/s.tq" || { echo "$m" >&2; return 1; }
+    done
+}
+
+@test "softmax regression on standardized digits: within 0.01 of scikit-learn's accuracy" {
+    needs_sklearn
+    # --l2 0.001: about the penalty of scikit-learn's default C = 1 (1 / 1347 rows)
+    tq-train --model softmax --standardize --epochs 50 --lr 0.01 --l2 0.001 -o "$D/m.tq" "$D/train.tq"
+    run "$VENV_PY" "$REF" accuracy "$D/m.tq" "$D" --sklearn
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "an MLP on digits reaches 0.96 test accuracy" {
+    needs_sklearn
+    tq-train --model mlp --hidden 128 --standardize --epochs 30 -o "$D/m.tq" "$D/train.tq"
+    run "$VENV_PY" "$REF" accuracy "$D/m.tq" "$D"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    awk '{ exit !($2 >= 0.96) }' <<<"$output"
+}
+
+@test "early stopping keeps the best epoch's model" {
+    needs_sklearn
+    run --separate-stderr tq-train -v --model softmax --epochs 40 --lr 0.05 --valid "$D/test.tq" \
+        --patience 2 -o "$D/m.tq" "$D/train.tq"
+    [ "$status" -eq 0 ]
+    echo "$stderr"
+    grep -q "stopped early" <<<"$stderr"
+    # the best accuracy in the table is the saved model's (float64 forward)
+    best=$(awk '$NF == "*" { b = $(NF-3) } END { print b }' <<<"$stderr")
+    got=$("$VENV_PY" "$REF" accuracy "$D/m.tq" "$D" | awk '{ print $2 }')
+    awk -v a="$best" -v b="$got" 'BEGIN { exit !(a - b < 1e-4 && b - a < 1e-4) }'
+}
+
+@test "the same model bytes whatever --threads" {
+    py "$REF" data "$D" softmax
+    for t in 1 2 4; do
+        tq-train --threads $t --model mlp --hidden 64,32 --activation gelu --epochs 3 --batch 7 \
+            --valid "$D/in.tq" --patience 5 -o "$D/t$t.tq" "$D/in.tq"
+    done
+    cmp "$D/t1.tq" "$D/t2.tq"
+    cmp "$D/t1.tq" "$D/t4.tq"
+}
+
+@test "listwise groups: the loss within each group; every group needs a row marked 1" {
+    py "$REF" data "$D" listwise
+    tq-train --model mlp --hidden 5 --loss listwise --epochs 2 --batch 3 -o "$D/m.tq" "$D/in.tq"
+    [ -s "$D/m.tq" ]
+    py - "$D/in.tq" "$D/bad.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(sys.argv[1], "rb").read())}
+y = f["y"].copy(); g = f["group"]
+y[g == g[3]] = 0
+open(sys.argv[2], "wb").write(ts.array_frame("group", g) + ts.array_frame("emb", f["emb"]) + ts.array_frame("y", y))
+PYEOF
+    run --separate-stderr tq-train --model linear --loss listwise -o "$D/x.tq" "$D/bad.tq"
+    [ "$status" -eq 65 ]
+    [[ "$stderr" == *"group -13 (rows 3..7) has no row marked 1"* ]]
+    [ ! -e "$D/x.tq" ]
+    run --separate-stderr tq-train --model linear --loss listwise --group none -o "$D/x.tq" "$D/in.tq"
+    [ "$status" -eq 65 ]
+}
+
+# bad FILE CODE TEXT OPTION...: tq-train fails with CODE and one line holding TEXT
+bad() {
+    local f=$1 code=$2 text=$3
+    shift 3
+    run --separate-stderr tq-train "$@" -o "$D/out.tq" "$f"
+    [ "$status" -eq "$code" ] || { echo "status $status: $stderr" >&2; return 1; }
+    [ "$(wc -l <<<"$stderr")" -eq 1 ] || { echo "$stderr" >&2; return 1; }
+    [[ "$stderr" == "tq-train: error: "*"$text"* ]] || { echo "$stderr" >&2; return 1; }
+    [ ! -e "$D/out.tq" ]
+}
+
+@test "bad input: one line, the right exit status, no output file" {
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+d = sys.argv[1]
+x = np.arange(12, dtype=np.float32).reshape(4, 3)
+y = np.array([0, 1, 2, 1], dtype=np.int64)
+w = lambda n, fr: open(d + "/" + n, "wb").write(b"".join(fr))
+w("ok.tq", [ts.array_frame("emb", x), ts.array_frame("y", y)])
+xn = x.copy(); xn[2, 1] = np.nan
+w("nan.tq", [ts.array_frame("emb", xn), ts.array_frame("y", y)])
+xi = x.copy(); xi[3, 0] = np.inf
+w("inf.tq", [ts.array_frame("emb", xi), ts.array_frame("y", y)])
+w("short.tq", [ts.array_frame("emb", x), ts.array_frame("y", y[:3])])
+w("neg.tq", [ts.array_frame("emb", x), ts.array_frame("y", np.array([0, -1, 2, 1], dtype=np.int64))])
+w("two.tq", [ts.array_frame("a", x), ts.array_frame("b", x), ts.array_frame("y", y)])
+w("groups.tq", [ts.array_frame("emb", x), ts.array_frame("y", y.astype(np.float32) / 2),
+                ts.array_frame("group", np.array([1, 2, 1, 1], dtype=np.int64))])
+PYEOF
+    bad "$D/nan.tq" 65 'row 2 of "emb": feature 1 is NaN' --model softmax
+    bad "$D/inf.tq" 65 'row 3 of "emb": feature 0 is infinite' --model softmax
+    bad "$D/short.tq" 65 '4 rows of features "emb" but 3 of "y"' --model softmax
+    bad "$D/neg.tq" 65 'row 1: label -1 is not a class 0..2' --model softmax
+    bad "$D/ok.tq" 65 'row 2: label 2 is not a class 0..1' --model softmax --classes 2
+    bad "$D/ok.tq" 65 'row 2: the target 2 is not within 0..1' --model logistic
+    bad "$D/two.tq" 65 'which frame holds the features? "a", "b"' --model softmax
+    bad "$D/groups.tq" 65 'group 1 of "group" comes back after other groups' --model linear
+    bad "$D/ok.tq" 2 'a softmax model does not train with the mse loss' --model softmax --loss mse
+    bad "$D/ok.tq" 2 '--patience needs a validation set' --model softmax --patience 3
+    bad "$D/ok.tq" 2 'the listwise loss needs groups' --model linear --loss listwise
+    bad "$D/ok.tq" 2 "--model wants one of linear, logistic, softmax, mlp, not 'svm'" --model svm
+    bad "$D/ok.tq" 2 "--weight-decay is adamw's" --weight-decay 0.1
+    bad "$D/none.tq" 66 'none.tq' --model softmax
+}
+
+@test "checkpoints: killed (SIGKILL) at several points, also while writing one, and resumed: the same model bytes" {
+    py "$REF" data "$D" softmax --n 2000
+    opts=(--model mlp --hidden 48 --epochs 5 --batch 16 --valid "$D/in.tq" --patience 9)
+    tq-train "${opts[@]}" -o "$D/ref.tq" "$D/in.tq"
+    # inside the write of checkpoint N (TQ_TRAIN_TEST_CRASH, half the frames
+    # written), then resumed from the checkpoint before
+    for n in 1 4 23; do
+        rm -f "$D/ck.tq"
+        run env TQ_TRAIN_TEST_CRASH=$n tq-train "${opts[@]}" --checkpoint "$D/ck.tq" \
+            --checkpoint-every 5 -o "$D/m.tq" "$D/in.tq"
+        [ "$status" -eq 137 ]
+        resume=()
+        [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+        tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 5 "${resume[@]}" \
+            -o "$D/m.tq" "$D/in.tq"
+        cmp "$D/m.tq" "$D/ref.tq"
+    done
+    # at random moments, three times in one run, each time resuming
+    rm -f "$D/ck.tq" "$D/m.tq"
+    for i in 1 2 3; do
+        resume=()
+        [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+        tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 3 "${resume[@]}" \
+            -o "$D/m.tq" "$D/in.tq" &
+        pid=$!
+        sleep "0.$((RANDOM % 30 + 5))"
+        kill -9 $pid 2>/dev/null || true
+        wait $pid || true
+    done
+    resume=()
+    [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+    tq-train "${opts[@]}" --checkpoint "$D/ck.tq" "${resume[@]}" -o "$D/m.tq" "$D/in.tq"
+    cmp "$D/m.tq" "$D/ref.tq"
+}
+
+@test "a checkpoint of other options or data is refused, saying which" {
+    py "$REF" data "$D" softmax
+    tq-train --model softmax --epochs 2 --checkpoint "$D/ck.tq" -o "$D/m.tq" "$D/in.tq"
+    bad "$D/in.tq" 65 'a checkpoint of other options: --lr 0.001 there, 0.01 here' \
+        --model softmax --epochs 2 --lr 0.01 --resume "$D/ck.tq"
+    bad "$D/in.tq" 65 'a checkpoint of other options: --model softmax there, mlp here' \
+        --model mlp --epochs 2 --resume "$D/ck.tq"
+    py "$REF" data "$D" softmax --n 80
+    bad "$D/in.tq" 65 'a checkpoint of other training data (40 x 6' \
+        --model softmax --epochs 2 --resume "$D/ck.tq"
+    bad "$D/in.tq" 65 'not a tq-train checkpoint' --model softmax --resume "$D/m.tq"
+}
+
+@test "-v table, --log (a TQ stream) and --plot (a well-formed SVG holding the series)" {
+    py "$REF" data "$D" softmax --n 200
+    run --separate-stderr tq-train -v --model mlp --hidden 16 --epochs 4 --batch 32 \
+        --valid "$D/in.tq" --log "$D/log.tq" --plot "$D/curve.svg" -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ]
+    echo "$stderr"
+    grep -q 'epoch .*step .*examples .*train loss .*valid loss .*accuracy .*lr .*seconds' <<<"$stderr"
+    [ "$(grep -cE '^tq-train: +[0-9]+ +[0-9]+ ' <<<"$stderr")" -eq 4 ]
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+import xml.etree.ElementTree as ET
+d = sys.argv[1]
+log = {f["name"]: ts.to_numpy(f) for f in ts.read(open(d + "/log.tq", "rb").read())}
+assert list(log["epoch"]) == [1, 2, 3, 4], log["epoch"]
+assert list(log["step"]) == [7, 14, 21, 28], log["step"]        # 200 rows, batches of 32
+assert list(log["batch_step"]) == list(range(1, 29))
+# each epoch's train loss is the mean of its batch losses
+bl = log["batch_loss"].reshape(4, 7).mean(axis=1)
+assert np.allclose(bl, log["train_loss"], rtol=1e-12), (bl, log["train_loss"])
+# the last epoch's accuracy is the saved (last) model's, by a float64 forward
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(d + "/in.tq", "rb").read())}
+m = {x["name"]: ts.to_numpy(x) for x in ts.read(open(d + "/m.tq", "rb").read())}
+h = np.maximum(f["emb"] @ m["w1"].astype(float) + m["b1"], 0) @ m["w2"].astype(float) + m["b2"]
+acc = (h.argmax(axis=1) == f["y"]).mean()
+assert abs(acc - log["metric"][-1]) < 1e-12, (acc, log["metric"])
+svg = ET.parse(d + "/curve.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert svg.tag == ns + "svg"
+assert "tq-train" in svg.find(ns + "title").text
+texts = [t.text or "" for t in svg.iter(ns + "text")]
+assert any(t.startswith("step") for t in texts) and any(t.startswith("loss (") for t in texts), texts
+for name in ("train loss (steps)", "train loss (epoch mean)", "validation loss"):
+    assert name in texts, name
+g = {e.get("id"): e for e in svg.iter(ns + "g")}
+pts = lambda s: [tuple(map(float, p.split(","))) for p in g[s].find(ns + "polyline").get("points").split()]
+assert len(pts("train-batch")) == 28 and len(pts("valid")) == 4
+# higher loss is higher on the page (smaller y), in the log's order
+vy = [y for _, y in pts("valid")]
+assert np.argsort(vy).tolist() == np.argsort(-log["valid_loss"]).tolist(), (vy, log["valid_loss"])
+PYEOF
+}
+
+@test "--precision bf16 and f16: digits accuracy within 0.02 of f32; f16 loss scaling; bytes the same whatever --threads, and after a resume" {
+    needs_sklearn
+    for p in f32 bf16 f16; do
+        tq-train --precision $p --model mlp --hidden 64 --standardize --epochs 15 -o "$D/$p.tq" "$D/train.tq"
+
+    done
+    f32=$("$VENV_PY" "$REF" accuracy "$D/f32.tq" "$D" | awk '{ print $2 }')
+    for p in bf16 f16; do
+        a=$("$VENV_PY" "$REF" accuracy "$D/$p.tq" "$D" | awk '{ print $2 }')
+        echo "$p $a, f32 $f32"
+        awk -v a="$a" -v b="$f32" 'BEGIN { exit !(a >= b - 0.02 && a >= 0.95) }'
+        ! cmp -s "$D/$p.tq" "$D/f32.tq"
+    done
+    # targets of 1e4: the scaled output gradients (2 (z - y) 2^16 / 40) pass
+    # f16's 65504: the first steps overflow, are skipped, and the scale halves
+    py "$REF" data "$D" mse
+    py - "$D/in.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(sys.argv[1], "rb").read())}
+open(sys.argv[1], "wb").write(ts.array_frame("emb", f["emb"]) + ts.array_frame("y", f["y"] * 1e4))
+PYEOF
+    run --separate-stderr tq-train -v --precision f16 --model linear --epochs 3 --batch 8 --lr 0.1 \
+        -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ]
+    echo "$stderr"
+    grep -qE 'f16 loss scale [0-9.]+ at the end, [1-9][0-9]* steps? skipped' <<<"$stderr"
+    ! grep -q 'loss scale 65536 ' <<<"$stderr"
+    for t in 1 3; do
+        tq-train --threads $t --precision bf16 --model mlp --hidden 16 --epochs 2 --batch 8 \
+            -o "$D/b$t.tq" "$D/in.tq"
+    done
+    cmp "$D/b1.tq" "$D/b3.tq"
+    opts=(--precision f16 --model linear --epochs 3 --batch 8 --lr 0.1)
+    run env TQ_TRAIN_TEST_CRASH=4 tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --checkpoint-every 2 \
+        -o "$D/r.tq" "$D/in.tq"
+    [ "$status" -eq 137 ]
+    tq-train "${opts[@]}" --checkpoint "$D/ck.tq" --resume "$D/ck.tq" -o "$D/r.tq" "$D/in.tq"
+    cmp "$D/r.tq" "$D/m.tq"
+}
+
+@test "MPI: mpirun -np 1, 2 and 4 give the same model bytes; rank 0 alone writes and reports; one error message" {
+    command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
+    ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
+    # root in CI containers; Open MPI's own leaks are not ours to report
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
+    py "$REF" data "$D" softmax --n 200
+    for np in 1 2 4; do
+        mkdir "$D/np$np"
+        (cd "$D/np$np" && mpirun -np $np --oversubscribe tq-train -v --model mlp --hidden 16 \
+            --epochs 2 --batch 50 --valid ../in.tq --checkpoint ck.tq -o m.tq ../in.tq 2> err)
+        cat "$D/np$np/err"
+        [ "$(grep -c "MPI: $np rank" "$D/np$np/err")" -eq 1 ]
+        [ "$(grep -c 'trained in' "$D/np$np/err")" -eq 1 ]
+        [ -z "$(ls -A "$D/np$np" | grep tmp)" ]
+    done
+    cmp "$D/np1/m.tq" "$D/np2/m.tq"
+    cmp "$D/np1/m.tq" "$D/np4/m.tq"
+    cmp "$D/np1/ck.tq" "$D/np4/ck.tq"
+    run --separate-stderr mpirun -np 2 --oversubscribe tq-train --model softmax --classes 2 \
+        -o "$D/x.tq" "$D/in.tq"
+    [ "$status" -ne 0 ]
+    [ "$(grep -c '^tq-train: error:' <<<"$stderr")" -eq 1 ]
+    grep -q 'label 2 is not a class 0..1' <<<"$stderr"
+    [ ! -e "$D/x.tq" ]
+}
