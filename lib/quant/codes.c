@@ -6,6 +6,7 @@
  * f32 operation in C's order, never contracted or reassociated, so that the
  * bytes are the definitions' (no -ffast-math here). */
 #include "quant.h"
+#include "simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -38,17 +39,33 @@ tq_dtype tq_quant_code_dtype(tq_quant_code c)
 /* The largest |x| whose f16 is finite (65504 and up to the rounding boundary). */
 #define F16_LIMIT 65519.996f
 
+static float row_amax(const float *r, int64_t d, int simd, int *finite)
+{
+#if defined(__x86_64__)
+    if (simd) {
+        float amax;
+        *finite = tq_quant_amax_avx2(r, d, &amax);
+        return amax;
+    }
+#endif
+    (void)simd;
+    float amax = 0;
+    int ok = 1;
+    for (int64_t j = 0; j < d; j++) {
+        ok &= isfinite(r[j]) != 0;
+        amax = fabsf(r[j]) > amax ? fabsf(r[j]) : amax;
+    }
+    *finite = ok;
+    return amax;
+}
+
 int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
                          const char **why)
 {
+    int simd = tq_quant_have_avx2();
     for (int64_t i = 0; i < n; i++) {
-        const float *r = x + i * d;
-        float amax = 0;
-        int finite = 1;
-        for (int64_t j = 0; j < d; j++) {
-            finite &= isfinite(r[j]) != 0;
-            amax = fabsf(r[j]) > amax ? fabsf(r[j]) : amax;
-        }
+        int finite;
+        float amax = row_amax(x + i * d, d, simd, &finite);
         if (!finite) {
             *why = "a NaN or an infinity";
             return i;
@@ -67,13 +84,17 @@ int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
 
 /* ---- int8 per row ---- */
 
-static void int8_row(const float *x, int64_t d, int8_t *q, float *scale)
+static void int8_row(const float *x, int64_t d, int8_t *q, float *scale, int simd)
 {
-    float amax = 0;
-    for (int64_t j = 0; j < d; j++)
-        amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-    float s = amax / 127.0f;
+    int finite;
+    float s = row_amax(x, d, simd, &finite) / 127.0f;
     *scale = s;
+#if defined(__x86_64__)
+    if (simd) {
+        tq_quant_int8_row_avx2(x, d, q, s);
+        return;
+    }
+#endif
     for (int64_t j = 0; j < d; j++) {
         /* nearbyintf rounds half to even in the default rounding mode; the
          * clamp only acts when s is subnormal and lost precision */
@@ -134,6 +155,7 @@ typedef struct job {
     const float *ranges;
     float *scales;
     const float *cscales;
+    int simd;             /* the AVX2 kernels of simd.c */
     tq_status st;
 } job;
 
@@ -150,11 +172,20 @@ static void run_rows(void *ctx, int64_t begin, int64_t end)
         if (j->c == TQ_QUANT_INT8) {
             for (int64_t i = begin; i < end; i++)
                 int8_row(j->x + i * d, d, (int8_t *)(j->out + (size_t)i * j->row_bytes),
-                         j->scales + i);
+                         j->scales + i, j->simd);
         } else if (j->c == TQ_QUANT_UINT8_RANGES || j->c == TQ_QUANT_INT8_RANGES) {
             for (int64_t i = begin; i < end; i++)
                 ranges_row(j->x + i * d, d, j->ranges, j->c == TQ_QUANT_INT8_RANGES,
                            j->out + (size_t)i * j->row_bytes);
+#if defined(__x86_64__)
+        } else if (j->simd && j->c == TQ_QUANT_Q8_0) {
+            tq_quant_q8_0_avx2(x, (int64_t)n, q);
+        } else if (j->simd && j->c == TQ_QUANT_Q4_0) {
+            tq_quant_q4_0_avx2(x, (int64_t)n, q);
+        } else if (j->simd && j->c == TQ_QUANT_BIT) {
+            for (int64_t i = begin; i < end; i++)
+                tq_quant_bits_row_avx2(j->x + i * d, d, j->out + (size_t)i * j->row_bytes);
+#endif
         } else if (n) {
             st = tq_convert(dt, q, TQ_DTYPE_F32, x, n, d);
         }
@@ -203,6 +234,7 @@ static tq_status run(job *j, int64_t n)
         return tq_fail(TQ_ERR_DATA, "%s needs rows of a multiple of %d values, not %lld",
                        tq_quant_code_name(j->c), TQ_QK, (long long)j->d);
     j->row_bytes = row_bytes(j->c, j->d);
+    j->simd = tq_quant_have_avx2();
     /* chunks of at least 64 KiB of input: below that a thread costs more */
     int64_t min_chunk = j->d ? 16384 / j->d + 1 : n + 1;
     tq_parallel_for(n, min_chunk, run_rows, j);

@@ -166,14 +166,17 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
     const void *data;
     tq_status st = tq_frame_data(f, &data);
     size_t nv = (size_t)(n * d);
-    if (!st)
-        st = grow((void **)&r->x, &r->cap_x, nv * sizeof(float));
-    if (!st && nv)
-        st = tq_convert(TQ_DTYPE_F32, r->x, f->dtype, data, nv, 0);
+    const float *x = data; /* f32 rows are used where they lie (often mapped) */
+    if (!st && f->dtype != TQ_DTYPE_F32) {
+        st = grow((void **)&r->x, &r->cap_x, nv * sizeof(float) + 1);
+        if (!st && nv)
+            st = tq_convert(TQ_DTYPE_F32, r->x, f->dtype, data, nv, 0);
+        x = r->x;
+    }
     if (st)
         return st;
     const char *why = "";
-    int64_t bad = tq_quant_bad_row(c, r->x, n, d, &why);
+    int64_t bad = tq_quant_bad_row(c, x, n, d, &why);
     if (bad >= 0)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": row %lld has %s; %s cannot hold it",
                        (unsigned long long)f->index, f->name, (long long)(s->rows + bad), why,
@@ -182,7 +185,7 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
     if ((st = tq_dtype_payload_bytes(tq_quant_code_dtype(c), 2, f->dims, &bytes)) ||
         (st = grow((void **)&r->codes, &r->cap_codes, bytes ? bytes : 1)) ||
         (st = grow((void **)&r->scales, &r->cap_scales, (size_t)(n ? n : 1) * sizeof(float))) ||
-        (st = tq_quant_rows(c, r->x, n, d, o->ranges, r->codes, r->scales)))
+        (st = tq_quant_rows(c, x, n, d, o->ranges, r->codes, r->scales)))
         return st;
     tq_quant_stat *qs = s->stat;
     char side[TQ_MAX_NAME + 1];
@@ -216,7 +219,7 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
         if ((st = grow((void **)&r->y, &r->cap_y, nv * sizeof(float) + 1)) ||
             (st = tq_quant_dequant(c, r->codes, n, d, o->ranges, r->scales, r->y)))
             return st;
-        measure(qs, r->x, r->y, n, d);
+        measure(qs, x, r->y, n, d);
         qs->measured = 1;
     }
     qs->from = f->dtype, qs->to = tq_quant_code_dtype(c);
