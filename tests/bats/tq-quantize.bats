@@ -180,3 +180,44 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
     one 65
     [[ "$stderr" == *'"emb_scale"'* ]]
 }
+
+@test "tq-cat shows the codes, tq-score and tq-attend read f16, bf16 and int8 as decoded" {
+    # tq-cat -t: int8 codes with their scale column, q4_0 decoded (NumPy here)
+    tq-quantize --to int8 < x.tq | tq-cat -t tsv --name emb_scale,emb > i8.tsv
+    tq-quantize --to q4_0 < x.tq | tq-cat -t tsv --name emb > q4.tsv
+    py -c '
+import numpy as np, tqstream as t, quantref as r
+x = np.concatenate([t.to_numpy(f) for f in t.read(open("x.tq","rb").read()) if f["name"] == "emb"])
+q, s = r.int8_row(x)
+got = np.loadtxt("i8.tsv", skiprows=1, dtype=np.float64, delimiter="\t")
+assert np.array_equal(got[:, 0].astype(np.float32), s) and np.array_equal(got[:, 1:], q)
+b = np.frombuffer(r.q4_0(x).tobytes(), np.uint8).reshape(-1, 18)
+d = b[:, :2].copy().view(np.float16).astype(np.float32)
+v = np.concatenate([(b[:, 2:] & 15).astype(np.int32) - 8, (b[:, 2:] >> 4).astype(np.int32) - 8], axis=1)
+want = (v * d).astype(np.float32).reshape(x.shape)
+got = np.loadtxt("q4.tsv", skiprows=1, dtype=np.float32, delimiter="\t")
+assert np.array_equal(got, want), np.abs(got - want).max()'
+    # a tool fed codes computes what it computes on their decoded f32
+    for c in f16 bf16 int8; do
+        tq-quantize --to "$c" < x.tq > c.tq
+        tq-quantize --to f32 < c.tq > f.tq
+        tq-score --consensus < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
+        tq-score --consensus < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
+        diff a.tsv b.tsv
+    done
+    for c in f16 bf16; do
+        tq-quantize --to "$c" < x.tq > c.tq
+        tq-quantize --to f32 < c.tq > f.tq
+        tq-attend --self --heads 2 --q emb < c.tq | tq-cat -t tsv --name out > a.tsv
+        tq-attend --self --heads 2 --q emb < f.tq | tq-cat -t tsv --name out > b.tsv
+        diff a.tsv b.tsv
+    done
+    # int8 without its scales is refused, not read as plain numbers
+    tq-quantize --to int8 < x.tq | py -c '
+import sys, tqstream as t
+fr = t.read(sys.stdin.buffer.read())
+sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"])
+                                 for f in fr if f["name"] != "emb_scale"))' > noscale.tq
+    run --separate-stderr tq-score --consensus < noscale.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+}
