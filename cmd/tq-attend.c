@@ -455,6 +455,7 @@ int main(int argc, char **argv)
     free(s.ev);
     free(j.out), free(j.received), free(j.weights);
     tq_attend_weights_free(&w);
+    tq_tool_device_done(&t, dev);
     tq_device_close(dev);
     if (st)
         tq_tool_fail(&t, st);

@@ -394,6 +394,7 @@ int main(int argc, char **argv)
                         (long long)s.long_skip);
     }
     tq_embedder_close(s.e);
+    tq_tool_device_done(&t, dev);
     tq_device_close(dev);
     tq_buf_free(&s.text), tq_buf_free(&s.ids);
     free(s.toff), free(s.ioff), free(s.lines), free(s.tp), free(s.ip), free(s.tl), free(s.il);

@@ -239,6 +239,7 @@ int main(int argc, char **argv)
     tq_reader_close(r);
     tq_score_query_free(query);
     tq_score_model_free(model);
+    tq_tool_device_done(&t, dev);
     tq_device_close(dev);
     if (st)
         tq_tool_fail(&t, st);

@@ -244,6 +244,7 @@ int main(int argc, char **argv)
                     (long long)s.dropped);
     tq_reader_close(in);
     tq_sim_free(&s);
+    tq_tool_device_done(&t, s.dev);
     tq_device_close(s.dev);
     if (is_tmp)
         unlink(tmp);

@@ -70,6 +70,7 @@ struct tq_device {
     void *ctx;
     char name[32];
     char describe[512];
+    char host_ops[192]; /* ops that ran through the host path: "topk, convert" */
 };
 
 /* The backends compiled into this build; the CPU one always is. */

@@ -31,6 +31,10 @@ static const struct {
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 static int plain_forced; /* atomic: tq_device_force_plain */
+static int host_forced;  /* atomic: tq_device_force_host */
+
+void tq_device_force_host(int on) { __atomic_store_n(&host_forced, on != 0, __ATOMIC_RELAXED); }
+int tq_device_host_forced(void) { return __atomic_load_n(&host_forced, __ATOMIC_RELAXED); }
 
 void tq_device_force_plain(int on) { __atomic_store_n(&plain_forced, on != 0, __ATOMIC_RELAXED); }
 int tq_device_plain_forced(void) { return __atomic_load_n(&plain_forced, __ATOMIC_RELAXED); }

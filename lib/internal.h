@@ -81,6 +81,11 @@ tq_status tq_meta_check(const char *meta, size_t len);
  * user setting: users never need it, results agree either way. */
 void tq_device_force_plain(int on);
 int tq_device_plain_forced(void);
+/* For the tests: 1 makes every op of a device other than the CPU take the
+ * host path (hostpath.h), so that the cross-backend suite checks that path on
+ * every op; 0 restores native kernels. Not a user setting. */
+void tq_device_force_host(int on);
+int tq_device_host_forced(void);
 
 /* ---- output files written atomically ---- */
 

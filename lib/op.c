@@ -1,6 +1,7 @@
 /* op.c: the op API. Every op checks its arguments here, once for all backends,
  * then calls the entry of the tensors' backend, which only computes. */
 #include "backend.h"
+#include "hostpath.h"
 #include "internal.h"
 
 #include <math.h>
@@ -35,8 +36,15 @@ static tq_status dispatch_missing(const tq_tensor *t, const char *op)
 }
 
 #define ENTRY(t, op) ((t)->dev->backend->ops.op)
+#define ON_CPU(t) ((t)->dev->backend->kind == TQ_BACKEND_CPU)
+/* Whether t's device computes op itself; otherwise a device backend's op runs
+ * on the host (hostpath.h). The CPU backend must have every entry, since the
+ * host path runs on it. */
+#define NATIVE(t, op) (ENTRY(t, op) && (ON_CPU(t) || !tq_device_host_forced()))
 #define CALL(t, op, ...)                                                           \
-    (ENTRY(t, op) ? ENTRY(t, op)((t)->dev->ctx, __VA_ARGS__) : dispatch_missing(t, #op))
+    (NATIVE(t, op) ? ENTRY(t, op)((t)->dev->ctx, __VA_ARGS__)                       \
+     : ON_CPU(t)   ? dispatch_missing(t, #op)                                       \
+                   : tq_host_##op(__VA_ARGS__))
 
 #define SAME_DEV(a, b) CHECK((a)->dev == (b)->dev, "tensors on different devices")
 #define F32(t, what) CHECK((t)->dtype == TQ_DTYPE_F32, "%s must be f32, not %s", what, tq_dtype_name((t)->dtype))
@@ -225,7 +233,8 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
 
 struct tq_rowprod {
     const tq_tensor *db;
-    void *state; /* the backend's, from rowprod_prepare */
+    void *state; /* the backend's, from rowprod_prepare, or the host path's */
+    int host;    /* the backend has no rowprod: the host path computes */
 };
 
 tq_status tq_rowprod_new(const tq_tensor *db, tq_rowprod **out)
@@ -234,13 +243,15 @@ tq_status tq_rowprod_new(const tq_tensor *db, tq_rowprod **out)
     F32(db, "rowprod db");
     CHECK(db->rank == 2, "rowprod takes a rank 2 db");
     CHECK(db->dims[0] <= INT32_MAX && db->dims[1] <= INT32_MAX, "rowprod: dims over 2^31");
-    if (!ENTRY(db, rowprod))
+    if (!NATIVE(db, rowprod) && ON_CPU(db))
         return dispatch_missing(db, "rowprod");
     tq_rowprod *p = calloc(1, sizeof *p);
     if (!p)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     p->db = db;
-    tq_status st = ENTRY(db, rowprod_prepare)
+    p->host = !NATIVE(db, rowprod);
+    tq_status st = p->host ? tq_host_rowprod_prepare(db, &p->state)
+                   : ENTRY(db, rowprod_prepare)
                        ? ENTRY(db, rowprod_prepare)(db->dev->ctx, db, &p->state)
                        : TQ_OK;
     if (st) {
@@ -263,6 +274,8 @@ tq_status tq_op_rowprod(tq_rowprod *p, const tq_tensor *q, float alpha, tq_tenso
     CHECK(q->dims[0] <= INT32_MAX, "rowprod: dims over 2^31");
     CHECK(out->rank == 2 && out->dims[0] == q->dims[0] && out->dims[1] == db->dims[0],
           "rowprod: out must be [%lld, %lld]", (long long)q->dims[0], (long long)db->dims[0]);
+    if (p->host)
+        return tq_host_rowprod(p->state, q, alpha, out);
     return ENTRY(db, rowprod)(db->dev->ctx, p->state, db, q, alpha, out);
 }
 
@@ -270,7 +283,9 @@ void tq_rowprod_free(tq_rowprod *p)
 {
     if (!p)
         return;
-    if (p->state && ENTRY(p->db, rowprod_release))
+    if (p->host)
+        tq_host_rowprod_release(p->state);
+    else if (p->state && ENTRY(p->db, rowprod_release))
         ENTRY(p->db, rowprod_release)(p->db->dev->ctx, p->state);
     free(p);
 }

@@ -257,3 +257,10 @@ void tq_tool_progress_done(tq_tool *t)
         progress_shown = 0;
     }
 }
+
+void tq_tool_device_done(tq_tool *t, const tq_device *dev)
+{
+    if (dev && tq_device_host_ops(dev)[0])
+        tq_tool_log(t, TQ_LOG_INFO, "%s: ran on the host (no kernel on this device): %s",
+                    tq_device_name(dev), tq_device_host_ops(dev));
+}

@@ -81,6 +81,10 @@ _Noreturn void tq_tool_usage(tq_tool *t, const char *fmt, ...)
 void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Under -v, names the ops that ran on the host because dev has no kernel for
+ * them (tq_device_host_ops); call it before closing the device. */
+void tq_tool_device_done(tq_tool *t, const tq_device *dev);
+
 /* Opens the binary output (-o FILE or stdout), refusing a terminal without -f. */
 tq_status tq_tool_open_output(tq_tool *t, tq_writer **w);
 /* Opens the text output (-o FILE atomically, or stdout): a FILE* to fclose via

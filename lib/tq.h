@@ -207,6 +207,9 @@ void tq_device_close(tq_device *dev);
 tq_backend_kind tq_device_backend(const tq_device *dev);
 const char *tq_device_name(const tq_device *dev);   /* "cpu", "vulkan:0" ... */
 const char *tq_device_describe(const tq_device *dev); /* one line of detail */
+/* The ops that ran on the host so far because the device has no kernel for
+ * them (or not for those arguments), as "topk, convert"; "" when none. */
+const char *tq_device_host_ops(const tq_device *dev);
 /* Waits for queued work on the device. */
 tq_status tq_device_sync(tq_device *dev);
 

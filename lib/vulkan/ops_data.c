@@ -1,6 +1,7 @@
 /* ops_data.c: the ops that move bytes on Vulkan: gather (rows of any plain
  * dtype) and convert (the pairs of kernels/vulkan/convert.comp on the device,
  * every other pair through the host). */
+#include "../hostpath.h"
 #include "vk.h"
 
 typedef struct ga_pc {
@@ -81,7 +82,7 @@ tq_status tq_vk_convert(void *ctx, const tq_tensor *x, tq_tensor *y)
     tq_vk_ctx *c = ctx;
     int64_t n = tq_tensor_numel(x);
     if (!on_device(x->dtype, y->dtype) || x->nbytes >= UINT32_MAX || y->nbytes >= UINT32_MAX - 4)
-        return tq_vk_host_convert(c, x, y);
+        return tq_host_convert(x, y);
     if (!n)
         return TQ_OK;
     cv_pc pc = {tq_vk_word(x), tq_vk_word(y), (uint32_t)n, x->dtype, y->dtype,

@@ -13,6 +13,7 @@
  * above the threshold than the list holds) goes through the CPU op over the
  * whole block. Either way the lists are the CPU's, bit for bit, whatever the
  * tiles and the blocks. */
+#include "../hostpath.h"
 #include "simtopk.h"
 
 #include <math.h>
@@ -262,7 +263,7 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
      * norm to bound) and operands past the shaders' 32-bit word offsets */
     if (k > KP_MAX || d == 0 || !fits32(q) || !fits32(db) ||
         (uint64_t)nq * (uint64_t)kp > UINT32_MAX / 4)
-        return tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
+        return tq_host_simtopk(q, db, metric, idx_base, vals, idx);
 
     tq_vk_sim s = {.metric = metric == TQ_METRIC_L2, .nq = nq, .ndb = ndb, .d = d, .k = k, .kp = kp,
              .base = idx_base};
@@ -296,7 +297,7 @@ tq_status tq_vk_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_m
         else if (hn[j] > nx)
             nx = hn[j];
     if (nbad > kp) { /* a bound for so few rows is not worth the device's time */
-        st = tq_vk_host_simtopk(c, q, db, metric, idx_base, vals, idx);
+        st = tq_host_simtopk(q, db, metric, idx_base, vals, idx);
         goto done;
     }
     if (!(bad = malloc((size_t)(nbad + 1) * 8))) {

@@ -2,6 +2,7 @@
  * shared-memory sort over each row, one dispatch a round, the running best k
  * kept in the outputs between rounds. k up to half the sort (512) on the
  * device; larger k through the host. */
+#include "../hostpath.h"
 #include "vk.h"
 
 /* S in topk.comp: 12 KiB of shared memory, under the 16 KiB every device has */
@@ -39,7 +40,7 @@ tq_status tq_vk_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals, 
     tq_vk_ctx *c = ctx;
     int64_t rows = x->dims[0], m = x->dims[1];
     if (k > SORT_SLOTS / 2 || tq_tensor_numel(x) > UINT32_MAX || idx->nbytes / 4 > UINT32_MAX)
-        return tq_vk_host_topk(c, x, k, vals, idx);
+        return tq_host_topk(x, k, vals, idx);
     if (!k || !rows)
         return TQ_OK;
     tk_pc pc = {tq_vk_word(x), tq_vk_word(vals), tq_vk_word(idx), (uint32_t)rows, (uint32_t)m,

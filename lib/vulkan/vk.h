@@ -236,13 +236,6 @@ typedef struct tq_vk_spirv {
 extern const tq_vk_spirv tq_vk_spirv_table[];
 extern const size_t tq_vk_spirv_count;
 
-/* Host fallback (fallback.c): runs a CPU op on host copies of the tensors. */
-tq_status tq_vk_host_convert(tq_vk_ctx *c, const tq_tensor *x, tq_tensor *y);
-tq_status tq_vk_host_topk(tq_vk_ctx *c, const tq_tensor *x, int64_t k, tq_tensor *vals,
-                          tq_tensor *idx);
-tq_status tq_vk_host_simtopk(tq_vk_ctx *c, const tq_tensor *q, const tq_tensor *db,
-                             tq_metric metric, int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
-
 /* The op entries (ops_*.c). */
 tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b, int tb,
                        float alpha, float beta, tq_tensor *c);

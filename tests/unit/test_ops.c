@@ -1942,6 +1942,40 @@ static void test_plain_variants(const char *spec, uint64_t seed)
     tq_device_force_plain(0);
 }
 
+/* ------------------------------------------------------------ host path */
+
+/* Ops a device has no kernel for run through one host path in the op layer
+ * (lib/hostpath.c). Here every op of a device takes it, and must give what
+ * the references want, and the device must say which ops went that way. */
+static void test_host_path(const char *spec, uint64_t seed)
+{
+    tq_device_force_host(1);
+    if (tq_device_open(spec, &dev) != TQ_OK) {
+        tq_device_force_host(0);
+        CHECK(0, "%s: cannot open again for the host path: %s", spec, tq_errmsg());
+        return;
+    }
+    dev_name = tq_device_name(dev);
+    printf("ok device %s (every op through the host path)\n", tq_device_describe(dev));
+    rng = seed;
+    test_matmul("host path");
+    test_rows();
+    test_elementwise();
+    test_topk();
+    test_gather();
+    test_convert();
+    test_simtopk();
+    test_rowprod("host path");
+    test_attention();
+    const char *ops = tq_device_host_ops(dev);
+    static const char *want[] = {"matmul", "rownorm", "softmax", "topk", "gather", "convert",
+                                 "simtopk", "rowprod", "attention"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK(strstr(ops, want[i]), "%s: host path list \"%s\" lacks %s", spec, ops, want[i]);
+    tq_device_close(dev);
+    tq_device_force_host(0);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -1973,8 +2007,10 @@ int main(void)
         test_rowprod_same_bits();
         test_attention();
         tq_device_close(dev);
-        if (s > 0)
+        if (s > 0) {
             test_plain_variants(specs[s], 0x9e3779b97f4a7c15u + s);
+            test_host_path(specs[s], 0x9e3779b97f4a7c15u + s);
+        }
     }
     CHECK(ran > 0, "no device opened (the CPU always should)");
     return CHECK_DONE();

@@ -1,0 +1,268 @@
+/* hostpath.c: ops a backend has no kernel for, run on the host: copy in,
+ * compute on the CPU backend, copy out. One implementation for every backend
+ * (hostpath.h says when it is taken). */
+#include "hostpath.h"
+#include "backend.h"
+#include "internal.h"
+
+#include <pthread.h>
+
+static tq_device *host_dev;
+static tq_status host_st;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One CPU device for the process, kept to exit: opening one per call would
+ * cost more than most of the ops it serves. */
+static void host_open(void) { host_st = tq_device_open("cpu", &host_dev); }
+
+/* Adds op to the device's list of ops that ran on the host, once. */
+static void note(tq_device *dev, const char *op)
+{
+    pthread_mutex_lock(&note_lock);
+    size_t n = strlen(dev->host_ops), l = strlen(op);
+    const char *p = dev->host_ops;
+    int seen = 0;
+    while ((p = strstr(p, op))) {
+        if ((p == dev->host_ops || p[-1] == ' ') && (p[l] == ',' || !p[l]))
+            seen = 1;
+        p += l;
+    }
+    if (!seen && n + l + 3 < sizeof dev->host_ops)
+        snprintf(dev->host_ops + n, sizeof dev->host_ops - n, "%s%s", n ? ", " : "", op);
+    pthread_mutex_unlock(&note_lock);
+}
+
+const char *tq_device_host_ops(const tq_device *dev) { return dev->host_ops; }
+
+void tq_hostpath_begin(tq_hostpath *h, tq_device *dev, const char *op)
+{
+    memset(h, 0, sizeof *h);
+    pthread_once(&host_once, host_open);
+    h->st = host_st;
+    if (!h->st)
+        note(dev, op);
+}
+
+static tq_tensor *copy(tq_hostpath *h, const tq_tensor *t, int fetch, int upload)
+{
+    if (!t || h->st)
+        return NULL;
+    if (h->n == TQ_HOSTPATH_MAX) {
+        h->st = tq_fail(TQ_ERR_RUNTIME, "host path: too many tensors");
+        return NULL;
+    }
+    tq_tensor *c = NULL;
+    h->st = tq_tensor_new(host_dev, t->dtype, t->rank, t->dims, &c);
+    if (!h->st && fetch)
+        h->st = tq_tensor_download(t, tq_tensor_host(c), t->nbytes);
+    if (!c)
+        return NULL;
+    h->dev[h->n] = t;
+    h->host[h->n] = c;
+    h->upload[h->n++] = (unsigned char)upload;
+    return c;
+}
+
+const tq_tensor *tq_hostpath_in(tq_hostpath *h, const tq_tensor *t) { return copy(h, t, 1, 0); }
+tq_tensor *tq_hostpath_out(tq_hostpath *h, tq_tensor *t, int fetch) { return copy(h, t, fetch, 1); }
+
+tq_status tq_hostpath_end(tq_hostpath *h, tq_status st)
+{
+    if (!st)
+        st = h->st;
+    for (int i = 0; i < h->n; i++) {
+        if (!st && h->upload[i])
+            st = tq_tensor_upload((tq_tensor *)h->dev[i], tq_tensor_host(h->host[i]),
+                                  h->dev[i]->nbytes);
+        tq_tensor_free(h->host[i]);
+    }
+    return st;
+}
+
+/* h->st set means a copy failed: the op is not run, end reports the failure. */
+#define RUN(h, call) tq_hostpath_end(&h, h.st ? h.st : (call))
+
+tq_status tq_host_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
+                         float alpha, float beta, tq_tensor *c)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, c->dev, "matmul");
+    const tq_tensor *ha = tq_hostpath_in(&h, a), *hb = tq_hostpath_in(&h, b);
+    tq_tensor *hc = tq_hostpath_out(&h, c, beta != 0);
+    return RUN(h, tq_op_matmul(ha, trans_a, hb, trans_b, alpha, beta, hc));
+}
+
+tq_status tq_host_rownorm(const tq_tensor *x, tq_tensor *norms)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "rownorm");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hn = tq_hostpath_out(&h, norms, 0);
+    return RUN(h, tq_op_rownorm(hx, hn));
+}
+
+tq_status tq_host_normalize(const tq_tensor *x, float eps, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "normalize");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_normalize(hx, eps, hy));
+}
+
+tq_status tq_host_topk(const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "topk");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hv = tq_hostpath_out(&h, vals, 0), *hi = tq_hostpath_out(&h, idx, 0);
+    return RUN(h, tq_op_topk(hx, k, hv, hi));
+}
+
+tq_status tq_host_softmax(const tq_tensor *x, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "softmax");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_softmax(hx, hy));
+}
+
+tq_status tq_host_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
+                            float eps, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "layernorm");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *hg = tq_hostpath_in(&h, gamma),
+                    *hb = tq_hostpath_in(&h, beta);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_layernorm(hx, hg, hb, eps, hy));
+}
+
+tq_status tq_host_gelu(const tq_tensor *x, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "gelu");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_gelu(hx, hy));
+}
+
+tq_status tq_host_activate(const tq_tensor *x, tq_activation act, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "activate");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_activate(hx, act, hy));
+}
+
+tq_status tq_host_add(const tq_tensor *a, const tq_tensor *b, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, a->dev, "add");
+    const tq_tensor *ha = tq_hostpath_in(&h, a), *hb = tq_hostpath_in(&h, b);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_add(ha, hb, hy));
+}
+
+tq_status tq_host_scale(const tq_tensor *x, float alpha, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "scale");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_scale(hx, alpha, hy));
+}
+
+tq_status tq_host_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "gather");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *hi = tq_hostpath_in(&h, idx);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_gather(hx, hi, hy));
+}
+
+tq_status tq_host_convert(const tq_tensor *x, tq_tensor *y)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "convert");
+    const tq_tensor *hx = tq_hostpath_in(&h, x);
+    tq_tensor *hy = tq_hostpath_out(&h, y, 0);
+    return RUN(h, tq_op_convert(hx, hy));
+}
+
+tq_status tq_host_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
+                            const tq_attention_args *args, tq_tensor *out)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "attention");
+    tq_attention_args a = *args;
+    const tq_tensor *hq = tq_hostpath_in(&h, q), *hk = tq_hostpath_in(&h, k),
+                    *hv = tq_hostpath_in(&h, v);
+    a.key_len = tq_hostpath_in(&h, args->key_len);
+    a.qgroup = tq_hostpath_in(&h, args->qgroup);
+    a.kgroup = tq_hostpath_in(&h, args->kgroup);
+    a.received = tq_hostpath_out(&h, args->received, 0);
+    a.weights = tq_hostpath_out(&h, args->weights, 0);
+    tq_tensor *ho = tq_hostpath_out(&h, out, 0);
+    return RUN(h, tq_op_attention(hq, hk, hv, &a, ho));
+}
+
+tq_status tq_host_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
+                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "simtopk");
+    const tq_tensor *hq = tq_hostpath_in(&h, q), *hd = tq_hostpath_in(&h, db);
+    tq_tensor *hv = tq_hostpath_out(&h, vals, 1), *hi = tq_hostpath_out(&h, idx, 1);
+    return RUN(h, tq_op_simtopk(hq, hd, metric, idx_base, hv, hi));
+}
+
+typedef struct host_rowprod {
+    tq_tensor *db;   /* host copy of the database */
+    tq_rowprod *p;   /* the CPU's prepared product */
+} host_rowprod;
+
+tq_status tq_host_rowprod_prepare(const tq_tensor *db, void **state)
+{
+    *state = NULL;
+    tq_hostpath h;
+    tq_hostpath_begin(&h, db->dev, "rowprod");
+    host_rowprod *r = calloc(1, sizeof *r);
+    tq_status st = h.st ? h.st : r ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (!st)
+        st = tq_tensor_new(host_dev, db->dtype, db->rank, db->dims, &r->db);
+    if (!st)
+        st = tq_tensor_download(db, tq_tensor_host(r->db), db->nbytes);
+    if (!st)
+        st = tq_rowprod_new(r->db, &r->p);
+    if (st) {
+        tq_host_rowprod_release(r);
+        return st;
+    }
+    *state = r;
+    return TQ_OK;
+}
+
+tq_status tq_host_rowprod(void *state, const tq_tensor *q, float alpha, tq_tensor *out)
+{
+    host_rowprod *r = state;
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "rowprod");
+    const tq_tensor *hq = tq_hostpath_in(&h, q);
+    tq_tensor *ho = tq_hostpath_out(&h, out, 0);
+    return RUN(h, tq_op_rowprod(r->p, hq, alpha, ho));
+}
+
+void tq_host_rowprod_release(void *state)
+{
+    host_rowprod *r = state;
+    if (!r)
+        return;
+    tq_rowprod_free(r->p);
+    tq_tensor_free(r->db);
+    free(r);
+}
