@@ -40,7 +40,7 @@ static void help(void)
         "Options:\n"
         "      --db FILE         the database, a TQ stream file (default: the input)\n"
         "      --metric M        cosine, dot or l2 (negative squared distance)\n"
-        "                        (default: cosine)\n"
+        "                        (default: cosine); hamming for sign bits (--topk)\n"
         "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
         "                        (indices stay global; default: 0/1)\n"
         "      --name NAME       the vector frame (default: the first rank 2 float frame)\n\n"
@@ -97,7 +97,7 @@ static tq_status self_path(char *path, size_t n, int *tmp)
 
 int main(int argc, char **argv)
 {
-    static const char *metrics[] = {"cosine", "dot", "l2", NULL};
+    static const char *metrics[] = {"cosine", "dot", "l2", "hamming", NULL};
     tq_tool t;
     tq_tool_init(&t, "tq-simmat");
     tq_sim s;
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
                 if (!strcmp(optarg, metrics[i]))
                     m = i;
             if (m < 0)
-                tq_tool_usage(&t, "--metric wants cosine, dot or l2, not '%s'", optarg);
+                tq_tool_usage(&t, "--metric wants cosine, dot, l2 or hamming, not '%s'", optarg);
             s.metric = (tq_sim_metric)m;
             break;
         }
@@ -217,11 +217,28 @@ int main(int argc, char **argv)
             tq_tool_fail(&t, st);
         db = qpath = tmp;
     }
-    if (db)
+    /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
+     * hamming, --topk only for now */
+    tq_dtype code = TQ_DTYPE_INVALID;
+    if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, s.vec_name, &code)))
+        tq_tool_fail(&t, st);
+    if (code && s.mode != TQ_SIM_TOPK)
+        tq_tool_usage(&t, "a database of %s codes is searched with --topk (the other modes "
+                          "want float vectors: tq-quantize --to f32)", tq_dtype_name(code));
+    if (code == TQ_DTYPE_I8 && s.metric != TQ_SIM_DOT)
+        tq_tool_usage(&t, "int8 codes are searched with --metric dot (quantize normalized "
+                          "vectors for the cosine)");
+    if (code == TQ_DTYPE_BIT && s.metric != TQ_SIM_HAMMING)
+        tq_tool_usage(&t, "bit codes are searched with --metric hamming");
+    if (!code && s.metric == TQ_SIM_HAMMING)
+        tq_tool_usage(&t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
+    if (code)
+        st = tq_sim_codes_load(&s, db, s.vec_name);
+    else if (db)
         st = tq_sim_rows_load(&s.db, db, s.vec_name, s.metric == TQ_SIM_COSINE);
     if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
         s.vec_name = s.db.name;
-    if (!st && db && (s.mode != TQ_SIM_DEDUP || s.db.n))
+    if (!st && db && !code && (s.mode != TQ_SIM_DEDUP || s.db.n))
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
     if (!st)
@@ -233,7 +250,7 @@ int main(int argc, char **argv)
                     (long long)s.db.n, (long long)s.db.d, (long long)s.s0, (long long)s.s1,
                     s.db.map ? "mapped in place" : "read into memory", metrics[s.metric],
                     tq_device_name(s.dev), tq_threads_get());
-        st = tq_sim_run(&s, in, w);
+        st = code ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
     if (!st && !cst)
