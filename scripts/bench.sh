@@ -62,3 +62,7 @@ bash "$root/scripts/bench-simmat.sh" "$BIN"
 
 # ---- attention (issue 4): tq-attend against PyTorch eager ----
 bash "$root/scripts/bench-attend.sh" "$BIN"
+
+# ---- quantized vectors (issue 13): tq-quantize against NumPy, binary and int8
+# search against FAISS ----
+bash "$root/scripts/bench-quantize.sh" "$BIN"

@@ -9,6 +9,7 @@
 #include "simd.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static const struct {
@@ -143,6 +144,16 @@ tq_status tq_quant_ranges_check(const float *ranges, int64_t d)
 
 /* ---- rows of any code, on the pool ---- */
 
+/* The 8 values of each byte of sign bits, most significant bit first. */
+static float sign_table[256][8];
+static pthread_once_t sign_once = PTHREAD_ONCE_INIT;
+static void sign_init(void)
+{
+    for (int b = 0; b < 256; b++)
+        for (int k = 0; k < 8; k++)
+            sign_table[b][k] = (b >> (7 - k)) & 1 ? 1.0f : -1.0f;
+}
+
 typedef struct job {
     tq_quant_code c;
     int inverse;
@@ -196,6 +207,12 @@ static void run_rows(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = begin; i < end; i++) {
                 const int8_t *r = (const int8_t *)(j->in + (size_t)i * j->row_bytes);
                 float s = j->cscales[i];
+#if defined(__x86_64__)
+                if (j->simd) {
+                    tq_quant_int8_back_avx2(r, d, s, j->y + i * d);
+                    continue;
+                }
+#endif
                 for (int64_t k = 0; k < d; k++)
                     j->y[i * d + k] = (float)r[k] * s;
             }
@@ -209,6 +226,17 @@ static void run_rows(void *ctx, int64_t begin, int64_t end)
                     j->y[i * d + k] = (float)(v * (double)range_step(j->ranges, d, k) +
                                               (double)j->ranges[k]);
                 }
+            }
+        } else if (j->c == TQ_QUANT_BIT) {
+            /* +1 and -1 by byte, from a table: tq_convert's bit loop is slow */
+            for (int64_t i = begin; i < end; i++) {
+                const unsigned char *r = j->in + (size_t)i * j->row_bytes;
+                float *yr = j->y + i * d;
+                int64_t k = 0;
+                for (; k + 8 <= d; k += 8)
+                    memcpy(yr + k, sign_table[r[k >> 3]], sizeof sign_table[0]);
+                for (; k < d; k++)
+                    yr[k] = (r[k >> 3] >> (7 - (k & 7))) & 1 ? 1.0f : -1.0f;
             }
         } else if (n) {
             st = tq_convert(TQ_DTYPE_F32, y, dt, q, n, d);
@@ -235,6 +263,7 @@ static tq_status run(job *j, int64_t n)
                        tq_quant_code_name(j->c), TQ_QK, (long long)j->d);
     j->row_bytes = row_bytes(j->c, j->d);
     j->simd = tq_quant_have_avx2();
+    pthread_once(&sign_once, sign_init);
     /* chunks of at least 64 KiB of input: below that a thread costs more */
     int64_t min_chunk = j->d ? 16384 / j->d + 1 : n + 1;
     tq_parallel_for(n, min_chunk, run_rows, j);

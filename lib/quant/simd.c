@@ -179,6 +179,18 @@ __attribute__((target("avx2"))) void tq_quant_bits_row_avx2(const float *x, int6
         dst[j >> 3] = b;
     }
 }
+__attribute__((target("avx2"))) void tq_quant_int8_back_avx2(const int8_t *q, int64_t d,
+                                                           float s, float *y)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t j = 0;
+    for (; j + 8 <= d; j += 8) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)(q + j));
+        _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), vs));
+    }
+    for (; j < d; j++)
+        y[j] = (float)q[j] * s;
+}
 #else
 int tq_quant_have_avx2(void) { return 0; }
 #endif

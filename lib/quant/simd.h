@@ -17,5 +17,7 @@ void tq_quant_int8_row_avx2(const float *x, int64_t d, int8_t *q, float s);
 void tq_quant_q8_0_avx2(const float *x, int64_t n, unsigned char *dst);
 void tq_quant_q4_0_avx2(const float *x, int64_t n, unsigned char *dst);
 void tq_quant_bits_row_avx2(const float *x, int64_t d, unsigned char *dst);
+/* y = q * s for a row of int8 codes (exact products, as the portable loop) */
+void tq_quant_int8_back_avx2(const int8_t *q, int64_t d, float s, float *y);
 
 #endif
