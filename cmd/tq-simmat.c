@@ -20,6 +20,8 @@ enum {
     OPT_SHARD,
     OPT_MERGE,
     OPT_NAME,
+    OPT_RESCORE,
+    OPT_RESCORE_K,
 };
 
 static void help(void)
@@ -43,7 +45,10 @@ static void help(void)
         "                        (default: cosine); hamming for sign bits (--topk)\n"
         "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
         "                        (indices stay global; default: 0/1)\n"
-        "      --name NAME       the vector frame (default: the first rank 2 float frame)\n\n"
+        "      --name NAME       the vector frame (default: the first rank 2 float frame)\n"
+        "      --rescore FILE    a database of codes: rank the best M x K candidates again\n"
+        "                        by the f32 dot product with FILE's rows (float queries)\n"
+        "      --rescore-k M     candidates a query for --rescore, M x K (default: 4)\n\n"
         TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-embed docs.txt > db.tq; tq-embed q.txt | tq-simmat --db db.tq -k 10 | tq-cat -t tsv\n"
@@ -103,7 +108,8 @@ int main(int argc, char **argv)
     tq_sim s;
     memset(&s, 0, sizeof s);
     s.shard_n = 1;
-    const char *db = NULL;
+    const char *db = NULL, *rescore = NULL;
+    s.rescore_m = 4;
     int modes = 0, merge = 0, shard_set = 0;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
@@ -115,6 +121,8 @@ int main(int argc, char **argv)
         {"shard", required_argument, NULL, OPT_SHARD},
         {"merge", no_argument, NULL, OPT_MERGE},
         {"name", required_argument, NULL, OPT_NAME},
+        {"rescore", required_argument, NULL, OPT_RESCORE},
+        {"rescore-k", required_argument, NULL, OPT_RESCORE_K},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -165,6 +173,18 @@ int main(int argc, char **argv)
         case OPT_NAME:
             s.vec_name = optarg;
             break;
+        case OPT_RESCORE:
+            rescore = optarg;
+            break;
+        case OPT_RESCORE_K: {
+            char *end;
+            errno = 0;
+            long long m = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || m < 1 || m > 1024)
+                tq_tool_usage(&t, "--rescore-k wants a count 1..1024, not '%s'", optarg);
+            s.rescore_m = m;
+            break;
+        }
         default:
             tq_tool_usage(&t, "unknown option");
         }
@@ -232,10 +252,22 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "bit codes are searched with --metric hamming");
     if (!code && s.metric == TQ_SIM_HAMMING)
         tq_tool_usage(&t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
+    if (rescore && !code)
+        tq_tool_usage(&t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
+    if (rescore && s.k * s.rescore_m > (1 << 20))
+        tq_tool_usage(&t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
+                      (long long)s.rescore_m, (long long)s.k);
     if (code)
         st = tq_sim_codes_load(&s, db, s.vec_name);
     else if (db)
         st = tq_sim_rows_load(&s.db, db, s.vec_name, s.metric == TQ_SIM_COSINE);
+    if (!st && rescore) {
+        st = tq_sim_rows_load(&s.rescore, rescore, s.vec_name ? s.vec_name : s.db.name, 0);
+        if (!st && (s.rescore.n != s.db.n || s.rescore.d != s.db.d))
+            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld",
+                         rescore, (long long)s.rescore.n, (long long)s.rescore.d,
+                         (long long)s.db.n, (long long)s.db.d);
+    }
     if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
         s.vec_name = s.db.name;
     if (!st && db && !code && (s.mode != TQ_SIM_DEDUP || s.db.n))

@@ -4,6 +4,8 @@
  * batch's top-k comes from tq_op_codetopk, exact (integer dot products scaled
  * and rounded once, or Hamming distances), ties to the lower index. */
 #include "../internal.h"
+#include "../simscore.h"
+#include "quant/quant.h"
 #include "simmat.h"
 
 #include <math.h>
@@ -176,9 +178,37 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name)
     return st;
 }
 
-static tq_status run_batch(tq_sim *s, const void *q, const float *qs, int64_t n, tq_writer *w)
+/* The k best of each query's m k candidates (vals, idx [n, m k], best first)
+ * by the exact dot product of the f32 rows, into the first k of each list. */
+static void rescore(const tq_sim *s, const float *qf, int64_t n, int64_t mk, float *v, int64_t *ix)
 {
-    int64_t d = s->db.d, k = s->k, qd[2] = {n, d}, kd[2] = {n, k};
+    int64_t d = s->db.d, k = s->k;
+    for (int64_t i = 0; i < n; i++) {
+        float *vi = v + i * mk;
+        int64_t *ii = ix + i * mk;
+        for (int64_t c = 0; c < mk; c++)
+            vi[c] = ii[c] < 0 ? -INFINITY : tq_simscore(0, qf + i * d, s->rescore.x + ii[c] * d, d);
+        /* insertion sort by the exact order of top-k lists (m k is small) */
+        for (int64_t c = 1; c < mk; c++) {
+            float sv = vi[c];
+            int64_t si = ii[c], p = c;
+            while (p > 0 && tq_simscore_better(sv, si, vi[p - 1], ii[p - 1])) {
+                vi[p] = vi[p - 1], ii[p] = ii[p - 1];
+                p--;
+            }
+            vi[p] = sv, ii[p] = si;
+        }
+        /* compact: the first k of each list, rows of k */
+        memmove(v + i * k, vi, (size_t)k * 4);
+        memmove(ix + i * k, ii, (size_t)k * 8);
+    }
+}
+
+static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const float *qf, int64_t n,
+                           tq_writer *w)
+{
+    int64_t d = s->db.d, k = s->k * (qf && s->rescore.x ? s->rescore_m : 1);
+    int64_t qd[2] = {n, d}, kd[2] = {n, k};
     size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
     tq_tensor *qt = NULL, *qst = NULL, *vt = NULL, *it = NULL;
     float *v = malloc((size_t)(n * k + 1) * 4);
@@ -200,6 +230,8 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, int64_t n,
         !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
         st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
     tq_tensor_free(qt), tq_tensor_free(qst), tq_tensor_free(vt), tq_tensor_free(it);
+    if (!st && k != s->k)
+        rescore(s, qf, n, k, v, ix);
     if (!st)
         st = tq_sim_topk_write(s, v, ix, n, w);
     free(v);
@@ -207,9 +239,46 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, int64_t n,
     return st;
 }
 
+/* Float query rows to f32 (*qf) and to the database's code (*qc, and the
+ * scales in p for int8). */
+static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsigned char **qc,
+                                  pending *p)
+{
+    int64_t n = f->dims[0], d = f->dims[1];
+    if (d != s->db.d)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
+                       (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
+    const void *data;
+    tq_status st = tq_frame_data(f, &data);
+    if (st)
+        return st;
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    float *nf = realloc(*qf, (size_t)(n * d + 1) * 4);
+    if (nf)
+        *qf = nf;
+    unsigned char *nc = nf ? realloc(*qc, (size_t)n * rb + 1) : NULL;
+    if (nc)
+        *qc = nc;
+    float *ns = nc ? realloc(p->v, (size_t)(n + 1) * 4) : NULL;
+    if (!ns)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    p->v = ns, p->n = n;
+    if (n > 0 && d > 0 && (st = tq_convert(TQ_DTYPE_F32, *qf, f->dtype, data, (size_t)(n * d), 0)))
+        return st;
+    tq_quant_code c = s->code == TQ_DTYPE_I8 ? TQ_QUANT_INT8 : TQ_QUANT_BIT;
+    const char *why;
+    int64_t bad = tq_quant_bad_row(c, *qf, n, d, &why);
+    if (bad >= 0)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": row %lld has %s",
+                       (unsigned long long)f->index, f->name, (long long)bad, why);
+    return tq_quant_rows(c, *qf, n, d, NULL, *qc, p->v);
+}
+
 tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
 {
     pending p = {NULL, -1};
+    float *qf = NULL;
+    unsigned char *qc = NULL;
     char want_scale[TQ_MAX_NAME + 8];
     snprintf(want_scale, sizeof want_scale, "%s_scale", s->db.name);
     tq_status st;
@@ -226,12 +295,27 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
             continue;
         }
         const void *data;
-        if ((st = check_codes(s, f, &p)) || (st = tq_frame_data(f, &data)) ||
-            (st = run_batch(s, data, p.v, f->dims[0], out)))
-            break;
+        if (tq_dtype_is_float(f->dtype) && f->rank == 2) {
+            /* float queries: quantized here, as tq-quantize would */
+            if ((st = quantize_queries(s, f, &qf, &qc, &p)) ||
+                (st = run_batch(s, qc, p.v, qf, f->dims[0], out)))
+                break;
+        } else {
+            if (s->rescore.x) {
+                st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": --rescore wants the queries in "
+                                          "full precision (float), not codes",
+                             (unsigned long long)f->index, f->name);
+                break;
+            }
+            if ((st = check_codes(s, f, &p)) || (st = tq_frame_data(f, &data)) ||
+                (st = run_batch(s, data, p.v, NULL, f->dims[0], out)))
+                break;
+        }
         p.n = -1;
         s->q_seen += f->dims[0];
     }
     free(p.v);
+    free(qf);
+    free(qc);
     return st == TQ_EOF ? TQ_OK : st;
 }

@@ -54,6 +54,7 @@ void tq_sim_free(tq_sim *s)
     s->dbt = s->cxt = s->cst = NULL;
     free(s->cx), free(s->cscale);
     s->cx = NULL, s->cscale = NULL;
+    tq_sim_rows_free(&s->rescore);
     tq_sim_rows_free(&s->db);
 }
 

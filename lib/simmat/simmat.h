@@ -44,6 +44,8 @@ typedef struct tq_sim {
     unsigned char *cx;     /* its codes, db.n rows */
     float *cscale;         /* i8: a scale a row */
     tq_tensor *cxt, *cst;  /* the shard's codes and scales on the device */
+    tq_sim_rows rescore;   /* --rescore: the database in f32 (no keys needed) */
+    int64_t rescore_m;     /* --rescore-k: candidates a query = m k */
     int64_t pairs, kept, dropped;
 } tq_sim;
 
@@ -74,8 +76,11 @@ tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_
  * (NAME_scale before each batch), searched by metric dot, or sign bits, by
  * hamming. tq_sim_codes_probe says whether the database at path holds codes
  * (*code i8 or bit) or float vectors (0); load reads them (and their keys)
- * into s; run answers --topk for the query stream (codes of the same kind),
- * exactly, through tq_op_codetopk. */
+ * into s; run answers --topk for the query stream (codes of the same kind,
+ * or float vectors, quantized here as tq-quantize would), exactly, through
+ * tq_op_codetopk; with s->rescore loaded (float queries only), the best
+ * rescore_m x k candidates of each query are ranked again by the exact f32
+ * dot product with the rows of s->rescore. */
 tq_status tq_sim_codes_probe(const char *path, const char *name, tq_dtype *code);
 tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name);
 tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out);
