@@ -205,7 +205,7 @@ assert np.array_equal(got, want), np.abs(got - want).max()'
         tq-score --consensus < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
         diff a.tsv b.tsv
     done
-    for c in f16 bf16; do
+    for c in f16 bf16 int8; do
         tq-quantize --to "$c" < x.tq > c.tq
         tq-quantize --to f32 < c.tq > f.tq
         tq-attend --self --heads 2 --q emb < c.tq | tq-cat -t tsv --name out > a.tsv
@@ -219,5 +219,7 @@ fr = t.read(sys.stdin.buffer.read())
 sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"])
                                  for f in fr if f["name"] != "emb_scale"))' > noscale.tq
     run --separate-stderr tq-score --consensus < noscale.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+    run --separate-stderr tq-attend --self --heads 2 --q emb < noscale.tq
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
 }
