@@ -60,6 +60,37 @@ __attribute__((target("avx2"))) static int32_t dot_i8_avx2(const int8_t *a, cons
     return r;
 }
 
+/* 4 queries by 4 rows at once: each widened chunk serves four products, and
+ * 16 sums run side by side. out[4 a + b] = q[a] . x[b]. */
+__attribute__((target("avx2"))) static void dot_i8_4x4_avx2(const int8_t *const *q,
+                                                            const int8_t *const *x, int64_t d,
+                                                            int32_t *out)
+{
+    __m256i acc[16];
+    for (int t = 0; t < 16; t++)
+        acc[t] = _mm256_setzero_si256();
+    int64_t j = 0;
+    for (; j + 16 <= d; j += 16) {
+        __m256i qa[4], xb[4];
+        for (int a = 0; a < 4; a++)
+            qa[a] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q[a] + j)));
+        for (int b = 0; b < 4; b++)
+            xb[b] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[b] + j)));
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++)
+                acc[4 * a + b] = _mm256_add_epi32(acc[4 * a + b], _mm256_madd_epi16(qa[a], xb[b]));
+    }
+    for (int t = 0; t < 16; t++) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc[t]), _mm256_extracti128_si256(acc[t], 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+        int32_t r = _mm_cvtsi128_si32(s);
+        for (int64_t k = j; k < d; k++)
+            r += (int32_t)q[t / 4][k] * x[t % 4][k];
+        out[t] = r;
+    }
+}
+
 __attribute__((target("popcnt"))) static int64_t hamming_popcnt(const unsigned char *a,
                                                                const unsigned char *b, size_t n)
 {
@@ -68,6 +99,7 @@ __attribute__((target("popcnt"))) static int64_t hamming_popcnt(const unsigned c
 #endif
 
 typedef int32_t (*dot_fn)(const int8_t *, const int8_t *, int64_t);
+typedef void (*dot4_fn)(const int8_t *const *, const int8_t *const *, int64_t, int32_t *);
 typedef int64_t (*ham_fn)(const unsigned char *, const unsigned char *, size_t);
 
 /* ---- scores ---- */
@@ -113,6 +145,7 @@ typedef struct job {
     size_t rb;            /* bytes of a row of codes */
     int i8;
     dot_fn dot;
+    dot4_fn dot4;         /* NULL: pair by pair */
     ham_fn ham;
     float *v;
     int64_t *ix;
@@ -122,32 +155,56 @@ typedef struct job {
  * passes over it. */
 #define BLOCK_BYTES (256 << 10)
 
+/* Offers row r's dot product with query i to i's list. */
+static void offer_dot(job *j, int64_t i, int64_t r, int32_t dot)
+{
+    float *v = j->v + i * j->k;
+    /* a cheap bound first: the double product is within 2^-52 of the exact
+     * score; one below the list's worst by 2^-20 of both (far more than an
+     * f32 ulp, 2^-24) rounds below it and cannot enter, not even by a tie */
+    double a = (double)dot * ((double)j->qs[i] * (double)j->xs[r]), w = v[j->k - 1];
+    if (a + fabs(a) * 0x1p-20 < w - fabs(w) * 0x1p-20)
+        return;
+    offer(v, j->ix + i * j->k, j->k, score_once(dot, j->qs[i], j->xs[r]), j->base + r);
+}
+
 static void run_queries(void *ctx, int64_t begin, int64_t end)
 {
     job *j = ctx;
     int64_t block = (int64_t)(BLOCK_BYTES / (j->rb ? j->rb : 1)) + 1;
     for (int64_t b0 = 0; b0 < j->ndb; b0 += block) {
         int64_t b1 = b0 + block < j->ndb ? b0 + block : j->ndb;
-        for (int64_t i = begin; i < end; i++) {
+        int64_t i = begin;
+        /* tiles of 4 queries by 4 rows; the lists see the rows in index
+         * order all the same, so the tiles change no result */
+        for (; j->i8 && j->dot4 && i + 4 <= end; i += 4) {
+            const int8_t *q4[4];
+            for (int a = 0; a < 4; a++)
+                q4[a] = (const int8_t *)(j->q + (size_t)(i + a) * j->rb);
+            int64_t r = b0;
+            for (; r + 4 <= b1; r += 4) {
+                const int8_t *x4[4];
+                int32_t dots[16];
+                for (int b = 0; b < 4; b++)
+                    x4[b] = (const int8_t *)(j->x + (size_t)(r + b) * j->rb);
+                j->dot4(q4, x4, j->d, dots);
+                for (int a = 0; a < 4; a++)
+                    for (int b = 0; b < 4; b++)
+                        offer_dot(j, i + a, r + b, dots[4 * a + b]);
+            }
+            for (; r < b1; r++)
+                for (int a = 0; a < 4; a++)
+                    offer_dot(j, i + a, r, j->dot(q4[a], (const int8_t *)(j->x + (size_t)r * j->rb), j->d));
+        }
+        for (; i < end; i++) {
             const unsigned char *qr = j->q + (size_t)i * j->rb;
-            float *v = j->v + i * j->k;
-            int64_t *ix = j->ix + i * j->k;
             for (int64_t r = b0; r < b1; r++) {
                 const unsigned char *xr = j->x + (size_t)r * j->rb;
-                float s;
-                if (j->i8) {
-                    int32_t dot = j->dot((const int8_t *)qr, (const int8_t *)xr, j->d);
-                    /* a cheap bound first: the double product is within an f32
-                     * ulp of the score, so a row below the list's worst by
-                     * more than that cannot enter */
-                    float approx = (float)((double)dot * ((double)j->qs[i] * (double)j->xs[r]));
-                    if (approx < v[j->k - 1] && nextafterf(approx, INFINITY) < v[j->k - 1])
-                        continue;
-                    s = score_once(dot, j->qs[i], j->xs[r]);
-                } else {
-                    s = (float)-j->ham(qr, xr, j->rb); /* 0, not -0 */
-                }
-                offer(v, ix, j->k, s, j->base + r);
+                if (j->i8)
+                    offer_dot(j, i, r, j->dot((const int8_t *)qr, (const int8_t *)xr, j->d));
+                else /* 0, not -0 */
+                    offer(j->v + i * j->k, j->ix + i * j->k, j->k, (float)-j->ham(qr, xr, j->rb),
+                          j->base + r);
             }
         }
     }
@@ -172,11 +229,13 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
 #if defined(__x86_64__)
     if (!__atomic_load_n(&force_portable, __ATOMIC_RELAXED)) {
         if (__builtin_cpu_supports("avx2"))
-            j.dot = dot_i8_avx2;
+            j.dot = dot_i8_avx2, j.dot4 = dot_i8_4x4_avx2;
         if (__builtin_cpu_supports("popcnt"))
             j.ham = hamming_popcnt;
     }
 #endif
-    tq_parallel_for(j.nq, 1, run_queries, &j);
+    /* chunks of at least a tile (the tiles change no result: each product is
+     * exact and each list sees the rows in index order) */
+    tq_parallel_for(j.nq, 4, run_queries, &j);
     return TQ_OK;
 }
