@@ -36,8 +36,45 @@ static int64_t hamming_c(const unsigned char *a, const unsigned char *b, size_t 
     return s;
 }
 
+/* 4 queries by 4 rows: each word loaded serves four distances.
+ * out[4 a + b] = distance(q[a], x[b]). */
+static inline void hamming_4x4_body(const unsigned char *const *q, const unsigned char *const *x,
+                                    size_t n, int64_t *out)
+{
+    int64_t acc[16] = {0};
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        uint64_t qa[4], xb[4];
+        for (int a = 0; a < 4; a++)
+            memcpy(&qa[a], q[a] + j, 8);
+        for (int b = 0; b < 4; b++)
+            memcpy(&xb[b], x[b] + j, 8);
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++)
+                acc[4 * a + b] += __builtin_popcountll(qa[a] ^ xb[b]);
+    }
+    for (int t = 0; t < 16; t++) {
+        for (size_t k = j; k < n; k++)
+            acc[t] += __builtin_popcount((unsigned)(q[t / 4][k] ^ x[t % 4][k]));
+        out[t] = acc[t];
+    }
+}
+
+static void hamming_4x4_c(const unsigned char *const *q, const unsigned char *const *x, size_t n,
+                          int64_t *out)
+{
+    hamming_4x4_body(q, x, n, out);
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+__attribute__((target("popcnt"))) static void hamming_4x4_popcnt(const unsigned char *const *q,
+                                                                 const unsigned char *const *x,
+                                                                 size_t n, int64_t *out)
+{
+    hamming_4x4_body(q, x, n, out); /* the same loop, with the POPCNT instruction */
+}
 
 /* int8 products widened to int16, pairs summed to int32 by madd: exact for
  * every code, -128 included (|sum| < 2^31 for d <= 2^17) */
@@ -101,6 +138,7 @@ __attribute__((target("popcnt"))) static int64_t hamming_popcnt(const unsigned c
 typedef int32_t (*dot_fn)(const int8_t *, const int8_t *, int64_t);
 typedef void (*dot4_fn)(const int8_t *const *, const int8_t *const *, int64_t, int32_t *);
 typedef int64_t (*ham_fn)(const unsigned char *, const unsigned char *, size_t);
+typedef void (*ham4_fn)(const unsigned char *const *, const unsigned char *const *, size_t, int64_t *);
 
 /* ---- scores ---- */
 
@@ -147,6 +185,7 @@ typedef struct job {
     dot_fn dot;
     dot4_fn dot4;         /* NULL: pair by pair */
     ham_fn ham;
+    ham4_fn ham4;
     float *v;
     int64_t *ix;
 } job;
@@ -196,6 +235,27 @@ static void run_queries(void *ctx, int64_t begin, int64_t end)
                 for (int a = 0; a < 4; a++)
                     offer_dot(j, i + a, r, j->dot(q4[a], (const int8_t *)(j->x + (size_t)r * j->rb), j->d));
         }
+        for (; !j->i8 && i + 4 <= end; i += 4) {
+            const unsigned char *q4[4];
+            for (int a = 0; a < 4; a++)
+                q4[a] = j->q + (size_t)(i + a) * j->rb;
+            int64_t r = b0;
+            for (; r + 4 <= b1; r += 4) {
+                const unsigned char *x4[4];
+                int64_t dist[16];
+                for (int b = 0; b < 4; b++)
+                    x4[b] = j->x + (size_t)(r + b) * j->rb;
+                j->ham4(q4, x4, j->rb, dist);
+                for (int a = 0; a < 4; a++)
+                    for (int b = 0; b < 4; b++) /* 0, not -0 */
+                        offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
+                              (float)-dist[4 * a + b], j->base + r + b);
+            }
+            for (; r < b1; r++)
+                for (int a = 0; a < 4; a++)
+                    offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
+                          (float)-j->ham(q4[a], j->x + (size_t)r * j->rb, j->rb), j->base + r);
+        }
         for (; i < end; i++) {
             const unsigned char *qr = j->q + (size_t)i * j->rb;
             for (int64_t r = b0; r < b1; r++) {
@@ -220,7 +280,7 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
         .qs = qscale ? tq_tensor_host(qscale) : NULL, .xs = dbscale ? tq_tensor_host(dbscale) : NULL,
         .nq = q->dims[0], .ndb = db->dims[0], .d = q->dims[1], .k = vals->dims[1],
         .base = idx_base, .i8 = q->dtype == TQ_DTYPE_I8,
-        .dot = dot_i8_c, .ham = hamming_c,
+        .dot = dot_i8_c, .ham = hamming_c, .ham4 = hamming_4x4_c,
         .v = tq_tensor_host(vals), .ix = tq_tensor_host(idx),
     };
     j.rb = j.i8 ? (size_t)j.d : (size_t)(j.d + 7) / 8;
@@ -231,7 +291,7 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
         if (__builtin_cpu_supports("avx2"))
             j.dot = dot_i8_avx2, j.dot4 = dot_i8_4x4_avx2;
         if (__builtin_cpu_supports("popcnt"))
-            j.ham = hamming_popcnt;
+            j.ham = hamming_popcnt, j.ham4 = hamming_4x4_popcnt;
     }
 #endif
     /* chunks of at least a tile (the tiles change no result: each product is
