@@ -40,9 +40,27 @@ else ifneq ($(HAVE_GLSLC),1)
 BACKEND_NOTES += "vulkan: left out (glslc not found: apt-get install glslc)"
 VULKAN_SRC :=
 endif
-ifeq ($(CUDA_SRC),)
+# CUDA and HIP: one host source (lib/cuda/, built twice) and one kernel source
+# (kernels/cuda/*.cu), compiled by nvcc into a fatbin and by hipcc into a code
+# object bundle, both embedded in libtq.a (and left in build/cuda, build/hip).
+CUDA_KERNELS := $(wildcard kernels/cuda/*.cu)
+GPU_OBJ  :=
+ifeq ($(CUDA_SRC)$(CUDA_KERNELS),)
 BACKEND_NOTES += "cuda: left out (this tree has no CUDA backend yet)"
 BACKEND_NOTES += "hip: left out (this tree has no HIP backend yet)"
+else
+ifeq ($(HAVE_NVCC),1)
+CPPFLAGS += -DTQ_HAVE_CUDA
+GPU_OBJ  += $(CUDA_SRC:%.c=$(OBJDIR)/%.cuda.o) $(OBJDIR)/kernels/cuda/image_cuda.o
+else
+BACKEND_NOTES += "cuda: left out (nvcc not found on PATH or in /usr/local/cuda/bin: install the CUDA toolkit)"
+endif
+ifeq ($(HAVE_HIPCC),1)
+CPPFLAGS += -DTQ_HAVE_HIP
+GPU_OBJ  += $(CUDA_SRC:%.c=$(OBJDIR)/%.hip.o) $(OBJDIR)/kernels/cuda/image_hip.o
+else
+BACKEND_NOTES += "hip: left out (hipcc not found: apt-get install hipcc)"
+endif
 endif
 
 LIB_SRC  := $(filter-out lib/vulkan/% lib/cuda/%,$(wildcard lib/*.c lib/*/*.c)) $(VULKAN_SRC)
@@ -54,6 +72,7 @@ CPPFLAGS += -DTQ_HAVE_VULKAN
 VK_SHADERS := $(OBJDIR)/kernels/vulkan/shaders.c
 LIB_OBJ  += $(VK_SHADERS:.c=.o)
 endif
+LIB_OBJ  += $(GPU_OBJ)
 TOOLS    := $(patsubst cmd/%.c,%,$(wildcard cmd/tq-*.c))
 BINS     := $(TOOLS:%=$(BINDIR)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -91,6 +110,28 @@ $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kerne
 
 $(VK_SHADERS:.c=.o): $(VK_SHADERS) $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+build/cuda/tq.fatbin: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
+	sh scripts/gpu-kernels.sh cuda $@ $(CUDA_KERNELS)
+
+build/hip/tq.hipfb: $(CUDA_KERNELS) $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh) scripts/gpu-kernels.sh
+	sh scripts/gpu-kernels.sh hip $@ $(CUDA_KERNELS)
+
+$(OBJDIR)/kernels/cuda/image_cuda.o: build/cuda/tq.fatbin scripts/gpu-embed.sh
+	sh scripts/gpu-embed.sh tq_cuda_image $< $(@:.o=.S)
+	$(CC) -c $(@:.o=.S) -o $@
+
+$(OBJDIR)/kernels/cuda/image_hip.o: build/hip/tq.hipfb scripts/gpu-embed.sh
+	sh scripts/gpu-embed.sh tq_hip_image $< $(@:.o=.S)
+	$(CC) -c $(@:.o=.S) -o $@
+
+$(OBJDIR)/lib/cuda/%.cuda.o: lib/cuda/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OBJDIR)/lib/cuda/%.hip.o: lib/cuda/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DTQ_GPU_HIP $(CFLAGS) -c $< -o $@
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -157,3 +198,72 @@ clean:
 	rm -rf build bin lib/libtq.a
 
 -include $(LIB_OBJ:.o=.d) $(TOOLS:%=$(OBJDIR)/cmd/%.d)
+
+# ---- the GPU stand-in driver: tests only, never installed (tests/standin/README.md) ----
+# One shared library exporting the CUDA driver / cuBLAS / HIP / rocBLAS subset
+# lib/cuda uses, with the kernels of kernels/cuda compiled in as host C++; a
+# second build of it holds the self-test kernels of tests/standin/selftest.
+STANDIN_DIR   := $(OUT)/build/standin
+STANDIN_OBJ   := $(patsubst tests/standin/%.c,$(STANDIN_DIR)/%.o,$(filter-out %/fiber-bench.c,$(wildcard tests/standin/*.c))) \
+                 $(STANDIN_DIR)/fiber_x86_64.o
+STANDIN_FLAGS := $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP -D_GNU_SOURCE
+# STANDIN_ARCH=-march=native makes fmaf an instruction instead of a libm call
+# (the op suite ~15% faster, same bits: ISO C++ contracts nothing); off by
+# default, as a build dir carried to another CPU would then die of SIGILL.
+STANDIN_ARCH  ?=
+STANDIN_KFLAGS := -std=c++17 $(STANDIN_FLAGS) $(STANDIN_ARCH) -DTQ_EMU -I. -Itests/standin -Ikernels/cuda
+STANDIN_LIB   := $(STANDIN_DIR)/libtqstandin.so
+.PHONY: standin check-standin standin-bench
+
+standin: $(STANDIN_LIB)
+
+$(STANDIN_DIR)/%.o: tests/standin/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(STANDIN_FLAGS) -c $< -o $@
+
+$(STANDIN_DIR)/fiber_x86_64.o: tests/standin/fiber_x86_64.S
+	@mkdir -p $(dir $@)
+	$(CC) $(STANDIN_FLAGS) -c $< -o $@
+
+# the registries are regenerated every time (a kernel file may have come or
+# gone) but rewritten only when they change
+$(STANDIN_DIR)/registry-main.cpp: FORCE
+	@mkdir -p $(dir $@)
+	@sh tests/standin/gen-registry.sh $@ $(wildcard kernels/cuda/*.cu)
+
+$(STANDIN_DIR)/registry-selftest.cpp: FORCE
+	@mkdir -p $(dir $@)
+	@sh tests/standin/gen-registry.sh $@ $(wildcard tests/standin/selftest/*.cu)
+
+# kernels are rebuilt when their flags change (STANDIN_ARCH, SAN), as FLAGS_STAMP does
+$(STANDIN_DIR)/kflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(STANDIN_KFLAGS)' | cmp -s - $@ || echo '$(STANDIN_KFLAGS)' > $@
+
+$(STANDIN_DIR)/registry-%.o: $(STANDIN_DIR)/registry-%.cpp $(STANDIN_DIR)/kflags
+	g++ $(STANDIN_KFLAGS) -c $< -o $@
+
+$(STANDIN_DIR)/libtqstandin%.so: $(STANDIN_OBJ) $(STANDIN_DIR)/registry%.o
+	g++ -shared $(SANFLAGS) -pthread $^ -lm -o $@
+
+$(STANDIN_DIR)/libtqstandin.so: $(STANDIN_OBJ) $(STANDIN_DIR)/registry-main.o
+	g++ -shared $(SANFLAGS) -pthread $^ -lm -o $@
+
+$(STANDIN_DIR)/selftest: $(wildcard tests/standin/selftest/*.[ch]) tests/standin/abi.h \
+                        $(STANDIN_DIR)/libtqstandin-selftest.so
+	$(CC) -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -Itests/standin $(wildcard tests/standin/selftest/*.c) \
+	    $(STANDIN_DIR)/libtqstandin-selftest.so -Wl,-rpath,$(abspath $(STANDIN_DIR)) -ldl -lm -o $@
+
+check-standin: $(STANDIN_DIR)/selftest $(STANDIN_LIB)
+	@sh tests/run-unit.sh $(STANDIN_DIR)/selftest
+
+# the cost of a fiber switch, x86-64 assembly against ucontext (a figure, not a test)
+standin-bench:
+	@mkdir -p $(STANDIN_DIR)
+	$(CC) -std=c11 -O2 -D_GNU_SOURCE -Itests/standin tests/standin/fiber-bench.c \
+	    tests/standin/fiber.c tests/standin/fiber_x86_64.S -o $(STANDIN_DIR)/fiber-bench
+	$(CC) -std=c11 -O2 -D_GNU_SOURCE -DTQ_FIBER_UCONTEXT -Itests/standin \
+	    tests/standin/fiber-bench.c tests/standin/fiber.c -o $(STANDIN_DIR)/fiber-bench-uc
+	@$(STANDIN_DIR)/fiber-bench && $(STANDIN_DIR)/fiber-bench-uc
+
+-include $(wildcard $(STANDIN_DIR)/*.d)

@@ -64,6 +64,13 @@ typedef struct tq_backend {
     tq_status (*upload)(void *ctx, void *buf, size_t offset, const void *src, size_t n);
     tq_status (*download)(void *ctx, const void *buf, size_t offset, void *dst, size_t n);
     tq_status (*sync)(void *ctx);
+    /* Graphs (NULL where the device has none): ops queued between
+     * graph_begin and graph_end are recorded, not run; graph_launch replays
+     * them; graph_free waits for the last replay and frees the graph. */
+    tq_status (*graph_begin)(void *ctx);
+    tq_status (*graph_end)(void *ctx, int commit, void **graph);
+    tq_status (*graph_launch)(void *ctx, void *graph);
+    void (*graph_free)(void *ctx, void *graph);
     tq_backend_ops ops;
 } tq_backend;
 
@@ -74,6 +81,8 @@ struct tq_device {
     char name[32];
     char describe[512];
     char host_ops[192]; /* ops that ran through the host path: "topk, convert" */
+    int recording;      /* between tq_graph_begin and tq_graph_end */
+    long graphs, replays; /* graphs recorded, and launched, on this device */
 };
 
 /* The backends compiled into this build; the CPU one always is. */

@@ -40,6 +40,9 @@ void tq_hostpath_begin(tq_hostpath *h, tq_device *dev, const char *op)
     memset(h, 0, sizeof *h);
     pthread_once(&host_once, host_open);
     h->st = host_st;
+    if (!h->st && dev->recording) /* a copy to the host would wait mid-recording */
+        h->st = tq_fail(TQ_ERR_RUNTIME, "%s: op %s runs on the host and cannot be recorded in a graph",
+                        dev->name, op);
     if (!h->st)
         note(dev, op);
 }

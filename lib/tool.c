@@ -260,7 +260,14 @@ void tq_tool_progress_done(tq_tool *t)
 
 void tq_tool_device_done(tq_tool *t, const tq_device *dev)
 {
-    if (dev && tq_device_host_ops(dev)[0])
+    if (!dev)
+        return;
+    if (tq_device_host_ops(dev)[0])
         tq_tool_log(t, TQ_LOG_INFO, "%s: ran on the host (no kernel on this device): %s",
                     tq_device_name(dev), tq_device_host_ops(dev));
+    long graphs, replays;
+    tq_device_graph_counts(dev, &graphs, &replays);
+    if (graphs)
+        tq_tool_log(t, TQ_LOG_INFO, "%s: %ld graph%s recorded, %ld launch%s", tq_device_name(dev),
+                    graphs, graphs == 1 ? "" : "s", replays, replays == 1 ? "" : "es");
 }

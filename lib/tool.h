@@ -82,7 +82,8 @@ void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Under -v, names the ops that ran on the host because dev has no kernel for
- * them (tq_device_host_ops); call it before closing the device. */
+ * them (tq_device_host_ops), and the graphs recorded and launched; call it
+ * before closing the device. */
 void tq_tool_device_done(tq_tool *t, const tq_device *dev);
 
 /* Opens the binary output (-o FILE or stdout), refusing a terminal without -f. */

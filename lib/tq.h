@@ -210,6 +210,26 @@ const char *tq_device_describe(const tq_device *dev); /* one line of detail */
 /* The ops that ran on the host so far because the device has no kernel for
  * them (or not for those arguments), as "topk, convert"; "" when none. */
 const char *tq_device_host_ops(const tq_device *dev);
+/* Graphs: on a device that has them (cuda, hip), the ops called between
+ * tq_graph_begin and tq_graph_end are recorded instead of run, and
+ * tq_graph_launch replays them, all at once, as often as wanted: the same
+ * kernels on the same tensors, whose contents may change between replays
+ * (upload new inputs before a launch, download after it). Between begin and
+ * end only ops may be called: no upload, download, tensor_new or _free, and no
+ * op that runs on the host (it fails, saying so). On other devices *recording
+ * is 0, the ops run as they are called, and end gives *g = NULL. A failed op
+ * leaves the recording to tq_graph_end(dev, 0, ...), which drops it. */
+typedef struct tq_graph tq_graph;
+tq_status tq_graph_begin(tq_device *dev, int *recording);
+/* commit = 0 abandons the recording (after a failed op); *g is then NULL. */
+tq_status tq_graph_end(tq_device *dev, int commit, tq_graph **g);
+tq_status tq_graph_launch(tq_graph *g);
+void tq_graph_free(tq_graph *g);
+/* Whether tq_graph_begin would record on dev (a device with graphs, and
+ * TQ_GRAPHS not 0). */
+int tq_device_has_graphs(const tq_device *dev);
+/* How many graphs were recorded on dev, and replayed (for -v). */
+void tq_device_graph_counts(const tq_device *dev, long *recorded, long *replays);
 /* Waits for queued work on the device. */
 tq_status tq_device_sync(tq_device *dev);
 

@@ -26,9 +26,12 @@ typedef struct bert_layer {
     tq_tensor *bo, *ln1_g, *ln1_b, *wi, *bi, *wo2, *bo2, *ln2_g, *ln2_b;
 } bert_layer;
 
+typedef struct bert_plans bert_plans; /* bert_forward.c: kept per batch shape */
+
 typedef struct bert_model {
     bert_config cfg;
     tq_device *dev;
+    bert_plans *plans; /* on devices with graphs, else NULL */
     tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row */
     bert_layer *layer;
 } bert_model;
@@ -39,6 +42,9 @@ void tq_bert_config_free(bert_config *cfg);
 /* Loads model.safetensors from cfg->model_dir onto dev. Takes cfg over. */
 tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **m);
 void tq_bert_model_free(bert_model *m);
+/* The per-shape tensors and graphs, for a device that records graphs. */
+tq_status tq_bert_plans_new(tq_device *dev, bert_plans **ps);
+void tq_bert_plans_free(bert_plans *ps);
 /* The last hidden states of a padded batch: ids [b, len] (i64), doc i's real
  * tokens are the first lens[i]; out gets b * len * hidden floats. */
 tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,

@@ -2,12 +2,14 @@
  * norm, GELU, add and gather through the op API on the model's device.
  * Attention is the fused op (tq_op_attention, the one tq-attend runs): the
  * projections give q, k, v of all heads side by side, the op splits the heads
- * and masks each document's padding with key_len. */
+ * and masks each document's padding with key_len. On a device with graphs
+ * (CUDA, HIP) the layers of a batch shape are recorded once and replayed for
+ * later batches of that shape, their tensors kept with the graph. */
 #include "bert.h"
 #include "internal.h"
 
 typedef struct scratch {
-    tq_tensor *x, *x3, *tmp, *x1, *attn, *ctx, *mid, *key_len;
+    tq_tensor *x, *x3, *tmp, *x1, *attn, *ctx, *mid, *key_len, *idx, *pidx;
     tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
 } scratch;
 
@@ -15,9 +17,52 @@ static void scratch_free(scratch *s)
 {
     /* views before their parents */
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->ctx, s->mid, s->key_len,
-                        s->q3, s->k3, s->v3, s->q, s->k, s->v};
+                        s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
+    memset(s, 0, sizeof *s);
+}
+
+/* A batch shape's tensors and the graph of its layers, kept for the next
+ * batch of that shape (a few shapes, the least recently used dropped). */
+#define BERT_PLANS 4
+typedef struct bert_plan {
+    int64_t b, len;
+    unsigned long used;
+    scratch s;
+    tq_graph *g;
+    int no_graph; /* recording failed once (an op that runs on the host) */
+} bert_plan;
+
+struct bert_plans {
+    bert_plan p[BERT_PLANS];
+    unsigned long clock;
+};
+
+static void plan_free(bert_plan *p)
+{
+    tq_graph_free(p->g);
+    scratch_free(&p->s);
+    memset(p, 0, sizeof *p);
+}
+
+tq_status tq_bert_plans_new(tq_device *dev, bert_plans **ps)
+{
+    *ps = NULL;
+    if (!tq_device_has_graphs(dev))
+        return TQ_OK;
+    if (!(*ps = calloc(1, sizeof **ps)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    return TQ_OK;
+}
+
+void tq_bert_plans_free(bert_plans *ps)
+{
+    if (!ps)
+        return;
+    for (int i = 0; i < BERT_PLANS; i++)
+        plan_free(&ps->p[i]);
+    free(ps);
 }
 
 static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor **t)
@@ -43,33 +88,6 @@ static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
     return tq_op_matmul(s->ctx, 0, L->wo, 1, 1, 0, s->attn);
 }
 
-/* The projections [b*len, H], their [b, len, H] views, and key_len [b]: each
- * document's real tokens (every document has at least [CLS], so no query of
- * a real token is fully masked; padding rows are computed and ignored). */
-static tq_status heads_setup(const bert_model *m, int64_t b, int64_t len, const int *lens,
-                             scratch *s)
-{
-    tq_device *dev = m->dev;
-    int64_t n = b * len, H = m->cfg.hidden, d2[2] = {n, H}, d3[3] = {b, len, H};
-    tq_status st;
-    if ((st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->q)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->k)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->v)) ||
-        (st = tq_tensor_view(s->q, 0, TQ_DTYPE_F32, 3, d3, &s->q3)) ||
-        (st = tq_tensor_view(s->k, 0, TQ_DTYPE_F32, 3, d3, &s->k3)) ||
-        (st = tq_tensor_view(s->v, 0, TQ_DTYPE_F32, 3, d3, &s->v3)) ||
-        (st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &b, &s->key_len)))
-        return st;
-    int64_t *kl = malloc((size_t)b * sizeof *kl + 1);
-    if (!kl)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < b; i++)
-        kl[i] = lens[i];
-    st = tq_tensor_upload(s->key_len, kl, (size_t)b * sizeof *kl);
-    free(kl);
-    return st;
-}
-
 static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
 {
     float eps = (float)m->cfg.eps;
@@ -89,35 +107,117 @@ static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
     return TQ_OK;
 }
 
-static tq_status embed(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
-                       scratch *s)
+/* The tensors of a batch shape, all of them, before anything runs. */
+static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratch *s)
 {
     tq_device *dev = m->dev;
-    int64_t n = b * len, H = m->cfg.hidden;
-    tq_tensor *idx = NULL, *pidx = NULL;
-    int64_t *pos = malloc((size_t)n * sizeof *pos);
+    int64_t n = b * len, H = m->cfg.hidden, d2[2] = {n, H}, d3[3] = {b, len, H};
+    tq_status st;
+    if ((st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->idx)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->pidx)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->x)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->tmp)) ||
+        (st = tq_tensor_view(s->x, 0, TQ_DTYPE_F32, 3, d3, &s->x3)) ||
+        (st = new3(dev, b, len, H, &s->x1)) || (st = new3(dev, b, len, H, &s->attn)) ||
+        (st = new3(dev, b, len, H, &s->ctx)) || (st = new3(dev, b, len, m->cfg.inter, &s->mid)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->q)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->k)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->v)) ||
+        (st = tq_tensor_view(s->q, 0, TQ_DTYPE_F32, 3, d3, &s->q3)) ||
+        (st = tq_tensor_view(s->k, 0, TQ_DTYPE_F32, 3, d3, &s->k3)) ||
+        (st = tq_tensor_view(s->v, 0, TQ_DTYPE_F32, 3, d3, &s->v3)))
+        return st;
+    return tq_tensor_new(dev, TQ_DTYPE_I64, 1, &b, &s->key_len);
+}
+
+/* The batch's inputs onto the device: token ids, positions, and key_len, each
+ * document's real tokens (every document has at least [CLS], so no query of
+ * a real token is fully masked; padding rows are computed and ignored). */
+static tq_status inputs(int64_t b, int64_t len, const int64_t *ids, const int *lens, scratch *s)
+{
+    int64_t n = b * len;
+    int64_t *pos = malloc((size_t)(n + b) * sizeof *pos + 1);
     if (!pos)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++)
         pos[i] = i % len;
-    tq_status st;
-    int64_t d2[2] = {n, H};
-    if (!(st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &idx)) &&
-        !(st = tq_tensor_upload(idx, ids, (size_t)n * sizeof *ids)) &&
-        !(st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &pidx)) &&
-        !(st = tq_tensor_upload(pidx, pos, (size_t)n * sizeof *pos)) &&
-        !(st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->x)) &&
-        !(st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->tmp)) &&
-        !(st = tq_op_gather(m->wemb, idx, s->x)) && !(st = tq_op_gather(m->pemb, pidx, s->tmp)) &&
-        !(st = tq_op_add(s->x, s->tmp, s->x)) && !(st = tq_op_add(s->x, m->temb0, s->x)) &&
-        !(st = tq_op_layernorm(s->x, m->eln_g, m->eln_b, (float)m->cfg.eps, s->x))) {
-        int64_t d3[3] = {b, len, H};
-        st = tq_tensor_view(s->x, 0, TQ_DTYPE_F32, 3, d3, &s->x3);
-    }
-    tq_tensor_free(idx);
-    tq_tensor_free(pidx);
+    for (int64_t i = 0; i < b; i++)
+        pos[n + i] = lens[i];
+    tq_status st = tq_tensor_upload(s->idx, ids, (size_t)n * sizeof *ids);
+    if (!st)
+        st = tq_tensor_upload(s->pidx, pos, (size_t)n * sizeof *pos);
+    if (!st)
+        st = tq_tensor_upload(s->key_len, pos + n, (size_t)b * sizeof *pos);
     free(pos);
     return st;
+}
+
+static tq_status embed(const bert_model *m, scratch *s)
+{
+    tq_status st;
+    if ((st = tq_op_gather(m->wemb, s->idx, s->x)) || (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
+        (st = tq_op_add(s->x, s->tmp, s->x)) || (st = tq_op_add(s->x, m->temb0, s->x)))
+        return st;
+    return tq_op_layernorm(s->x, m->eln_g, m->eln_b, (float)m->cfg.eps, s->x);
+}
+
+static tq_status layers(const bert_model *m, scratch *s)
+{
+    tq_status st = TQ_OK;
+    for (int64_t i = 0; !st && i < m->cfg.layers; i++)
+        st = layer(m, &m->layer[i], s);
+    return st;
+}
+
+/* The plan for a shape: the one kept, or a new one in the least recently
+ * used place. */
+static tq_status plan_get(const bert_model *m, int64_t b, int64_t len, bert_plan **out)
+{
+    bert_plans *ps = m->plans;
+    bert_plan *p = &ps->p[0];
+    for (int i = 0; i < BERT_PLANS; i++) {
+        if (ps->p[i].b == b && ps->p[i].len == len) {
+            p = &ps->p[i];
+            p->used = ++ps->clock;
+            *out = p;
+            return TQ_OK;
+        }
+        if (ps->p[i].used < p->used)
+            p = &ps->p[i];
+    }
+    plan_free(p);
+    tq_status st = scratch_new(m, b, len, &p->s);
+    if (st) {
+        plan_free(p);
+        return st;
+    }
+    p->b = b;
+    p->len = len;
+    p->used = ++ps->clock;
+    *out = p;
+    return TQ_OK;
+}
+
+/* The layers, through the plan's graph: recorded at its first batch, then
+ * replayed. An op that cannot be recorded (one that runs on the host) drops
+ * the recording, and this shape runs its ops one by one from then on. */
+static tq_status layers_graphed(const bert_model *m, bert_plan *p)
+{
+    if (p->g)
+        return tq_graph_launch(p->g);
+    if (p->no_graph)
+        return layers(m, &p->s);
+    int rec;
+    tq_status st = tq_graph_begin(m->dev, &rec);
+    if (st || !rec)
+        return st ? st : layers(m, &p->s);
+    st = layers(m, &p->s);
+    tq_status est = tq_graph_end(m->dev, !st, &p->g);
+    if (st || est || !p->g) {
+        p->no_graph = 1;
+        return layers(m, &p->s);
+    }
+    return tq_graph_launch(p->g);
 }
 
 tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
@@ -130,19 +230,19 @@ tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int
     if (len > m->cfg.max_pos)
         return tq_fail(TQ_ERR_USAGE, "bert: %lld tokens exceed max_position_embeddings",
                        (long long)len);
-    tq_device *dev = m->dev;
-    int64_t H = m->cfg.hidden;
-    scratch s = {0};
+    size_t bytes = (size_t)(b * len * m->cfg.hidden) * sizeof *out;
     tq_status st;
-    if (!(st = embed(m, b, len, ids, &s)) && !(st = new3(dev, b, len, H, &s.x1)) &&
-        !(st = new3(dev, b, len, H, &s.attn)) && !(st = heads_setup(m, b, len, lens, &s)) &&
-        !(st = new3(dev, b, len, H, &s.ctx)) &&
-        !(st = new3(dev, b, len, m->cfg.inter, &s.mid))) {
-        for (int64_t i = 0; !st && i < m->cfg.layers; i++)
-            st = layer(m, &m->layer[i], &s);
-        if (!st)
-            st = tq_tensor_download(s.x3, out, (size_t)(b * len * H) * sizeof *out);
+    if (m->plans) { /* a device with graphs: tensors and graph kept per shape */
+        bert_plan *p;
+        if (!(st = plan_get(m, b, len, &p)) && !(st = inputs(b, len, ids, lens, &p->s)) &&
+            !(st = embed(m, &p->s)) && !(st = layers_graphed(m, p)))
+            st = tq_tensor_download(p->s.x3, out, bytes);
+        return st;
     }
+    scratch s = {0}; /* elsewhere memory is bounded by the batch: nothing kept */
+    if (!(st = scratch_new(m, b, len, &s)) && !(st = inputs(b, len, ids, lens, &s)) &&
+        !(st = embed(m, &s)) && !(st = layers(m, &s)))
+        st = tq_tensor_download(s.x3, out, bytes);
     scratch_free(&s);
     return st;
 }

@@ -125,6 +125,8 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; !st && i < m->cfg.layers; i++)
         st = layer(&l, &m->cfg, i, &m->layer[i]);
+    if (!st)
+        st = tq_bert_plans_new(dev, &m->plans);
     tq_st_close(l.st);
     if (st) {
         tq_bert_model_free(m);
@@ -138,6 +140,7 @@ void tq_bert_model_free(bert_model *m)
 {
     if (!m)
         return;
+    tq_bert_plans_free(m->plans); /* its graphs use the weights */
     for (int64_t i = 0; m->layer && i < m->cfg.layers; i++) {
         bert_layer *L = &m->layer[i];
         tq_tensor *one[] = {L->wq, L->bq, L->wk, L->bk, L->wv, L->bv, L->wo, L->bo, L->ln1_g, L->ln1_b, L->wi, L->bi,

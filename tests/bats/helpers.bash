@@ -11,7 +11,7 @@ export PATH="$TQ_BIN:$PATH"
 PY=/usr/bin/python3
 export PYTHONPATH="$TESTS_DIR/lib${PYTHONPATH:+:$PYTHONPATH}"
 # Tests must not depend on the caller's environment.
-unset TQ_DEVICE TQ_THREADS TQ_LOG
+unset TQ_DEVICE TQ_THREADS TQ_LOG TQ_CUDA_DRIVER TQ_CUBLAS TQ_HIP_RUNTIME TQ_ROCBLAS
 
 # py SCRIPT ARGS...: runs inline Python with the test library on the path.
 py() { "$PY" "$@"; }
@@ -28,4 +28,22 @@ needs_numpy() {
 needs_peak_rss() {
     [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
     case "$TQ_BIN" in */san/*) skip "peak memory is not measured under sanitizers" ;; esac
+}
+
+# simmat_inputs: tq-simmat's inputs for the device suites (vulkan.bats,
+# gpu.bats): a database of 600 rows of 24 values in batches of 100 with i64 keys, whose rows 200.. repeat its first 8 (each 51 times: more
+# than the candidates a device keeps for small k, so those queries take the
+# host's way), and 50 queries: every 13th database row (a row against itself:
+# L2 +0) and 3 random ones, in two batches.
+simmat_inputs() {
+    py -c "
+import numpy as np, tqstream as t
+rng = np.random.default_rng(5)
+x = rng.standard_normal((600, 24)).astype(np.float32)
+x[200:] = np.tile(x[:8], (50, 1))
+q = np.concatenate([x[::13], rng.standard_normal((3, 24)).astype(np.float32)])
+db = b''.join(t.array_frame('key', np.arange(b, b + 100, dtype=np.int64)) +
+              t.array_frame('emb', x[b:b + 100]) for b in range(0, 600, 100))
+open('db.tq', 'wb').write(db)
+open('q.tq', 'wb').write(t.array_frame('emb', q[:30]) + t.array_frame('emb', q[30:]))"
 }

@@ -166,24 +166,6 @@ print('ok')"
     assert_output "ok"
 }
 
-# tq-simmat's inputs: a database of 600 rows of 24 values in batches of 100
-# with i64 keys, whose rows 200.. repeat its first 8 (each 51 times: more
-# than the candidates a device keeps for small k, so those queries take the
-# host's way), and 50 queries: every 13th database row (a row against itself:
-# L2 +0) and 3 random ones, in two batches.
-simmat_inputs() {
-    py -c "
-import numpy as np, tqstream as t
-rng = np.random.default_rng(5)
-x = rng.standard_normal((600, 24)).astype(np.float32)
-x[200:] = np.tile(x[:8], (50, 1))
-q = np.concatenate([x[::13], rng.standard_normal((3, 24)).astype(np.float32)])
-db = b''.join(t.array_frame('key', np.arange(b, b + 100, dtype=np.int64)) +
-              t.array_frame('emb', x[b:b + 100]) for b in range(0, 600, 100))
-open('db.tq', 'wb').write(db)
-open('q.tq', 'wb').write(t.array_frame('emb', q[:30]) + t.array_frame('emb', q[30:]))"
-}
-
 # tq-simmat.1 (DETERMINISM): top-k, threshold and dedup score every pair that
 # decides something exactly on the host, whatever the device ranked with, so
 # --device vulkan writes the same bytes as --device cpu.

@@ -1,0 +1,75 @@
+/* attention.c: the fused attention op on CUDA/HIP (kernels/cuda/attention.cu):
+ * one launch for the outputs, which also leaves each query row's softmax max
+ * and sum in a scratch block; then, when asked, one for the weights and one
+ * for the received scores. The three kernels take one argument list. */
+#include "gpu.h"
+#include "../hostpath.h"
+
+#include <math.h>
+
+#define ATT_BLOCK 256u
+
+static unsigned grid_for(uint64_t n) { return (unsigned)(n < (1u << 20) ? (n ? n : 1) : (1u << 20)); }
+
+tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
+                            const tq_attention_args *a, tq_tensor *out)
+{
+    tq_gpu_ctx *c = ctx;
+    int r3 = q->rank == 3;
+    uint64_t B = (uint64_t)(r3 ? q->dims[0] : 1), Lq = (uint64_t)q->dims[r3],
+             Lk = (uint64_t)k->dims[r3], H = (uint64_t)a->heads;
+    uint64_t Dk = (uint64_t)q->dims[r3 + 1] / H, Dv = (uint64_t)v->dims[r3 + 1] / H;
+    /* each thread folds up to 4 output columns; B, H, Lq, Lk travel as 32 bits */
+    if (!c->fn[K_ATTENTION] || (a->weights && !c->fn[K_ATTENTION_WEIGHTS]) ||
+        (a->received && !c->fn[K_ATTENTION_RECEIVED]) || Dv > 4 * ATT_BLOCK ||
+        B > UINT32_MAX || Lq > UINT32_MAX || Lk > UINT32_MAX || H * Dk > UINT32_MAX)
+        return tq_host_attention(q, k, v, a, out);
+    uint64_t rows = B * H * Lq;
+    if (!B || (!rows && !a->received))
+        return TQ_OK;
+    gpu_block *stats = NULL;
+    tq_status st = TQ_GPU(pool_alloc)(c, (size_t)(2 * rows + 1) * 4, &stats);
+    if (st)
+        return st;
+    const tq_tensor *len = a->key_len, *qg = a->qgroup, *kg = a->kgroup;
+    gpu_ptr pq = gpu_tensor_ptr(q), pk = gpu_tensor_ptr(k), pv = gpu_tensor_ptr(v);
+    gpu_ptr pst = stats->ptr, none = pq; /* absent inputs: never read */
+    gpu_ptr pl = len ? gpu_tensor_ptr(len) : none, pqg = qg ? gpu_tensor_ptr(qg) : none,
+            pkg = kg ? gpu_tensor_ptr(kg) : none;
+    unsigned uB = (unsigned)B, uLq = (unsigned)Lq, uLk = (unsigned)Lk, uH = (unsigned)H,
+             uDk = (unsigned)Dk, uDv = (unsigned)Dv;
+    float scale = a->scale != 0 ? a->scale : (float)(1.0 / sqrt((double)Dk));
+    unsigned causal = a->causal != 0, has_len = len != NULL, has_groups = qg != NULL;
+    /* the same list for the three kernels, but for the output pointer */
+    gpu_ptr outs[3] = {gpu_tensor_ptr(out), a->weights ? gpu_tensor_ptr(a->weights) : 0,
+                       a->received ? gpu_tensor_ptr(a->received) : 0};
+    static const int kern[3] = {K_ATTENTION, K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED};
+    int want[3] = {rows > 0, a->weights && rows, a->received && Lk};
+    c->api->set_current(c->dev, c->ctx);
+    for (int i = 0; i < 3 && !st; i++) {
+        if (!want[i])
+            continue;
+        gpu_args g = {.size = 0};
+        ARG(&g, pq);
+        ARG(&g, pk);
+        ARG(&g, pv);
+        ARG(&g, outs[i]);
+        ARG(&g, pst);
+        ARG(&g, pl);
+        ARG(&g, pqg);
+        ARG(&g, pkg);
+        ARG(&g, uB);
+        ARG(&g, uLq);
+        ARG(&g, uLk);
+        ARG(&g, uH);
+        ARG(&g, uDk);
+        ARG(&g, uDv);
+        ARG(&g, scale);
+        ARG(&g, causal);
+        ARG(&g, has_len);
+        ARG(&g, has_groups);
+        st = TQ_GPU(launch)(c, kern[i], grid_for(i == 2 ? B * Lk : rows), 1, 1, ATT_BLOCK, 0, &g);
+    }
+    TQ_GPU(pool_free)(c, stats); /* back to the pool: reuse is ordered after these */
+    return st;
+}

@@ -1,0 +1,259 @@
+/* backend.c: the CUDA (or, built with TQ_GPU_HIP, the HIP) backend's table:
+ * probe, describe, open (the device's primary context, one stream, the
+ * embedded kernels, a BLAS handle), memory from the pool, and copies through
+ * a pinned staging buffer. Work is queued on the stream; only a download (and
+ * sync) waits for it, never an op. */
+#include "gpu.h"
+
+#include <unistd.h>
+
+tq_status TQ_GPU(fail)(const tq_gpu_api *api, gpu_res r, const char *what)
+{
+    return tq_fail(TQ_ERR_RUNTIME, "%s: %s: %s", TQ_GPU_NAME, what, api->error_name(r));
+}
+
+static tq_status probe(int *count)
+{
+    const tq_gpu_api *api = TQ_GPU(api)();
+    *count = 0;
+    if (api->why[0])
+        return tq_fail(TQ_ERR_RUNTIME, "%s", api->why);
+    gpu_res r = api->device_count(count);
+    if (r == 100 /* no device, in both APIs */) {
+        *count = 0;
+        return TQ_OK;
+    }
+    return r ? TQ_GPU(fail)(api, r, "counting devices") : TQ_OK;
+}
+
+/* For auto: without the device node the kernel driver makes, there is no GPU
+ * of this kind, and loading the runtime (ROCm's pulls in LLVM) only costs
+ * every tool's start. A runtime named by the environment is always tried. */
+static int may_have_gpu(void)
+{
+#ifdef __linux__
+#ifdef TQ_GPU_HIP
+    const char *env = getenv("TQ_HIP_RUNTIME");
+    return (env && *env) || access("/dev/kfd", F_OK) == 0;
+#else
+    const char *env = getenv("TQ_CUDA_DRIVER");
+    return (env && *env) || access("/dev/nvidiactl", F_OK) == 0 ||
+           access("/dev/nvidia0", F_OK) == 0 || access("/dev/dxg", F_OK) == 0;
+#endif
+#else
+    return 1;
+#endif
+}
+
+static tq_status info(int index, tq_device_info *out)
+{
+    const tq_gpu_api *api = TQ_GPU(api)();
+    if (api->why[0])
+        return tq_fail(TQ_ERR_RUNTIME, "%s", api->why);
+    char arch[64];
+    int sms = 0, warp = 0;
+    size_t mem = 0;
+    if (api->device_name(out->name, sizeof out->name, index))
+        snprintf(out->name, sizeof out->name, "%s device %d", TQ_GPU_NAME, index);
+    api->device_arch(index, arch, sizeof arch);
+    api->device_attr(&sms, GPU_ATTR_SMS, index);
+    api->device_attr(&warp, GPU_ATTR_WARP, index);
+    api->device_memory(&mem, index);
+    out->memory = mem;
+    int v = api->driver_version;
+#ifdef TQ_GPU_HIP
+    snprintf(out->detail, sizeof out->detail, "%s, %d CUs, wavefront %d, HIP driver %d.%d, %s",
+             arch, sms, warp, v / 10000000, v / 100000 % 100, api->blas_name);
+#else
+    snprintf(out->detail, sizeof out->detail, "%s, %d SMs, warp %d, driver CUDA %d.%d, %s", arch,
+             sms, warp, v / 1000, v % 1000 / 10, api->blas_name);
+#endif
+    return TQ_OK;
+}
+
+static void ctx_close(tq_gpu_ctx *c)
+{
+    const tq_gpu_api *api = c->api;
+    if (c->stream)
+        api->stream_sync(c->stream);
+    if (c->flag)
+        TQ_GPU(pool_free)(c, c->flag);
+    TQ_GPU(pool_drain)(c);
+    if (c->blas)
+        api->blas_destroy(c->blas);
+    if (c->stage_done)
+        api->event_destroy(c->stage_done);
+    if (c->stage)
+        api->host_free(c->stage);
+    if (c->module)
+        api->module_unload(c->module);
+    if (c->stream)
+        api->stream_destroy(c->stream);
+    api->leave(c->dev, c->ctx);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+const char *TQ_GPU(kernel_name)(int k);
+
+static tq_status gpu_open(int index, void **out)
+{
+    const tq_gpu_api *api = TQ_GPU(api)();
+    if (api->why[0])
+        return tq_fail(TQ_ERR_RUNTIME, "%s", api->why);
+    tq_gpu_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    c->api = api;
+    c->dev = index;
+    pthread_mutex_init(&c->lock, NULL);
+    gpu_res r;
+    const char *what = "opening the device";
+    if ((r = api->enter(index, &c->ctx)))
+        goto fail;
+    api->device_attr(&c->warp, GPU_ATTR_WARP, index);
+    api->device_attr(&c->max_threads, GPU_ATTR_MAX_THREADS, index);
+    api->device_attr(&c->shared, GPU_ATTR_SHARED, index);
+    api->device_attr(&c->sms, GPU_ATTR_SMS, index);
+    what = "creating a stream";
+    if ((r = api->stream_create(&c->stream)))
+        goto fail;
+    /* A driver too old for this build's code, or a device no image fits,
+     * fails here: say so rather than name the error code alone. */
+    what = "loading the kernels (a driver too old for this build, or no code for this device)";
+    if ((r = api->module_load(&c->module, TQ_GPU(image))))
+        goto fail;
+    for (int k = 0; k < K_COUNT; k++)
+        if (api->module_function(&c->fn[k], c->module, TQ_GPU(kernel_name)(k)))
+            c->fn[k] = NULL; /* an op without its kernel runs on the host */
+    what = "allocating pinned memory";
+    if ((r = api->host_alloc(&c->stage, GPU_STAGE_BYTES)))
+        goto fail;
+    what = "creating an event";
+    if ((r = api->event_create(&c->stage_done)))
+        goto fail;
+    if (api->has_blas && api->blas_create(&c->blas, c->stream))
+        c->blas = NULL;
+    tq_status st = TQ_GPU(pool_alloc)(c, 4, &c->flag);
+    if (st) {
+        ctx_close(c);
+        return st;
+    }
+    *out = c;
+    return TQ_OK;
+fail:; /* device_make puts the device's name before the message */
+    st = tq_fail(TQ_ERR_RUNTIME, "%s: %s", what, api->error_name(r));
+    ctx_close(c);
+    return st;
+}
+
+static void gpu_close(void *ctx) { ctx_close(ctx); }
+
+static tq_status gpu_alloc(void *ctx, size_t n, void **buf)
+{
+    tq_gpu_ctx *c = ctx;
+    c->api->set_current(c->dev, c->ctx);
+    return TQ_GPU(pool_alloc)(c, n, (gpu_block **)buf);
+}
+
+static void gpu_free(void *ctx, void *buf) { TQ_GPU(pool_free)(ctx, buf); }
+
+/* Uploads go through the pinned stage: the caller's memory is free to go as
+ * soon as we return, and the copy to the device runs while the host goes on.
+ * The stage is reused only once the copy out of it has finished. */
+static tq_status gpu_upload(void *ctx, void *buf, size_t offset, const void *src, size_t n)
+{
+    tq_gpu_ctx *c = ctx;
+    const tq_gpu_api *api = c->api;
+    gpu_ptr dst = ((gpu_block *)buf)->ptr + offset;
+    gpu_res r = 0;
+    if (c->recording) /* a replay would copy the staging buffer's later contents */
+        return tq_fail(TQ_ERR_USAGE, "%s: no upload while a graph is recorded", TQ_GPU_NAME);
+    api->set_current(c->dev, c->ctx);
+    pthread_mutex_lock(&c->lock);
+    for (size_t done = 0; !r && done < n;) {
+        size_t part = n - done < GPU_STAGE_BYTES ? n - done : GPU_STAGE_BYTES;
+        if (c->stage_busy && (r = api->event_sync(c->stage_done)))
+            break;
+        c->stage_busy = 0;
+        memcpy(c->stage, (const char *)src + done, part);
+        if (!(r = api->htod(dst + done, c->stage, part, c->stream)) &&
+            !(r = api->event_record(c->stage_done, c->stream)))
+            c->stage_busy = 1;
+        done += part;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r ? TQ_GPU(fail)(api, r, "copying to the device") : TQ_OK;
+}
+
+/* A download waits for everything queued before it: it is where results
+ * reach the host, the one place an op's caller synchronizes. */
+static tq_status gpu_download(void *ctx, const void *buf, size_t offset, void *dst, size_t n)
+{
+    tq_gpu_ctx *c = ctx;
+    const tq_gpu_api *api = c->api;
+    gpu_ptr src = ((const gpu_block *)buf)->ptr + offset;
+    gpu_res r = 0;
+    if (c->recording) /* nothing has run yet: there is nothing to read */
+        return tq_fail(TQ_ERR_USAGE, "%s: no download while a graph is recorded", TQ_GPU_NAME);
+    api->set_current(c->dev, c->ctx);
+    pthread_mutex_lock(&c->lock);
+    for (size_t done = 0; !r && done < n;) {
+        size_t part = n - done < GPU_STAGE_BYTES ? n - done : GPU_STAGE_BYTES;
+        if (!(r = api->dtoh(c->stage, src + done, part, c->stream)) &&
+            !(r = api->stream_sync(c->stream)))
+            memcpy((char *)dst + done, c->stage, part);
+        c->stage_busy = 0; /* the sync finished any upload from the stage too */
+        done += part;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r ? TQ_GPU(fail)(api, r, "copying from the device") : TQ_OK;
+}
+
+static tq_status gpu_sync(void *ctx)
+{
+    tq_gpu_ctx *c = ctx;
+    c->api->set_current(c->dev, c->ctx);
+    gpu_res r = c->api->stream_sync(c->stream);
+    return r ? TQ_GPU(fail)(c->api, r, "waiting for the device") : TQ_OK;
+}
+
+const tq_backend TQ_GPU_BACKEND = {
+#ifdef TQ_GPU_HIP
+    .kind = TQ_BACKEND_HIP,
+#else
+    .kind = TQ_BACKEND_CUDA,
+#endif
+    .name = TQ_GPU_NAME,
+    .probe = probe,
+    .may_have_gpu = may_have_gpu,
+    .info = info,
+    .open = gpu_open,
+    .close = gpu_close,
+    .alloc = gpu_alloc,
+    .free = gpu_free,
+    .upload = gpu_upload,
+    .download = gpu_download,
+    .sync = gpu_sync,
+    .graph_begin = TQ_GPU(graph_begin),
+    .graph_end = TQ_GPU(graph_end),
+    .graph_launch = TQ_GPU(graph_launch),
+    .graph_free = TQ_GPU(graph_free),
+    .ops =
+        {
+            .matmul = TQ_GPU(matmul),
+            .rownorm = TQ_GPU(rownorm),
+            .normalize = TQ_GPU(normalize),
+            .topk = TQ_GPU(topk),
+            .softmax = TQ_GPU(softmax),
+            .layernorm = TQ_GPU(layernorm),
+            .gelu = TQ_GPU(gelu),
+            .activate = TQ_GPU(activate),
+            .add = TQ_GPU(add),
+            .scale = TQ_GPU(scale),
+            .gather = TQ_GPU(gather),
+            .convert = TQ_GPU(convert),
+            .attention = TQ_GPU(attention),
+            .rowprod = TQ_GPU(rowprod),
+        },
+};

@@ -1,0 +1,253 @@
+#!/usr/bin/env bats
+# The CUDA and HIP backends through real pipelines, on the tests' stand-in
+# driver (tests/standin: the kernels of kernels/cuda run on the CPU, warps of
+# 32 for CUDA and 64 for HIP) or, where TQ_GPU_REAL=1, on the machine's GPU:
+# --list-devices, the ways a backend can be missing, and every tool with
+# --device cuda and --device hip against --device cpu (and the float64
+# reference where there is one). The op-by-op comparison is the cross-backend
+# unit suite (tests/unit/test_ops.c), which make check also runs on both.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# use_standin: points the backends at the stand-in driver, or skips saying why.
+use_standin() {
+    if [ "${TQ_GPU_REAL:-}" = 1 ]; then
+        return 0
+    fi
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (make standin builds it; it needs g++)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+}
+
+# The backends this build has (nvcc and hipcc present at build time).
+built_backends() {
+    local b
+    for b in cuda hip; do
+        tq-cat --list-devices | grep -q "^$b .*not built" || echo "$b"
+    done
+}
+
+needs_gpu() {
+    use_standin
+    [ -n "$(built_backends)" ] || skip "this build has neither CUDA nor HIP (nvcc and hipcc were missing)"
+}
+
+@test "--list-devices: cuda:0 and hip:0 with name, architecture, units, warp width, driver and BLAS" {
+    needs_gpu
+    run tq-cat --list-devices
+    assert_success
+    for b in $(built_backends); do
+        line=$(grep "^$b:0 " <<< "$output") || fail "no $b:0 line: $output"
+        [[ "$line" =~ ^$b:0\ +.+,\ [0-9.]+\ (MiB|GiB),\ (sm_[0-9]+|gfx[0-9a-f]+),\ [0-9]+\ (SMs|CUs),\ (warp|wavefront)\ (32|64),\ .*driver.*,\ (cuBLAS|rocBLAS|own\ kernels) ]] ||
+            fail "malformed line: $line"
+    done
+    if [ "${TQ_GPU_REAL:-}" != 1 ]; then # the stand-in's widths: CDNA wavefronts for HIP
+        grep -q '^cuda:0 .*, warp 32, ' <<< "$output" || built_backends | grep -qv cuda
+        grep -q '^hip:0 .*, wavefront 64, ' <<< "$output" || built_backends | grep -qv hip
+    fi
+}
+
+@test "no runtime: --list-devices says which library is missing, --device fails (exit 1), auto uses another device" {
+    needs_gpu
+    export TQ_CUDA_DRIVER=/nonexistent/libcuda.so.1 TQ_HIP_RUNTIME=/nonexistent/libamdhip64.so
+    list=$(tq-cat --list-devices)
+    for b in $(built_backends); do
+        grep -qE "^$b +unavailable: /nonexistent/lib.*not found" <<< "$list" || fail "$b: $list"
+        run -1 tq-cat --device "$b" /dev/null
+        assert_output --regexp "^tq-cat: error: $b: /nonexistent/.* not found"
+    done
+    printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
+    run tq-embed -v -m hash:8 --device auto -o "$BATS_TEST_TMPDIR/out.tq" "$BATS_TEST_TMPDIR/in.txt"
+    assert_success
+    refute_output --partial "cuda:"
+    refute_output --partial "hip:"
+}
+
+@test "a driver too old for this build's code: --device cuda fails at open, saying so" {
+    needs_gpu
+    [ "${TQ_GPU_REAL:-}" != 1 ] || skip "the stand-in plays the old driver"
+    built_backends | grep -q cuda || skip "no CUDA backend in this build"
+    printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
+    TQ_STANDIN_DRIVER_VERSION=11000 run -1 tq-embed -m hash:8 --device cuda -o "$BATS_TEST_TMPDIR/o.tq" "$BATS_TEST_TMPDIR/in.txt"
+    assert_line --regexp '^tq-embed: error: cuda:0: loading the kernels \(a driver too old for this build.*\): CUDA_ERROR_UNSUPPORTED_PTX_VERSION$'
+    [ ! -e "$BATS_TEST_TMPDIR/o.tq" ]
+}
+
+@test "a device index past the last is exit 1 naming how many there are" {
+    needs_gpu
+    for b in $(built_backends); do
+        run -1 tq-cat --device "$b:3" /dev/null
+        assert_output --regexp "$b: no device 3 \(there is 1\)"
+    done
+}
+
+# tq-embed's tolerance (tq-embed.1): cosine >= 0.99999 with the float64
+# reference, on every device.
+@test "tq-embed -m FOLDER --device cuda/hip: rows agree with the reference and with --device cpu" {
+    needs_gpu
+    VENV_PY="$ROOT_DIR/.venv/bin/python"
+    [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
+    "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
+    T="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
+        "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
+    "$VENV_PY" "$TESTS_DIR/lib/bert_ref.py" "$T/m" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
+    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    for b in $(built_backends); do
+        tq-embed -m "$T/m" --device "$b" --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+            tail -n +2 | tr '\t' ' ' > "$T/$b.txt"
+        [ "$(wc -l < "$T/$b.txt")" -eq 5 ]
+        run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/$b.txt" 0.99999
+        assert_success
+        run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.txt" 0.99999
+        assert_success
+    done
+}
+
+# CUDA and HIP graphs: tq-embed records its encoder's layers once per batch
+# shape and replays them for later batches of that shape; the replay runs the
+# same kernels on the same tensors, so the bytes equal those of the ops run
+# one by one (TQ_GRAPHS=0), and -v counts the graphs and their launches.
+@test "tq-embed --device cuda/hip: layers recorded once per batch shape and replayed, same bytes as without graphs" {
+    needs_gpu
+    T="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    # 8 lines of 4 words, then 2 of 9: batches of 2 give 4 of one shape, 1 of another
+    for i in 1 2 3 4 5 6 7 8; do echo "w$i x y z"; done > "$T/in.txt"
+    printf '%s\n' "a b c d e f g h i" "j k l m n o p q r" >> "$T/in.txt"
+    for b in $(built_backends); do
+        run --separate-stderr tq-embed -v -m "$T/m" --device "$b" --batch 2 -o "$T/g.tq" "$T/in.txt"
+        assert_success
+        [[ "$stderr" == *"$b:0: 2 graphs recorded, 5 launches"* ]] || fail "$b: $stderr"
+        TQ_GRAPHS=0 run --separate-stderr tq-embed -v -m "$T/m" --device "$b" --batch 2 -o "$T/n.tq" "$T/in.txt"
+        assert_success
+        [[ "$stderr" != *"graph"* ]] || fail "$b: TQ_GRAPHS=0 still recorded: $stderr"
+        cmp "$T/g.tq" "$T/n.tq" || fail "$b: graphs changed the bytes"
+    done
+}
+
+# tq-attend.1: across devices results agree to about 1e-6 relative; 1e-5 of
+# the largest magnitude leaves room for f32 sums in other orders and still
+# fails on a wrong mask, scale or weight (those move values by 1e-2 or more).
+@test "tq-attend --device cuda/hip agrees with --device cpu (causal, groups, consensus)" {
+    needs_gpu
+    needs_numpy
+    T="$BATS_TEST_TMPDIR"
+    py -c "
+import numpy as np, tqstream
+rng = np.random.default_rng(3)
+x = rng.standard_normal((40, 24)).astype(np.float32)
+g = (np.arange(40) // 7).astype(np.int64)
+open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_frame('g', g))"
+    for opts in "--heads 2 --consensus" "--heads 3 --causal" "--heads 1 --group g"; do
+        for dev in cpu $(built_backends); do
+            tq-attend --device "$dev" --self $opts < "$T/in.tq" > "$T/$dev.tq"
+        done
+        for b in $(built_backends); do
+            run py -c "
+import numpy as np, tqstream
+a = tqstream.read(open('$T/cpu.tq', 'rb').read())
+b = tqstream.read(open('$T/$b.tq', 'rb').read())
+assert [f['name'] for f in a] == [f['name'] for f in b], 'frames differ'
+for fa, fb in zip(a, b):
+    x, y = tqstream.to_numpy(fa), tqstream.to_numpy(fb)
+    if x.dtype.kind != 'f':
+        assert (x == y).all(), fa['name']
+        continue
+    scale = max(1e-30, float(np.abs(x).max()))
+    err = float(np.abs(x.astype(np.float64) - y).max()) / scale
+    assert err <= 1e-5, (fa['name'], err)
+print('ok')"
+            assert_output "ok"
+        done
+    done
+}
+
+# tq-simmat.1 (DETERMINISM): top-k, threshold and dedup score every pair that
+# decides something exactly on the host, so every device writes the CPU's bytes.
+@test "tq-simmat --device cuda/hip: top-k, threshold and dedup are the CPU's bytes" {
+    needs_gpu
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    simmat_inputs
+    for b in $(built_backends); do
+        for m in cosine dot l2; do
+            for dev in cpu "$b"; do
+                tq-simmat --device "$dev" --db db.tq --metric "$m" -k 5 < q.tq > "$dev.tq"
+            done
+            cmp cpu.tq "$b.tq" || fail "$b: -k 5 --metric $m differs"
+        done
+        for dev in cpu "$b"; do
+            tq-simmat --device "$dev" --db db.tq --metric cosine --threshold 0.5 < q.tq > "$dev.tq"
+            tq-simmat --device "$dev" --dedup 0.95 < db.tq > "$dev-dd.tq"
+        done
+        cmp cpu.tq "$b.tq" || fail "$b: --threshold differs"
+        cmp cpu-dd.tq "$b-dd.tq" || fail "$b: --dedup differs"
+    done
+}
+
+# The full matrix is each device's f32 product (tq-simmat.1: within
+# d 2^-24 |q||x| of the exact score; L2 within d 2^-24 (|q| + |x|)^2): two
+# devices lie within twice that of each other; a wrong operand misses by far.
+@test "tq-simmat --device cuda/hip: the full matrix within the f32 product's bound of the CPU's" {
+    needs_gpu
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    simmat_inputs
+    for b in $(built_backends); do
+        for m in cosine l2; do
+            for dev in cpu "$b"; do
+                tq-simmat --device "$dev" --db db.tq --metric "$m" < q.tq > "$dev.tq"
+            done
+            run py -c "
+import numpy as np, tqstream as t
+def get(p, name):
+    return np.concatenate([t.to_numpy(f) for f in t.read(open(p, 'rb').read()) if f['name'] == name])
+q, x = get('q.tq', 'emb').astype(np.float64), get('db.tq', 'emb').astype(np.float64)
+if '$m' == 'cosine':
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+nq, nx = np.linalg.norm(q, axis=1)[:, None], np.linalg.norm(x, axis=1)[None, :]
+size = (nq + nx) ** 2 if '$m' == 'l2' else nq * nx
+bound = 2 * q.shape[1] * 2.0 ** -24 * size
+a, c = get('cpu.tq', 'sim'), get('$b.tq', 'sim')
+assert a.shape == c.shape == (50, 600), (a.shape, c.shape)
+err = np.abs(a.astype(np.float64) - c)
+assert (err <= bound).all(), ('$m', float((err / bound).max()))
+print('ok')"
+            assert_output "ok"
+        done
+    done
+}
+
+# tq-score's models run as products and activations on the device; its
+# scores agree with the float64 reference (tests/lib/score_ref.py, the
+# tolerance tq-score.bats uses) on every device.
+@test "tq-score --device cuda/hip: an MLP model's scores match the float64 reference" {
+    needs_gpu
+    needs_numpy
+    D="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/score_ref.py" gen "$D" --d 16 --seed 3
+    for b in $(built_backends); do
+        tq-score --device "$b" -m "$D/mlp.tq" --consensus "$D/in.tq" -o "$D/out.tq"
+        run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/out.tq" -m "$D/mlp.tq" --consensus
+        assert_success
+    done
+}
+
+@test "-v names the ops that ran on the host for want of a kernel on the device" {
+    needs_gpu
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    simmat_inputs
+    for b in $(built_backends); do
+        run --separate-stderr tq-simmat -v --device "$b" --db db.tq -k 700 -o out.tq < q.tq
+        assert_success
+        # k over the device's 256 per row: topk or simtopk goes through the host
+        [[ "$stderr" =~ $b:0:\ ran\ on\ the\ host\ \(no\ kernel\ on\ this\ device\):\ .*topk ]] ||
+            fail "no host-path note in: $stderr"
+    done
+}
