@@ -20,6 +20,8 @@ enum {
     OPT_SHARD,
     OPT_MERGE,
     OPT_NAME,
+    OPT_RESCORE,
+    OPT_RESCORE_K,
 };
 
 static void help(void)
@@ -40,12 +42,15 @@ static void help(void)
         "Options:\n"
         "      --db FILE         the database, a TQ stream file (default: the input)\n"
         "      --metric M        cosine, dot or l2 (negative squared distance)\n"
-        "                        (default: cosine)\n"
+        "                        (default: cosine); hamming for sign bits (--topk)\n"
         "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
         "                        (indices stay global; default: 0/1)\n"
         "      --name NAME       the vector frame (default: emb, else the one rank 2\n"
         "                        float frame; the queries: the database's name, else the\n"
-        "                        one rank 2 float frame; see tq(7))\n\n"
+        "                        one rank 2 float frame; see tq(7))\n"
+        "      --rescore FILE    a database of codes: rank the best M x K candidates again\n"
+        "                        by the f32 dot product with FILE's rows (float queries)\n"
+        "      --rescore-k M     candidates a query for --rescore, M x K (default: 4)\n\n"
         TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-embed docs.txt > db.tq; tq-embed q.txt | tq-simmat --db db.tq -k 10 | tq-cat -t tsv\n"
@@ -100,13 +105,14 @@ static tq_status self_path(char *path, size_t n, int *tmp)
 
 int main(int argc, char **argv)
 {
-    static const char *metrics[] = {"cosine", "dot", "l2", NULL};
+    static const char *metrics[] = {"cosine", "dot", "l2", "hamming", NULL};
     tq_tool t;
     tq_tool_init(&t, "tq-simmat");
     tq_sim s;
     memset(&s, 0, sizeof s);
     s.shard_n = 1;
-    const char *db = NULL;
+    const char *db = NULL, *rescore = NULL;
+    s.rescore_m = 4;
     int modes = 0, merge = 0, shard_set = 0;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
@@ -118,6 +124,8 @@ int main(int argc, char **argv)
         {"shard", required_argument, NULL, OPT_SHARD},
         {"merge", no_argument, NULL, OPT_MERGE},
         {"name", required_argument, NULL, OPT_NAME},
+        {"rescore", required_argument, NULL, OPT_RESCORE},
+        {"rescore-k", required_argument, NULL, OPT_RESCORE_K},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -135,7 +143,7 @@ int main(int argc, char **argv)
                 if (!strcmp(optarg, metrics[i]))
                     m = i;
             if (m < 0)
-                tq_tool_usage(&t, "--metric wants cosine, dot or l2, not '%s'", optarg);
+                tq_tool_usage(&t, "--metric wants cosine, dot, l2 or hamming, not '%s'", optarg);
             s.metric = (tq_sim_metric)m;
             break;
         }
@@ -168,6 +176,18 @@ int main(int argc, char **argv)
         case OPT_NAME:
             s.vec_name = optarg;
             break;
+        case OPT_RESCORE:
+            rescore = optarg;
+            break;
+        case OPT_RESCORE_K: {
+            char *end;
+            errno = 0;
+            long long m = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || m < 1 || m > 1024)
+                tq_tool_usage(&t, "--rescore-k wants a count 1..1024, not '%s'", optarg);
+            s.rescore_m = m;
+            break;
+        }
         default:
             tq_tool_usage(&t, "unknown option");
         }
@@ -226,14 +246,43 @@ int main(int argc, char **argv)
      .rank_hi = 2, .kind = tq_dtype_is_float, .fits = "rank 2 float"}
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
-    if (db) {
+    /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
+     * hamming, --topk only for now */
+    tq_dtype code = TQ_DTYPE_INVALID;
+    if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, s.vec_name, &code)))
+        tq_tool_fail(&t, st);
+    if (code && s.mode != TQ_SIM_TOPK)
+        tq_tool_usage(&t, "a database of %s codes is searched with --topk (the other modes "
+                          "want float vectors: tq-quantize --to f32)", tq_dtype_name(code));
+    if (code == TQ_DTYPE_I8 && s.metric != TQ_SIM_DOT)
+        tq_tool_usage(&t, "int8 codes are searched with --metric dot (quantize normalized "
+                          "vectors for the cosine)");
+    if (code == TQ_DTYPE_BIT && s.metric != TQ_SIM_HAMMING)
+        tq_tool_usage(&t, "bit codes are searched with --metric hamming");
+    if (!code && s.metric == TQ_SIM_HAMMING)
+        tq_tool_usage(&t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
+    if (rescore && !code)
+        tq_tool_usage(&t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
+    if (rescore && s.k * s.rescore_m > (1 << 20))
+        tq_tool_usage(&t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
+                      (long long)s.rescore_m, (long long)s.k);
+    if (code)
+        st = tq_sim_codes_load(&s, db, s.vec_name);
+    else if (db) {
         tq_tool_pick(&t, NULL, db, dblabel, &pdb);
         st = tq_sim_rows_load(&s.db, db, dblabel, pdb.name[0] ? pdb.name : NULL,
                               s.metric == TQ_SIM_COSINE);
     }
+    if (!st && rescore) {
+        st = tq_sim_rows_load(&s.rescore, rescore, rescore, s.vec_name ? s.vec_name : s.db.name, 0);
+        if (!st && (s.rescore.n != s.db.n || s.rescore.d != s.db.d))
+            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld",
+                         rescore, (long long)s.rescore.n, (long long)s.rescore.d,
+                         (long long)s.db.n, (long long)s.db.d);
+    }
     if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
         s.vec_name = s.db.name;
-    if (!st && db && (s.mode != TQ_SIM_DEDUP || s.db.n))
+    if (!st && db && !code && (s.mode != TQ_SIM_DEDUP || s.db.n))
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
     if (!st)
@@ -253,7 +302,7 @@ int main(int argc, char **argv)
                     (long long)s.db.n, (long long)s.db.d, (long long)s.s0, (long long)s.s1,
                     s.db.map ? "mapped in place" : "read into memory", metrics[s.metric],
                     tq_device_name(s.dev), tq_threads_get());
-        st = tq_sim_run(&s, in, w);
+        st = code ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
     if (!st && !cst)

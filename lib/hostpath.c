@@ -224,6 +224,18 @@ tq_status tq_host_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric met
     return RUN(h, tq_op_simtopk(hq, hd, metric, idx_base, hv, hi));
 }
 
+tq_status tq_host_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
+                           const tq_tensor *dbscale, tq_metric metric, int64_t idx_base,
+                           tq_tensor *vals, tq_tensor *idx)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "codetopk");
+    const tq_tensor *hq = tq_hostpath_in(&h, q), *hd = tq_hostpath_in(&h, db);
+    const tq_tensor *hqs = tq_hostpath_in(&h, qscale), *hds = tq_hostpath_in(&h, dbscale);
+    tq_tensor *hv = tq_hostpath_out(&h, vals, 1), *hi = tq_hostpath_out(&h, idx, 1);
+    return RUN(h, tq_op_codetopk(hq, hqs, hd, hds, metric, idx_base, hv, hi));
+}
+
 typedef struct host_rowprod {
     tq_tensor *db;   /* host copy of the database */
     tq_rowprod *p;   /* the CPU's prepared product */

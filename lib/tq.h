@@ -365,9 +365,20 @@ tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tenso
  * metric TQ_METRIC_DOT: score = q . db (cosine when both sides are
  * normalized); TQ_METRIC_L2: score = -||q - db||^2. Ties go to the lower
  * index; the result does not depend on threads or block size. */
-typedef enum { TQ_METRIC_DOT = 0, TQ_METRIC_L2 = 1 } tq_metric;
+typedef enum { TQ_METRIC_DOT = 0, TQ_METRIC_L2 = 1, TQ_METRIC_HAMMING = 2 } tq_metric;
 tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                         int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+
+/* simtopk over quantized rows (tq-quantize's codes), exactly: q [nq, d] and db
+ * [ndb, d] both i8 with their scales qscale f32 [nq] and dbscale f32 [ndb],
+ * metric TQ_METRIC_DOT: score = the integer dot product of the codes times
+ * qscale[i] times dbscale[j], rounded once to f32; or both bit (scales NULL),
+ * metric TQ_METRIC_HAMMING: score = -(the number of differing bits), an
+ * integer. vals, idx and idx_base as tq_op_simtopk; ties to the lower index;
+ * the same results whatever the threads and the blocks. d <= 2^17 for i8. */
+tq_status tq_op_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
+                         const tq_tensor *dbscale, tq_metric metric, int64_t idx_base,
+                         tq_tensor *vals, tq_tensor *idx);
 
 /* Products with one database many times (the full similarity matrix):
  * tq_rowprod_new prepares db f32 [n, d] once (the CPU packs it for its

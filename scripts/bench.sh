@@ -72,4 +72,8 @@ bash "$root/scripts/bench-attend.sh" "$BIN"
 # ---- training (issue 14): tq-train against scikit-learn and PyTorch ----
 bash "$root/scripts/bench-train.sh" "$BIN"
 
+# ---- quantized vectors (issue 13): tq-quantize against NumPy, binary and int8
+# search against FAISS ----
+bash "$root/scripts/bench-quantize.sh" "$BIN"
+
 bench_summary

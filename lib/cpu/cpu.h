@@ -54,6 +54,12 @@ tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* simtopk.c */
 tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* codetopk.c */
+tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
+                          const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
+                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* For the tests: 1 makes codetopk use its portable C paths only. */
+void tq_cpu_codetopk_force_portable(int on);
 /* For the tests: 1 makes simtopk use its portable C paths only. */
 void tq_cpu_simtopk_force_portable(int on);
 /* rowprod.c */

@@ -16,6 +16,7 @@ typedef struct runner {
     tq_rowcol *cols;              /* the aligned frames, in the first batch's order */
     int ncols, schema;
     int emb_col, group_col, extra_col[TQ_SCORE_MAX_FEATURES];
+    int scale_col;                /* int8 candidates: their NAME_scale (tq-quantize) */
     int64_t d;
     int64_t *gid;                 /* group id of each held row */
     int64_t nbuf, cap_gid;        /* rows held */
@@ -108,6 +109,12 @@ static tq_status finish_group(runner *r, int64_t a, int64_t b)
     const tq_rowcol *e = &r->cols[r->emb_col];
     if (!st)
         st = tq_convert(TQ_DTYPE_F32, emb, e->dtype, tq_rowcol_row(e, a), (size_t)(m * d), 0);
+    if (!st && r->scale_col >= 0) { /* int8 codes: x = q * scale, as tq-quantize decodes */
+        const float *sc = tq_rowcol_row(&r->cols[r->scale_col], a);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t k = 0; k < d; k++)
+                emb[i * d + k] *= sc[i];
+    }
     for (int j = 0; !st && j < o->cfg.nextra; j++) {
         const tq_rowcol *c = &r->cols[r->extra_col[j]];
         if (!(extra[j] = malloc((size_t)m * 4)))
@@ -237,6 +244,17 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
             return st;
     r->emb_col = col_of(r, o->emb);
     r->group_col = col_of(r, o->group);
+    if (r->cols[r->emb_col].dtype == TQ_DTYPE_I8) {
+        /* int8 rows come with their scales (tq-quantize --to int8) */
+        char sname[TQ_MAX_NAME + 8];
+        snprintf(sname, sizeof sname, "%s_scale", o->emb);
+        r->scale_col = col_of(r, sname);
+        const tq_rowcol *sc = r->scale_col >= 0 ? &r->cols[r->scale_col] : NULL;
+        if (!sc || sc->dtype != TQ_DTYPE_F32 || sc->rank != 1)
+            return tq_fail(TQ_ERR_DATA, "\"%s\" is int8: it needs its scales, \"%s\" f32 [n] "
+                                        "with its rows, as tq-quantize --to int8 writes",
+                           o->emb, sname);
+    }
     if (r->group_col >= 0) {
         const tq_rowcol *g = &r->cols[r->group_col];
         if (!tq_dtype_is_int(g->dtype) || g->rank != 1)
@@ -303,8 +321,8 @@ static tq_status process_batch(runner *r)
         return st;
     }
     const tq_frame *ef = &r->batch[e];
-    if (!tq_dtype_is_float(ef->dtype) || ef->rank != 2)
-        return frame_fail(ef, "the candidates must be a float matrix [n, d]");
+    if (!(tq_dtype_is_float(ef->dtype) || ef->dtype == TQ_DTYPE_I8) || ef->rank != 2)
+        return frame_fail(ef, "the candidates must be a float (or int8) matrix [n, d]");
     int *aligned = malloc((size_t)r->nbatch * sizeof *aligned);
     if (!aligned)
         return oom();
@@ -390,7 +408,7 @@ static void clear_batch(runner *r)
 tq_status tq_score_run(const tq_score_run_opts *o, tq_reader *rd, tq_writer *w,
                        tq_score_stats *stats)
 {
-    runner r = {.o = o, .w = w, .stats = stats, .emb_col = -1, .group_col = -1};
+    runner r = {.o = o, .w = w, .stats = stats, .emb_col = -1, .group_col = -1, .scale_col = -1};
     memset(stats, 0, sizeof *stats);
     tq_frame *f;
     tq_status st;

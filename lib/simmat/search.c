@@ -25,7 +25,7 @@ static int64_t slice_rows(int64_t ndb)
 
 static const char *metric_name(tq_sim_metric m)
 {
-    return m == TQ_SIM_COSINE ? "cosine" : m == TQ_SIM_DOT ? "dot" : "l2";
+    return m == TQ_SIM_COSINE ? "cosine" : m == TQ_SIM_DOT ? "dot" : m == TQ_SIM_L2 ? "l2" : "hamming";
 }
 
 tq_status tq_sim_prepare(tq_sim *s)
@@ -49,7 +49,12 @@ tq_status tq_sim_prepare(tq_sim *s)
 void tq_sim_free(tq_sim *s)
 {
     tq_tensor_free(s->dbt);
-    s->dbt = NULL;
+    tq_tensor_free(s->cxt);
+    tq_tensor_free(s->cst);
+    s->dbt = s->cxt = s->cst = NULL;
+    free(s->cx), free(s->cscale);
+    s->cx = NULL, s->cscale = NULL;
+    tq_sim_rows_free(&s->rescore);
     tq_sim_rows_free(&s->db);
 }
 
@@ -292,19 +297,25 @@ static tq_status run_topk(tq_sim *s, const float *q, int64_t n, tq_writer *w)
         !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
         st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
     tq_tensor_free(qt), tq_tensor_free(vt), tq_tensor_free(it);
-    if (!st) {
-        char meta[160];
-        size_t ml = (size_t)snprintf(meta, sizeof meta, "k=%lld%cmetric=%s%cshard=%d/%d%cdb_rows=%lld%cdb_keys=%d",
-                                     (long long)k, 0, metric_name(s->metric), 0, s->shard_i, s->shard_n, 0,
-                                     (long long)s->db.n, 0, s->db.key_dtype != TQ_DTYPE_INVALID) + 1;
-        st = tq_writer_write(w, "idx", TQ_DTYPE_I64, 2, kd, meta, ml, ix, (uint64_t)(n * k) * 8);
-    }
+    if (!st)
+        st = tq_sim_topk_write(s, v, ix, n, w);
+    free(v);
+    free(ix);
+    return st;
+}
+
+tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_t n, tq_writer *w)
+{
+    int64_t k = s->k, kd[2] = {n, k};
+    char meta[160];
+    size_t ml = (size_t)snprintf(meta, sizeof meta, "k=%lld%cmetric=%s%cshard=%d/%d%cdb_rows=%lld%cdb_keys=%d",
+                                 (long long)k, 0, metric_name(s->metric), 0, s->shard_i, s->shard_n, 0,
+                                 (long long)s->db.n, 0, s->db.key_dtype != TQ_DTYPE_INVALID) + 1;
+    tq_status st = tq_writer_write(w, "idx", TQ_DTYPE_I64, 2, kd, meta, ml, ix, (uint64_t)(n * k) * 8);
     if (!st)
         st = tq_writer_write(w, "score", TQ_DTYPE_F32, 2, kd, NULL, 0, v, (uint64_t)(n * k) * 4);
     if (!st && s->db.key_dtype != TQ_DTYPE_INVALID)
         st = write_keys(w, "db_key", &s->db, ix, 0, 2, kd);
-    free(v);
-    free(ix);
     return st;
 }
 

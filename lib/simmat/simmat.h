@@ -10,7 +10,7 @@
 #include "io/io.h"
 #include "tq.h"
 
-typedef enum { TQ_SIM_COSINE = 0, TQ_SIM_DOT, TQ_SIM_L2 } tq_sim_metric;
+typedef enum { TQ_SIM_COSINE = 0, TQ_SIM_DOT, TQ_SIM_L2, TQ_SIM_HAMMING } tq_sim_metric;
 typedef enum { TQ_SIM_FULL = 0, TQ_SIM_TOPK, TQ_SIM_THRESHOLD, TQ_SIM_DEDUP } tq_sim_mode;
 
 /* Rows of vectors in host memory (f32, normalized for cosine), with their
@@ -41,6 +41,12 @@ typedef struct tq_sim {
     int64_t s0, s1;        /* the shard's rows of db */
     tq_tensor *dbt;        /* db rows s0..s1 on the device */
     int64_t q_seen;        /* query rows before the current batch */
+    tq_dtype code;         /* quantized database (codes.c): i8 or bit; else 0 */
+    unsigned char *cx;     /* its codes, db.n rows */
+    float *cscale;         /* i8: a scale a row */
+    tq_tensor *cxt, *cst;  /* the shard's codes and scales on the device */
+    tq_sim_rows rescore;   /* --rescore: the database in f32 (no keys needed) */
+    int64_t rescore_m;     /* --rescore-k: candidates a query = m k */
     int64_t pairs, kept, dropped;
 } tq_sim;
 
@@ -65,6 +71,22 @@ tq_status tq_sim_prepare(tq_sim *s);
 /* Runs the mode over the query stream, writing the result stream. */
 tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out);
 void tq_sim_free(tq_sim *s);
+
+/* Writes the idx, score and db_key frames of n queries' top-k lists. */
+tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_t n, tq_writer *w);
+
+/* Quantized vectors (codes.c): tq-quantize's int8 codes with their scales
+ * (NAME_scale before each batch), searched by metric dot, or sign bits, by
+ * hamming. tq_sim_codes_probe says whether the database at path holds codes
+ * (*code i8 or bit) or float vectors (0); load reads them (and their keys)
+ * into s; run answers --topk for the query stream (codes of the same kind,
+ * or float vectors, quantized here as tq-quantize would), exactly, through
+ * tq_op_codetopk; with s->rescore loaded (float queries only), the best
+ * rescore_m x k candidates of each query are ranked again by the exact f32
+ * dot product with the rows of s->rescore. */
+tq_status tq_sim_codes_probe(const char *path, const char *name, tq_dtype *code);
+tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name);
+tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out);
 
 /* Merges the top-k streams of the shards (in any order) into the stream of a
  * single run. */

@@ -2002,6 +2002,8 @@ static void test_plain_variants(const char *spec, uint64_t seed)
 /* Ops a device has no kernel for run through one host path in the op layer
  * (lib/hostpath.c). Here every op of a device takes it, and must give what
  * the references want, and the device must say which ops went that way. */
+static void test_codetopk(void); /* below, with the other codetopk cases */
+
 static void test_host_path(const char *spec, uint64_t seed)
 {
     tq_device_force_host(1);
@@ -2022,6 +2024,7 @@ static void test_host_path(const char *spec, uint64_t seed)
     test_simtopk();
     test_rowprod("host path");
     test_attention();
+    test_codetopk();
     const char *ops = tq_device_host_ops(dev);
     static const char *want[] = {"matmul", "rownorm", "softmax", "topk", "gather", "convert",
                                  "simtopk", "rowprod", "attention"};
@@ -2029,6 +2032,171 @@ static void test_host_path(const char *spec, uint64_t seed)
         CHECK(strstr(ops, want[i]), "%s: host path list \"%s\" lacks %s", spec, ops, want[i]);
     tq_device_close(dev);
     tq_device_force_host(0);
+}
+
+/* ------------------------------------------------------------ codetopk */
+
+/* The reference score of int8 codes, exact then rounded once: with a = ma
+ * 2^ea and b = mb 2^eb (24-bit integers), dot a b = (dot ma mb) 2^(ea+eb),
+ * an integer of at most 31 + 48 bits, converted to f32 by the compiler's
+ * correctly rounded __int128 conversion, then scaled by a power of two. */
+static float ref_code_score(int64_t dot, float a, float b)
+{
+    int ea, eb;
+    double fa = frexp(a, &ea), fb = frexp(b, &eb);
+    __int128 m = (__int128)dot * (__int128)(int64_t)ldexp(fa, 24) * (__int128)(int64_t)ldexp(fb, 24);
+    return ldexpf((float)m, ea - 24 + eb - 24);
+}
+
+/* Brute force over every pair, ranked as simtopk's reference ranks. */
+static void ref_codetopk(int i8, const unsigned char *q, const float *qs, const unsigned char *x,
+                         const float *xs, int64_t nq, int64_t ndb, int64_t d, int64_t k,
+                         float *rv, int64_t *ri)
+{
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    float *row = malloc((size_t)(ndb + 1) * 4);
+    int64_t *order = malloc((size_t)(ndb + 1) * 8);
+    for (int64_t i = 0; i < nq; i++) {
+        for (int64_t j = 0; j < ndb; j++) {
+            const unsigned char *a = q + (size_t)i * rb, *b = x + (size_t)j * rb;
+            int64_t s = 0;
+            for (int64_t p = 0; p < d; p++)
+                s += i8 ? (int64_t)(int8_t)a[p] * (int8_t)b[p]
+                        : ((a[p >> 3] ^ b[p >> 3]) >> (7 - (p & 7))) & 1;
+            row[j] = i8 ? ref_code_score(s, qs[i], xs[j]) : (float)-s;
+            order[j] = j;
+        }
+        cmp_row = row;
+        qsort(order, (size_t)ndb, sizeof *order, rank_cmp);
+        for (int64_t r = 0; r < k; r++) {
+            rv[i * k + r] = r < ndb ? row[order[r]] : -INFINITY;
+            ri[i * k + r] = r < ndb ? order[r] : -1;
+        }
+    }
+    free(row);
+    free(order);
+}
+
+static void run_codetopk(int i8, const unsigned char *q, const float *qs, const unsigned char *x,
+                         const float *xs, int64_t nq, int64_t d, int64_t k, const int64_t *cuts,
+                         int ncuts, float *v, int64_t *ix, const char *what)
+{
+    tq_dtype dt = i8 ? TQ_DTYPE_I8 : TQ_DTYPE_BIT;
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    int64_t qd[2] = {nq, d}, kd[2] = {nq, k};
+    for (int64_t i = 0; i < nq * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    gt *gq = gt_new(dt, 2, qd, q), *gqs = i8 ? gt_new(TQ_DTYPE_F32, 1, qd, qs) : NULL;
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, v), *gi = gt_new(TQ_DTYPE_I64, 2, kd, ix);
+    int64_t at = 0;
+    for (int c = 0; c < ncuts; c++) {
+        int64_t xd[2] = {cuts[c], d};
+        gt *gx = gt_new(dt, 2, xd, x + (size_t)at * rb);
+        gt *gxs = i8 ? gt_new(TQ_DTYPE_F32, 1, xd, xs + at) : NULL;
+        tq_status st = tq_op_codetopk(gq->t, gqs ? gqs->t : NULL, gx->t, gxs ? gxs->t : NULL,
+                                      i8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, at, gv->t, gi->t);
+        CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+        gt_unchanged(gx, x + (size_t)at * rb, what);
+        gt_free(gx), gt_free(gxs);
+        at += cuts[c];
+    }
+    gt_get(gv, v, what);
+    gt_get(gi, ix, what);
+    gt_unchanged(gq, q, what);
+    gt_free(gq), gt_free(gqs), gt_free(gv), gt_free(gi);
+}
+
+/* kind 0: random codes and scales; 1: codes of three values and one scale
+ * (ties everywhere); 2: -128 and 127 only (the extremes of the products). */
+static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k, int kind,
+                          const int64_t *cuts, int ncuts)
+{
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    unsigned char *q = calloc((size_t)nq * rb + 1, 1), *x = calloc((size_t)ndb * rb + 1, 1);
+    float *qs = malloc((size_t)(nq + 1) * 4), *xs = malloc((size_t)(ndb + 1) * 4);
+    float *v = malloc((size_t)(nq * k + 1) * 4), *rv = malloc((size_t)(nq * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
+    for (int side = 0; side < 2; side++) {
+        unsigned char *c = side ? x : q;
+        float *sc = side ? xs : qs;
+        int64_t n = side ? ndb : nq;
+        for (int64_t i = 0; i < n; i++) {
+            sc[i] = kind == 1 ? 0.0078125f : randf(1e-4, 1e-2);
+            for (size_t j = 0; j < rb; j++)
+                c[(size_t)i * rb + j] = kind == 0 ? (unsigned char)rnd()
+                                      : kind == 1 ? (unsigned char)(rnd() % 3 - 1)
+                                                  : (rnd() & 1 ? 0x80 : 0x7f);
+            /* bit rows end with zero bits, as the format says */
+            if (!i8 && d % 8)
+                c[(size_t)i * rb + rb - 1] &= (unsigned char)(0xff00u >> (d % 8));
+        }
+    }
+    int64_t whole[1] = {ndb};
+    if (!cuts)
+        cuts = whole, ncuts = 1;
+    char what[128];
+    snprintf(what, sizeof what, "codetopk %s q[%lld,%lld] db %lld k=%lld kind %d, %d block%s",
+             i8 ? "i8" : "bit", (long long)nq, (long long)d, (long long)ndb, (long long)k, kind,
+             ncuts, ncuts == 1 ? "" : "s");
+    run_codetopk(i8, q, qs, x, xs, nq, d, k, cuts, ncuts, v, ix, what);
+    ref_codetopk(i8, q, qs, x, xs, nq, ndb, d, k, rv, ri);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < nq * k; i++)
+        if ((ix[i] != ri[i] || memcmp(&rv[i], &v[i], 4)) && !bad++)
+            first = i;
+    CHECK(bad == 0, "%s: %s: %lld entries differ from the reference, first %lld: idx %lld "
+                    "score %.9g, expected idx %lld score %.9g",
+          dev_name, what, (long long)bad, (long long)first, first < 0 ? -1LL : (long long)ix[first],
+          first < 0 ? 0.0 : (double)v[first], first < 0 ? -1LL : (long long)ri[first],
+          first < 0 ? 0.0 : (double)rv[first]);
+    free(q), free(x), free(qs), free(xs), free(v), free(rv), free(ix), free(ri);
+}
+
+static void test_codetopk(void)
+{
+    static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
+    for (int i8 = 0; i8 < 2; i8++) {
+        codetopk_case(i8, 1, 1, 1, 1, 0, NULL, 0);
+        codetopk_case(i8, 37, 3000, 67, 10, 0, NULL, 0);
+        codetopk_case(i8, 20, 2500, 40, 20, 1, NULL, 0);  /* ties */
+        codetopk_case(i8, 9, 700, 384, 5, 2, NULL, 0);    /* extremes */
+        codetopk_case(i8, 37, 3000, 1024, 10, 0, cuts, 5); /* blocks via idx_base */
+        codetopk_case(i8, 11, 22, 16, 30, 1, NULL, 0);    /* k beyond the database */
+        codetopk_case(i8, 5, 40, 300, 0, 0, NULL, 0);
+    }
+    /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
+    for (int i8 = 0; i8 < 2; i8++) {
+        int64_t nq = 300, ndb = 5000, d = 96, k = 7;
+        size_t rb = i8 ? (size_t)d : (size_t)d / 8;
+        unsigned char *q = malloc((size_t)nq * rb), *x = malloc((size_t)ndb * rb);
+        float *qs = malloc((size_t)nq * 4), *xs = malloc((size_t)ndb * 4);
+        for (size_t i = 0; i < (size_t)nq * rb; i++)
+            q[i] = (unsigned char)(rnd() % 5);
+        for (size_t i = 0; i < (size_t)ndb * rb; i++)
+            x[i] = (unsigned char)(rnd() % 5);
+        for (int64_t i = 0; i < nq; i++)
+            qs[i] = 0.01f;
+        for (int64_t i = 0; i < ndb; i++)
+            xs[i] = randf(0.001, 0.002);
+        float *v0 = malloc((size_t)(nq * k) * 4), *v1 = malloc((size_t)(nq * k) * 4);
+        int64_t *i0 = malloc((size_t)(nq * k) * 8), *i1 = malloc((size_t)(nq * k) * 8);
+        static const int64_t one[] = {5000};
+        tq_threads_set(1);
+        run_codetopk(i8, q, qs, x, xs, nq, d, k, one, 1, v0, i0, "codetopk 1 thread");
+        tq_threads_set(2);
+        run_codetopk(i8, q, qs, x, xs, nq, d, k, one, 1, v1, i1, "codetopk 2 threads");
+        CHECK(!memcmp(v0, v1, (size_t)(nq * k) * 4) && !memcmp(i0, i1, (size_t)(nq * k) * 8),
+              "%s: codetopk differs between 1 and 2 threads", dev_name);
+        if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+            tq_cpu_codetopk_force_portable(1);
+            run_codetopk(i8, q, qs, x, xs, nq, d, k, one, 1, v1, i1, "codetopk portable");
+            tq_cpu_codetopk_force_portable(0);
+            CHECK(!memcmp(v0, v1, (size_t)(nq * k) * 4) && !memcmp(i0, i1, (size_t)(nq * k) * 8),
+                  "%s: codetopk's portable kernels differ from the vector ones", dev_name);
+        }
+        tq_threads_set(0);
+        free(q), free(x), free(qs), free(xs), free(v0), free(v1), free(i0), free(i1);
+    }
 }
 
 /* ------------------------------------------------------------ main */
@@ -2066,6 +2234,7 @@ int main(void)
         test_rowprod("default");
         test_rowprod_same_bits();
         test_attention();
+        test_codetopk();
         tq_device_close(dev);
         /* plain shader variants exist on Vulkan only; the host path is one
          * mechanism for every backend: checked on the first device it serves */

@@ -1,0 +1,93 @@
+/* quant.h: tq-quantize's codes for rows of vectors (f16, bf16, int8 with a
+ * scale per row, uint8/int8 over per-dimension ranges as sentence-transformers
+ * defines them, ggml's q8_0/q4_0 blocks, sign bits) and their inverses, and the
+ * stream filter that replaces the chosen frames by their codes. */
+#ifndef TQ_QUANT_H
+#define TQ_QUANT_H
+
+#include "tq.h"
+
+typedef enum tq_quant_code {
+    TQ_QUANT_F32 = 0,     /* dequantize: any code below back to f32 */
+    TQ_QUANT_F16,
+    TQ_QUANT_BF16,
+    TQ_QUANT_INT8,        /* symmetric per row: NAME_scale f32 [n] */
+    TQ_QUANT_UINT8_RANGES,/* per dimension: NAME_ranges f32 [2, d] */
+    TQ_QUANT_INT8_RANGES, /* the same, minus 128 */
+    TQ_QUANT_Q8_0,
+    TQ_QUANT_Q4_0,
+    TQ_QUANT_BIT,
+    TQ_QUANT_COUNT
+} tq_quant_code;
+
+/* "f16", "int8", "uint8" ... (both ranges codes read as their dtype's name). */
+const char *tq_quant_code_name(tq_quant_code c);
+/* The dtype of a code's frame. */
+tq_dtype tq_quant_code_dtype(tq_quant_code c);
+
+/* The first row of x [n, d] (f32) that code c cannot hold, or -1: a NaN or an
+ * infinity anywhere, or a value beyond what the code's f16 numbers reach (f16,
+ * the q8_0/q4_0 block scales). *why names the reason. */
+int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
+                         const char **why);
+
+/* Quantizes x [n, d] f32 into codes (the payload of the code's frame); scales
+ * [n] for TQ_QUANT_INT8, ranges [2, d] (row 0 the minimum, row 1 the maximum
+ * of each dimension) for the ranges codes; the rows must have passed
+ * tq_quant_bad_row. Runs on the thread pool; the bytes do not depend on it. */
+tq_status tq_quant_rows(tq_quant_code c, const float *x, int64_t n, int64_t d,
+                        const float *ranges, void *codes, float *scales);
+/* The inverse: y [n, d] f32 from the codes (ranges and scales as above). */
+tq_status tq_quant_dequant(tq_quant_code c, const void *codes, int64_t n, int64_t d,
+                           const float *ranges, const float *scales, float *y);
+
+/* Widens ranges [2, d] to hold the rows x [n, d] (start them at +inf, -inf). */
+void tq_quant_ranges_fold(float *ranges, const float *x, int64_t n, int64_t d);
+/* Checks ranges [2, d] read from a file: finite, minimum <= maximum. */
+tq_status tq_quant_ranges_check(const float *ranges, int64_t d);
+
+/* ---- the stream filter (run.c) ---- */
+
+#define TQ_QUANT_MAX_NAMES 16
+
+/* What -v and --report say about one quantized (or dequantized) name. */
+typedef struct tq_quant_stat {
+    char name[TQ_MAX_NAME + 1];
+    tq_dtype from, to;
+    int64_t rows, d;
+    uint64_t bytes_in, bytes_out; /* payloads, side frames (scales, ranges) included */
+    int measured;                 /* the error figures below are known */
+    double se, sx;                /* sum of squared errors, of squared inputs */
+    double cos_sum, cos_min;      /* row cosines of the input and its dequantized codes */
+    double max_abs;               /* largest |error| */
+} tq_quant_stat;
+
+typedef struct tq_quant_opts {
+    tq_quant_code code;
+    const char *names[TQ_QUANT_MAX_NAMES]; /* the frames to replace; none: the default */
+    int nnames;
+    const float *ranges;          /* the ranges codes: [2, ranges_d] */
+    int64_t ranges_d;
+    int measure;                  /* fill the error figures of the stats */
+} tq_quant_opts;
+
+/* Copies the stream r to w with the chosen frames replaced by their codes (or,
+ * for TQ_QUANT_F32, the codes of tq-quantize replaced by f32 rows, their scale
+ * and range frames dropped). Memory is bounded by a batch. stats receives one
+ * entry per name replaced, *nstats of them (at most TQ_QUANT_MAX_NAMES). */
+tq_status tq_quant_run(const tq_quant_opts *o, tq_reader *r, tq_writer *w,
+                       tq_quant_stat *stats, int *nstats);
+
+/* Ranges from a stream: its frame NAME_ranges (or "ranges") f32 [2, d] when it
+ * has one, else the minimum and maximum of each dimension over every row of its
+ * vector frame (NAME, or the default choice), the calibration set. *ranges is
+ * malloc'd [2, *d]; *rows says how many rows calibrated it (0: read as such). */
+tq_status tq_quant_ranges_read(tq_reader *r, const char *name, float **ranges, int64_t *d,
+                               int64_t *rows);
+
+/* The default vector frame of a stream, as the other tools choose it: a rank 2
+ * frame of a float dtype (to quantize) or of a code (to dequantize), not "key"
+ * and not a scale or ranges frame. */
+int tq_quant_is_default(const tq_frame *f, int dequantize);
+
+#endif

@@ -1,0 +1,321 @@
+/* codes.c: tq-simmat over quantized vectors, tq-quantize's int8 codes with a
+ * scale a row (the frame NAME_scale before each batch of NAME) or sign bits:
+ * the database's codes are read whole, the queries batch by batch, and each
+ * batch's top-k comes from tq_op_codetopk, exact (integer dot products scaled
+ * and rounded once, or Hamming distances), ties to the lower index. */
+#include "../internal.h"
+#include "../simscore.h"
+#include "quant/quant.h"
+#include "simmat.h"
+
+#include <math.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && !strcmp(s + n - m, suffix);
+}
+
+/* The vector frame of a stream: NAME, or the first rank 2 frame that is not
+ * a key, a scale or ranges, and is floats or codes. */
+static int is_vectors(const tq_frame *f, const char *name)
+{
+    if (name)
+        return !strcmp(f->name, name);
+    return f->rank == 2 && strcmp(f->name, "key") && !ends_with(f->name, "_scale") &&
+           !ends_with(f->name, "_ranges") &&
+           (tq_dtype_is_float(f->dtype) || f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT);
+}
+
+static int is_code(tq_dtype dt) { return dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_BIT; }
+
+tq_status tq_sim_codes_probe(const char *path, const char *name, tq_dtype *code)
+{
+    tq_reader *r;
+    tq_status st = tq_reader_open_path(&r, path);
+    if (st)
+        return st;
+    tq_frame *f;
+    *code = TQ_DTYPE_INVALID;
+    while ((st = tq_reader_next(r, &f)) == TQ_OK)
+        if (is_vectors(f, name)) {
+            *code = is_code(f->dtype) ? f->dtype : TQ_DTYPE_INVALID;
+            break;
+        }
+    tq_reader_close(r);
+    return st == TQ_EOF ? TQ_OK : st;
+}
+
+/* A scale frame waiting for its codes. */
+typedef struct pending {
+    float *v;
+    int64_t n;   /* -1: none */
+} pending;
+
+static tq_status keep_scale(pending *p, tq_frame *f)
+{
+    if (f->dtype != TQ_DTYPE_F32 || f->rank != 1)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": scales must be f32 [n]",
+                       (unsigned long long)f->index, f->name);
+    const void *data;
+    tq_status st = tq_frame_data(f, &data);
+    if (st)
+        return st;
+    float *v = realloc(p->v, (size_t)(f->dims[0] + 1) * 4);
+    if (!v)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    memcpy(v, data, (size_t)f->dims[0] * 4);
+    p->v = v, p->n = f->dims[0];
+    return TQ_OK;
+}
+
+/* Checks a codes frame against the database's kind and its pending scales. */
+static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *p)
+{
+    if (f->rank != 2 || f->dtype != s->code)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the database holds %s "
+                                    "codes [n, d]",
+                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
+                       tq_dtype_name(s->code));
+    if (s->db.n && f->dims[1] != s->db.d)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
+                       (unsigned long long)f->index, f->name, (long long)f->dims[1],
+                       (long long)s->db.d);
+    if (s->code == TQ_DTYPE_I8 && p->n != f->dims[0])
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": int8 codes need their scales, the frame "
+                                    "\"%s_scale\" f32 [%lld] just before them (tq-quantize --to int8)",
+                       (unsigned long long)f->index, f->name, f->name, (long long)f->dims[0]);
+    return TQ_OK;
+}
+
+tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name)
+{
+    tq_reader *r;
+    tq_status st = tq_reader_open_path(&r, path);
+    if (st)
+        return st;
+    pending p = {NULL, -1};
+    char scale_name[TQ_MAX_NAME + 8] = "";
+    int64_t key_rows = 0, keys_pending = -1, cap = 0;
+    tq_frame *f;
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        if (!strcmp(f->name, "key") && f->rank == 1) {
+            if ((st = tq_sim_rows_keys(&s->db, f, key_rows)))
+                break;
+            keys_pending = f->dims[0];
+            continue;
+        }
+        if (ends_with(f->name, "_scale")) {
+            /* the scales of the next codes frame (checked when it comes) */
+            snprintf(scale_name, sizeof scale_name, "%s", f->name);
+            if ((st = keep_scale(&p, f)))
+                break;
+            continue;
+        }
+        if (s->db.name[0] ? strcmp(f->name, s->db.name) : !is_vectors(f, name))
+            continue;
+        if (!s->db.name[0]) {
+            snprintf(s->db.name, sizeof s->db.name, "%s", f->name);
+            s->code = f->dtype;
+            s->db.d = f->rank == 2 ? f->dims[1] : 0;
+        }
+        if ((st = check_codes(s, f, &p)))
+            break;
+        int64_t n = f->dims[0];
+        size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+        if (s->db.n + n > cap) {
+            cap = cap ? cap : 1024;
+            while (cap < s->db.n + n)
+                cap *= 2;
+            unsigned char *nx = realloc(s->cx, (size_t)cap * rb + 1);
+            float *ns = nx ? realloc(s->cscale, (size_t)cap * 4 + 1) : NULL;
+            if (nx)
+                s->cx = nx;
+            if (!ns) {
+                st = tq_fail(TQ_ERR_NOMEM, "out of memory for %lld rows", (long long)cap);
+                break;
+            }
+            s->cscale = ns;
+        }
+        const void *data;
+        if ((st = tq_frame_data(f, &data)))
+            break;
+        memcpy(s->cx + (size_t)s->db.n * rb, data, (size_t)n * rb);
+        if (s->code == TQ_DTYPE_I8)
+            memcpy(s->cscale + s->db.n, p.v, (size_t)n * 4);
+        p.n = -1;
+        if (keys_pending >= 0 && keys_pending != n) {
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
+                         (unsigned long long)f->index, f->name, (long long)n,
+                         (long long)keys_pending);
+            break;
+        }
+        key_rows += keys_pending >= 0 ? keys_pending : 0;
+        keys_pending = -1;
+        s->db.n += n;
+    }
+    free(p.v);
+    tq_reader_close(r);
+    if (st == TQ_EOF && !s->db.name[0])
+        st = tq_fail(TQ_ERR_DATA, "no vectors");
+    if (st == TQ_EOF && key_rows && key_rows != s->db.n)
+        st = tq_fail(TQ_ERR_DATA, "%lld keys for %lld rows", (long long)key_rows,
+                     (long long)s->db.n);
+    if (st == TQ_EOF && !key_rows)
+        s->db.key_dtype = TQ_DTYPE_INVALID;
+    if (st != TQ_EOF)
+        return tq_fail_context(st, "%s", strcmp(path, "-") ? path : "stdin");
+    /* the shard's rows on the device */
+    s->s0 = s->db.n * s->shard_i / s->shard_n;
+    s->s1 = s->db.n * (s->shard_i + 1) / s->shard_n;
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    int64_t dims[2] = {s->s1 - s->s0, s->db.d};
+    st = tq_tensor_new(s->dev, s->code, 2, dims, &s->cxt);
+    if (!st)
+        st = tq_tensor_upload(s->cxt, s->cx + (size_t)s->s0 * rb, (size_t)dims[0] * rb);
+    if (!st && s->code == TQ_DTYPE_I8 && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, dims, &s->cst)))
+        st = tq_tensor_upload(s->cst, s->cscale + s->s0, (size_t)dims[0] * 4);
+    return st;
+}
+
+/* The k best of each query's m k candidates (vals, idx [n, m k], best first)
+ * by the exact dot product of the f32 rows, into the first k of each list. */
+static void rescore(const tq_sim *s, const float *qf, int64_t n, int64_t mk, float *v, int64_t *ix)
+{
+    int64_t d = s->db.d, k = s->k;
+    for (int64_t i = 0; i < n; i++) {
+        float *vi = v + i * mk;
+        int64_t *ii = ix + i * mk;
+        for (int64_t c = 0; c < mk; c++)
+            vi[c] = ii[c] < 0 ? -INFINITY : tq_simscore(0, qf + i * d, s->rescore.x + ii[c] * d, d);
+        /* insertion sort by the exact order of top-k lists (m k is small) */
+        for (int64_t c = 1; c < mk; c++) {
+            float sv = vi[c];
+            int64_t si = ii[c], p = c;
+            while (p > 0 && tq_simscore_better(sv, si, vi[p - 1], ii[p - 1])) {
+                vi[p] = vi[p - 1], ii[p] = ii[p - 1];
+                p--;
+            }
+            vi[p] = sv, ii[p] = si;
+        }
+        /* compact: the first k of each list, rows of k */
+        memmove(v + i * k, vi, (size_t)k * 4);
+        memmove(ix + i * k, ii, (size_t)k * 8);
+    }
+}
+
+static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const float *qf, int64_t n,
+                           tq_writer *w)
+{
+    int64_t d = s->db.d, k = s->k * (qf && s->rescore.x ? s->rescore_m : 1);
+    int64_t qd[2] = {n, d}, kd[2] = {n, k};
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    tq_tensor *qt = NULL, *qst = NULL, *vt = NULL, *it = NULL;
+    float *v = malloc((size_t)(n * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(n * k + 1) * 8);
+    tq_status st = !v || !ix ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
+    for (int64_t i = 0; !st && i < n * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    if (!st && !(st = tq_tensor_new(s->dev, s->code, 2, qd, &qt)) &&
+        !(st = tq_tensor_upload(qt, q, (size_t)n * rb)) && s->code == TQ_DTYPE_I8 &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, qd, &qst)))
+        st = tq_tensor_upload(qst, qs, (size_t)n * 4);
+    if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, kd, &vt)) &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_I64, 2, kd, &it)) &&
+        !(st = tq_tensor_upload(vt, v, (size_t)(n * k) * 4)) &&
+        !(st = tq_tensor_upload(it, ix, (size_t)(n * k) * 8)) &&
+        !(st = tq_op_codetopk(qt, qst, s->cxt, s->cst,
+                              s->code == TQ_DTYPE_I8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, s->s0,
+                              vt, it)) &&
+        !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
+        st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
+    tq_tensor_free(qt), tq_tensor_free(qst), tq_tensor_free(vt), tq_tensor_free(it);
+    if (!st && k != s->k)
+        rescore(s, qf, n, k, v, ix);
+    if (!st)
+        st = tq_sim_topk_write(s, v, ix, n, w);
+    free(v);
+    free(ix);
+    return st;
+}
+
+/* Float query rows to f32 (*qf) and to the database's code (*qc, and the
+ * scales in p for int8). */
+static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsigned char **qc,
+                                  pending *p)
+{
+    int64_t n = f->dims[0], d = f->dims[1];
+    if (d != s->db.d)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
+                       (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
+    const void *data;
+    tq_status st = tq_frame_data(f, &data);
+    if (st)
+        return st;
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    float *nf = realloc(*qf, (size_t)(n * d + 1) * 4);
+    if (nf)
+        *qf = nf;
+    unsigned char *nc = nf ? realloc(*qc, (size_t)n * rb + 1) : NULL;
+    if (nc)
+        *qc = nc;
+    float *ns = nc ? realloc(p->v, (size_t)(n + 1) * 4) : NULL;
+    if (!ns)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    p->v = ns, p->n = n;
+    if (n > 0 && d > 0 && (st = tq_convert(TQ_DTYPE_F32, *qf, f->dtype, data, (size_t)(n * d), 0)))
+        return st;
+    tq_quant_code c = s->code == TQ_DTYPE_I8 ? TQ_QUANT_INT8 : TQ_QUANT_BIT;
+    const char *why;
+    int64_t bad = tq_quant_bad_row(c, *qf, n, d, &why);
+    if (bad >= 0)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": row %lld has %s",
+                       (unsigned long long)f->index, f->name, (long long)bad, why);
+    return tq_quant_rows(c, *qf, n, d, NULL, *qc, p->v);
+}
+
+tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
+{
+    pending p = {NULL, -1};
+    float *qf = NULL;
+    unsigned char *qc = NULL;
+    char want_scale[TQ_MAX_NAME + 8];
+    snprintf(want_scale, sizeof want_scale, "%s_scale", s->db.name);
+    tq_status st;
+    tq_frame *f;
+    while ((st = tq_reader_next(in, &f)) == TQ_OK) {
+        if (!strcmp(f->name, want_scale)) {
+            if ((st = keep_scale(&p, f)))
+                break;
+            continue; /* the scales are the query's, consumed with it */
+        }
+        if (strcmp(f->name, s->db.name)) {
+            if ((st = tq_writer_put(out, f)))
+                break;
+            continue;
+        }
+        const void *data;
+        if (tq_dtype_is_float(f->dtype) && f->rank == 2) {
+            /* float queries: quantized here, as tq-quantize would */
+            if ((st = quantize_queries(s, f, &qf, &qc, &p)) ||
+                (st = run_batch(s, qc, p.v, qf, f->dims[0], out)))
+                break;
+        } else {
+            if (s->rescore.x) {
+                st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": --rescore wants the queries in "
+                                          "full precision (float), not codes",
+                             (unsigned long long)f->index, f->name);
+                break;
+            }
+            if ((st = check_codes(s, f, &p)) || (st = tq_frame_data(f, &data)) ||
+                (st = run_batch(s, data, p.v, NULL, f->dims[0], out)))
+                break;
+        }
+        p.n = -1;
+        s->q_seen += f->dims[0];
+    }
+    free(p.v);
+    free(qf);
+    free(qc);
+    return st == TQ_EOF ? TQ_OK : st;
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# bench-quantize.sh BINDIR [SCALE]: tq-quantize and the quantized searches of
+# tq-simmat against their peers, in one run on this machine, all cores. Not a
+# test: targets are reported, never enforced, since shared machines are noisy.
+# SCALE (default 1) divides the database rows of the two searches, for small
+# machines; the output says which sizes ran.
+#   quantize    100,000 x 384 f32 (153.6 MB) from a file to /dev/null, the whole
+#               tool, per code (int8, q4_0, bit), and back (--to f32), against
+#               NumPy doing the same in memory (int8 per row and its inverse,
+#               q4_0 as gguf.quants does it, numpy.packbits). Target: >= 5x.
+#   binary      top-10 of 1,000 queries in 1,000,000 x 1024-bit codes: the
+#               whole tool against FAISS IndexBinaryFlat.search alone (the
+#               faiss-cpu wheel of .venv and Debian's python3-faiss). Target:
+#               >= 2x both.
+#   int8        top-10 of 1,000 queries in 1,000,000 x 384 int8 rows: against
+#               tq's own f32 search of the same rows (target >= 2.5x) and FAISS
+#               IndexScalarQuantizer QT_8bit, inner product (target: faster).
+set -euo pipefail
+BIN=${1:?usage: bench-quantize.sh BINDIR [SCALE]}
+SCALE=${2:-1}
+export PATH="$BIN:$PATH"
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-quantize.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+threads=$(nproc)
+NPY=/usr/bin/python3
+[ -x "$root/.venv/bin/python" ] && NPY=$root/.venv/bin/python
+
+best3() { # best wall seconds of 3 runs of a shell command
+    local b="" t0 t1 dt
+    for _ in 1 2 3; do
+        t0=$(date +%s.%N); bash -c "$1"; t1=$(date +%s.%N)
+        dt=$(echo "$t1 - $t0" | bc -l)
+        if [ -z "$b" ] || [ "$(echo "$dt < $b" | bc -l)" = 1 ]; then b=$dt; fi
+    done
+    echo "$b"
+}
+ratio() { echo "scale=2; $1 / $2" | bc -l; }
+rate() { echo "scale=2; $1 / $2 / 1000000000" | bc -l; } # bytes, seconds -> GB/s
+
+echo "== tq-quantize and quantized search ($threads threads, database rows / $SCALE)"
+
+# ---- quantize and dequantize 100,000 x 384 ----
+"$NPY" -c "import numpy as np; np.save('$work/x.npy', np.random.default_rng(0).standard_normal((100000, 384), dtype=np.float32) * np.float32(0.05))"
+tq-cat --from npy --as emb --batch 100000 "$work/x.npy" > "$work/x.tq"
+nbytes=$((100000 * 384 * 4))
+PYTHONPATH="$root/tests/lib" "$NPY" - "$work" > "$work/numpy.txt" <<'PY'
+import sys, time, numpy as np
+import quantref as r
+x = np.load(sys.argv[1] + "/x.npy")
+def best(f):
+    b = 1e30
+    for _ in range(3):
+        t0 = time.perf_counter(); f(); b = min(b, time.perf_counter() - t0)
+    return b
+q, s = r.int8_row(x)
+print("int8", best(lambda: r.int8_row(x)))
+print("int8-back", best(lambda: q.astype(np.float32) * s[:, None]))
+try:
+    from gguf import quants, GGMLQuantizationType as T
+    q4 = lambda: quants.quantize(x, T.Q4_0)
+    print("q4_0", best(q4))
+    b4 = quants.quantize(x, T.Q4_0)
+    print("q4_0-back", best(lambda: quants.dequantize(b4, T.Q4_0)))
+except ImportError:
+    print("q4_0", best(lambda: r.q4_0(x)))
+b = np.packbits(x > 0, axis=-1)
+print("bit", best(lambda: np.packbits(x > 0, axis=-1)))
+print("bit-back", best(lambda: np.unpackbits(b, axis=-1).astype(np.float32) * 2 - 1))
+PY
+cat "$work/x.tq" > /dev/null
+for c in int8 q4_0 bit; do
+    t_np=$(sed -n "s/^$c //p" "$work/numpy.txt")
+    t_tq=$(best3 "tq-quantize --threads $threads --to $c '$work/x.tq' > '$work/c.tq'")
+    printf 'quantize %-5s 153.6 MB: tq-quantize %s GB/s, NumPy in memory %s GB/s, ratio %s (target >= 5)\n' \
+        "$c" "$(rate $nbytes "$t_tq")" "$(rate $nbytes "$t_np")" "$(ratio "$t_np" "$t_tq")"
+    t_np=$(sed -n "s/^$c-back //p" "$work/numpy.txt")
+    t_tq=$(best3 "tq-quantize --threads $threads --to f32 '$work/c.tq' > /dev/null")
+    [ -n "$t_np" ] && printf 'back     %-5s to f32: tq-quantize %s GB/s, NumPy in memory %s GB/s, ratio %s (target >= 5)\n' \
+        "$c" "$(rate $nbytes "$t_tq")" "$(rate $nbytes "$t_np")" "$(ratio "$t_np" "$t_tq")"
+done
+
+# ---- binary top-10 ----
+ndb=$((1000000 / SCALE))
+"$NPY" - "$work" "$ndb" <<'PY'
+import sys, numpy as np
+w, n = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(1)
+np.save(w + "/b.npy", rng.integers(0, 256, (n, 128), dtype=np.uint8))
+np.save(w + "/bq.npy", rng.integers(0, 256, (1000, 128), dtype=np.uint8))
+PY
+PYTHONPATH="$root/tests/lib" "$NPY" -c "
+import numpy as np, tqstream as t
+for n in ('b', 'bq'):
+    a = np.load('$work/' + n + '.npy')
+    open('$work/' + n + '.tq', 'wb').write(t.frame('emb', 'bit', [a.shape[0], 1024], a.tobytes()))"
+t_tq=$(best3 "tq-simmat --threads $threads --db '$work/b.tq' --metric hamming -k 10 < '$work/bq.tq' > /dev/null")
+faiss_bin() { # PYTHON: best of 3 IndexBinaryFlat searches, or "-"
+    "$1" - "$work" "$threads" <<'PY' 2>/dev/null || echo "-"
+import sys, time, numpy as np, faiss
+w, t = sys.argv[1], int(sys.argv[2])
+faiss.omp_set_num_threads(t)
+x, q = np.load(w + "/b.npy"), np.load(w + "/bq.npy")
+ix = faiss.IndexBinaryFlat(1024); ix.add(x)
+best = 1e30
+for _ in range(3):
+    t0 = time.perf_counter(); ix.search(q, 10); best = min(best, time.perf_counter() - t0)
+print(best)
+PY
+}
+for py in "$root/.venv/bin/python" /usr/bin/python3; do
+    [ -x "$py" ] || continue
+    t_f=$(faiss_bin "$py")
+    [ "$t_f" = "-" ] && { echo "binary top-10: FAISS not importable by $py"; continue; }
+    printf 'binary top-10, %d x 1024 bits, 1000 queries: tq-simmat %.3f s, FAISS IndexBinaryFlat (%s) %.3f s, ratio %s (target >= 2)\n' \
+        "$ndb" "$t_tq" "$py" "$t_f" "$(ratio "$t_f" "$t_tq")"
+done
+
+# ---- int8 top-10 ----
+"$NPY" - "$work" "$ndb" <<'PY'
+import sys, numpy as np
+w, n = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(2)
+def unit(m):
+    x = rng.standard_normal((m, 384), dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+np.save(w + "/e.npy", unit(n)); np.save(w + "/eq.npy", unit(1000))
+PY
+tq-cat --from npy --as emb --batch 100000 "$work/e.npy" > "$work/e.tq"
+tq-cat --from npy --as emb "$work/eq.npy" > "$work/eq.tq"
+tq-quantize --to int8 "$work/e.tq" > "$work/e8.tq"
+tq-quantize --to int8 "$work/eq.tq" > "$work/eq8.tq"
+t_8=$(best3 "tq-simmat --threads $threads --db '$work/e8.tq' --metric dot -k 10 < '$work/eq8.tq' > /dev/null")
+t_32=$(best3 "tq-simmat --threads $threads --db '$work/e.tq' --metric dot -k 10 < '$work/eq.tq' > /dev/null")
+printf 'int8 top-10, %d x 384, 1000 queries: tq-simmat int8 %.3f s, tq-simmat f32 %.3f s, ratio %s (target >= 2.5)\n' \
+    "$ndb" "$t_8" "$t_32" "$(ratio "$t_32" "$t_8")"
+t_sq=$("$NPY" - "$work" "$threads" <<'PY' 2>/dev/null || echo "-"
+import sys, time, numpy as np, faiss
+w, t = sys.argv[1], int(sys.argv[2])
+faiss.omp_set_num_threads(t)
+x, q = np.load(w + "/e.npy"), np.load(w + "/eq.npy")
+ix = faiss.IndexScalarQuantizer(384, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+ix.train(x); ix.add(x)
+best = 1e30
+for _ in range(3):
+    t0 = time.perf_counter(); ix.search(q, 10); best = min(best, time.perf_counter() - t0)
+print(best)
+PY
+)
+[ "$t_sq" != "-" ] && printf 'int8 top-10: FAISS IndexScalarQuantizer QT_8bit %.3f s, ratio %s (target > 1)\n' \
+    "$t_sq" "$(ratio "$t_sq" "$t_8")"
+echo "near-duplicate prefilter (int8/bit bound): not built yet"

