@@ -11,7 +11,8 @@
 
 enum {
     OP_MATMUL, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
-    OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK
+    OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
+    OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK
 };
 
 /* Fixed sides of the ops whose n is one dimension. */
@@ -64,6 +65,13 @@ const tqb_opdef tqb_ops[] = {
                     TQB_CMP_BITS, 0},
     [OP_TOPK] = {"topk", "top-10 of each row of 1024 of n values", {1 << 16, 1 << 22},
                  {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
+    [OP_ACTIVATE_GRAD] = {"activate_grad", "tanh's backward over n values", {1 << 16, 1 << 22},
+                          {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    [OP_GELU_GRAD] = {"gelu_grad", "GELU's backward over n values", {1 << 16, 1 << 22},
+                      {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    /* exact integer products rounded once: the same bits on every device */
+    [OP_CODETOPK] = {"codetopk", "top-10 of int8 q[256,256] against int8 db[n,256] with scales",
+                     {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
 };
 const int tqb_nops = (int)(sizeof tqb_ops / sizeof tqb_ops[0]);
 
@@ -114,6 +122,21 @@ static tq_status mk(tqb_inst *in, int i, tq_dtype dt, int rank, int64_t d0, int6
     return st;
 }
 
+/* Tensor i: int8 codes [d0, d1] of uniform values in [-127, 127]. */
+static tq_status mk_i8(tqb_inst *in, int i, int64_t d0, int64_t d1, uint64_t *seed)
+{
+    tq_tensor *f = NULL;
+    tq_status st = mk(in, i, TQ_DTYPE_F32, 2, d0, d1, 1, seed);
+    if (st)
+        return st;
+    f = in->t[i];
+    in->t[i] = NULL;
+    if (!(st = tq_op_scale(f, 127.0f, f)) && !(st = mk(in, i, TQ_DTYPE_I8, 2, d0, d1, 0, seed)))
+        st = tq_op_convert(f, in->t[i]);
+    tq_tensor_free(f);
+    return st;
+}
+
 /* Starts simtopk's running lists at -inf and -1, as the op asks. */
 static tq_status simtopk_reset(tqb_inst *in)
 {
@@ -122,8 +145,9 @@ static tq_status simtopk_reset(tqb_inst *in)
     int64_t ix[SIM_Q * SIM_K];
     for (size_t i = 0; i < n; i++)
         v[i] = -INFINITY, ix[i] = -1;
-    tq_status st = tq_tensor_upload(in->t[2], v, sizeof v);
-    return st ? st : tq_tensor_upload(in->t[3], ix, sizeof ix);
+    int o = in->op == &tqb_ops[OP_CODETOPK] ? 4 : 2; /* codetopk: after the scales */
+    tq_status st = tq_tensor_upload(in->t[o], v, sizeof v);
+    return st ? st : tq_tensor_upload(in->t[o + 1], ix, sizeof ix);
 }
 
 static void shape2(char *out, size_t n, const tq_tensor *t)
@@ -184,6 +208,31 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
             (st = mk(in, 3, TQ_DTYPE_I64, 2, SIM_Q, SIM_K, 0, &seed)))
             return st;
         return simtopk_reset(in);
+    case OP_CODETOPK:
+        if ((st = mk_i8(in, 0, SIM_Q, SIM_D, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 1, SIM_Q, 0, 1, &seed)) ||
+            (st = mk_i8(in, 2, n, SIM_D, &seed)) || (st = mk(in, 3, TQ_DTYPE_F32, 1, n, 0, 1, &seed)) ||
+            (st = mk(in, 4, TQ_DTYPE_F32, 2, SIM_Q, SIM_K, 0, &seed)) ||
+            (st = mk(in, 5, TQ_DTYPE_I64, 2, SIM_Q, SIM_K, 0, &seed)))
+            return st;
+        in->dtype = "i8";
+        in->nout = 2;
+        in->out[0] = 4;
+        in->out[1] = 5;
+        in->flops = 2.0 * SIM_Q * SIM_D * n;
+        in->bytes = 1.0 * (SIM_Q * SIM_D + n * SIM_D) + 4.0 * n;
+        snprintf(in->shape, sizeof in->shape, "[%d,%d]x[%lld,%d]", SIM_Q, SIM_D, (long long)n,
+                 SIM_D);
+        return simtopk_reset(in);
+    case OP_ACTIVATE_GRAD:
+    case OP_GELU_GRAD:
+        if ((st = rows_inputs(in, &r, &c, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 1, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_F32, 2, r, c, 0, &seed)))
+            return st;
+        in->out[0] = 2;
+        in->bytes = 12.0 * r * c;
+        break;
     case OP_ATTENTION:
         for (int i = 0; i < 4; i++)
             if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
@@ -322,6 +371,14 @@ tq_status tqb_inst_run(tqb_inst *in)
         return tq_op_convert(t[0], t[1]);
     case OP_TOPK:
         return tq_op_topk(t[0], in->k, t[1], t[2]);
+    case OP_ACTIVATE_GRAD:
+        return tq_op_activate_grad(t[0], TQ_ACT_TANH, t[1], t[2]);
+    case OP_GELU_GRAD:
+        return tq_op_gelu_grad(t[0], t[1], t[2]);
+    case OP_CODETOPK:
+        if ((st = simtopk_reset(in)))
+            return st;
+        return tq_op_codetopk(t[0], t[1], t[2], t[3], TQ_METRIC_DOT, 0, t[4], t[5]);
     }
     return tq_fail(TQ_ERR_USAGE, "unknown op");
 }
