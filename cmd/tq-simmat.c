@@ -249,7 +249,7 @@ int main(int argc, char **argv)
     /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
      * hamming, --topk only for now */
     tq_dtype code = TQ_DTYPE_INVALID;
-    if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, s.vec_name, &code)))
+    if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, dblabel, s.vec_name, &code)))
         tq_tool_fail(&t, st);
     if (code && s.mode != TQ_SIM_TOPK)
         tq_tool_usage(&t, "a database of %s codes is searched with --topk (the other modes "
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
                       (long long)s.rescore_m, (long long)s.k);
     if (code)
-        st = tq_sim_codes_load(&s, db, s.vec_name);
+        st = tq_sim_codes_load(&s, db, dblabel, s.vec_name);
     else if (db) {
         tq_tool_pick(&t, NULL, db, dblabel, &pdb);
         st = tq_sim_rows_load(&s.db, db, dblabel, pdb.name[0] ? pdb.name : NULL,

@@ -29,10 +29,10 @@ static int is_vectors(const tq_frame *f, const char *name)
 
 static int is_code(tq_dtype dt) { return dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_BIT; }
 
-tq_status tq_sim_codes_probe(const char *path, const char *name, tq_dtype *code)
+tq_status tq_sim_codes_probe(const char *path, const char *label, const char *name, tq_dtype *code)
 {
     tq_reader *r;
-    tq_status st = tq_reader_open_path(&r, path);
+    tq_status st = tq_reader_open_path_as(&r, path, label);
     if (st)
         return st;
     tq_frame *f;
@@ -88,10 +88,10 @@ static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *
     return TQ_OK;
 }
 
-tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name)
+tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, const char *name)
 {
     tq_reader *r;
-    tq_status st = tq_reader_open_path(&r, path);
+    tq_status st = tq_reader_open_path_as(&r, path, label);
     if (st)
         return st;
     pending p = {NULL, -1};
@@ -164,7 +164,7 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name)
     if (st == TQ_EOF && !key_rows)
         s->db.key_dtype = TQ_DTYPE_INVALID;
     if (st != TQ_EOF)
-        return tq_fail_context(st, "%s", strcmp(path, "-") ? path : "stdin");
+        return tq_sim_fail_label(st, label);
     /* the shard's rows on the device */
     s->s0 = s->db.n * s->shard_i / s->shard_n;
     s->s1 = s->db.n * (s->shard_i + 1) / s->shard_n;

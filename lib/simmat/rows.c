@@ -172,6 +172,16 @@ tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have)
     return TQ_OK;
 }
 
+tq_status tq_sim_fail_label(tq_status st, const char *label)
+{
+    /* the reader's own messages start with the label already */
+    const char *l = strcmp(label, "-") ? label : "stdin";
+    size_t ll = strlen(l);
+    if (strncmp(tq_errmsg(), l, ll) || tq_errmsg()[ll] != ':')
+        tq_fail_context(st, "%s", l);
+    return st;
+}
+
 tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *label,
                            const char *name, int normalize)
 {
@@ -225,11 +235,7 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *labe
         rows->key_dtype = TQ_DTYPE_INVALID;
     tq_reader_close(r);
     if (st != TQ_EOF) {
-        /* the reader's own messages start with the label already */
-        const char *l = strcmp(label, "-") ? label : "stdin";
-        size_t ll = strlen(l);
-        if (strncmp(tq_errmsg(), l, ll) || tq_errmsg()[ll] != ':')
-            tq_fail_context(st, "%s", l);
+        tq_sim_fail_label(st, label);
         tq_sim_rows_free(rows);
         return st;
     }

@@ -84,8 +84,12 @@ tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_
  * tq_op_codetopk; with s->rescore loaded (float queries only), the best
  * rescore_m x k candidates of each query are ranked again by the exact f32
  * dot product with the rows of s->rescore. */
-tq_status tq_sim_codes_probe(const char *path, const char *name, tq_dtype *code);
-tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *name);
+/* Puts "LABEL: " before the current message unless the reader's message
+ * starts with it already; returns st. */
+tq_status tq_sim_fail_label(tq_status st, const char *label);
+/* label names the database in messages ("stdin" for the spool of standard input) */
+tq_status tq_sim_codes_probe(const char *path, const char *label, const char *name, tq_dtype *code);
+tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, const char *name);
 tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out);
 
 /* Merges the top-k streams of the shards (in any order) into the stream of a
