@@ -22,6 +22,15 @@ needs_numpy() {
         skip "python3-numpy is not installed (make deps-test installs it)"
 }
 
+# open_mpi_env: what a test that starts Open MPI programs exports. CI runs as
+# root, which Open MPI refuses unless told; and Open MPI leaks in its own
+# dlopened components, which are gone by exit (LeakSanitizer cannot even name
+# them, so no suppression can match): leak checks are off for such tests.
+open_mpi_env() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+}
+
 # needs_peak_rss: skip a peak-memory test where it cannot be measured: without
 # GNU time, or under AddressSanitizer (its shadow memory and quarantine are no
 # measure of ours).

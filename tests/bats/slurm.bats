@@ -305,8 +305,8 @@ feed_one() {
     [ "$status" -eq 0 ]
     [ "$(sort <<< "$output")" = "$(printf 'rank 0 of 2, sum 1\nrank 1 of 2, sum 1')" ]
     # Open MPI's own launcher in an allocation (it refuses root unless told)
-    run --separate-stderr env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        timeout 60 salloc -n 2 mpirun ./hello
+    open_mpi_env
+    run --separate-stderr timeout 60 salloc -n 2 mpirun ./hello
     [ "$status" -eq 0 ]
     [ "$(sort <<< "$output")" = "$(printf 'rank 0 of 2, sum 1\nrank 1 of 2, sum 1')" ]
 }
@@ -316,6 +316,7 @@ feed_one() {
     ldd "$TQ_BIN/tq-train" | grep -q libmpi ||
         skip "tq-train was built without MPI (mpicc was not found at build time)"
     needs_numpy
+    open_mpi_env
     # 512 examples of 8 features, 3 classes from a linear rule with noise
     py -c '
 import numpy as np, tqstream as tqs

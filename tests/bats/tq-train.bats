@@ -308,8 +308,7 @@ PYEOF
 @test "MPI: mpirun -np 1, 2 and 4 give the same model bytes; rank 0 alone writes and reports; one error message" {
     command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
     ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
-    # root in CI containers; Open MPI's own leaks are not ours to report
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
+    open_mpi_env
     py "$REF" data "$D" softmax --n 200
     for np in 1 2 4; do
         mkdir "$D/np$np"
