@@ -65,6 +65,9 @@ typedef struct tq_backend {
     void (*close)(void *ctx);
     tq_status (*alloc)(void *ctx, size_t nbytes, void **buf);
     void (*free)(void *ctx, void *buf);
+    /* Frees what the backend's ops keep in a constant tensor's derived (NULL
+     * where they keep nothing). */
+    void (*derived_free)(void *derived);
     tq_status (*upload)(void *ctx, void *buf, size_t offset, const void *src, size_t n);
     tq_status (*download)(void *ctx, const void *buf, size_t offset, void *dst, size_t n);
     tq_status (*sync)(void *ctx);

@@ -80,10 +80,14 @@ void tq_tensor_free(tq_tensor *t)
 {
     if (!t)
         return;
+    if (t->derived)
+        t->dev->backend->derived_free(t->derived);
     if (t->owns)
         t->dev->backend->free(t->dev->ctx, t->buf);
     free(t);
 }
+
+void tq_tensor_set_constant(tq_tensor *t) { t->constant = 1; }
 
 int64_t tq_tensor_numel(const tq_tensor *t)
 {
@@ -100,6 +104,8 @@ void *tq_tensor_host(const tq_tensor *t)
 
 tq_status tq_tensor_upload(tq_tensor *t, const void *src, size_t nbytes)
 {
+    if (t->constant)
+        return tq_fail(TQ_ERR_USAGE, "upload into a tensor declared constant");
     if (nbytes != t->nbytes)
         return tq_fail(TQ_ERR_USAGE, "upload of %zu bytes into a tensor of %zu", nbytes,
                        t->nbytes);

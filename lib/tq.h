@@ -261,6 +261,8 @@ typedef struct tq_tensor {
     size_t offset;      /* bytes into buf where this tensor starts (views) */
     size_t nbytes;
     int owns;           /* 1: frees buf; 0: a view into another tensor */
+    int constant;       /* tq_tensor_set_constant was called */
+    void *derived;      /* the backend's forms of a constant tensor (packed operands) */
 } tq_tensor;
 
 tq_status tq_tensor_new(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
@@ -276,6 +278,12 @@ tq_status tq_tensor_view(const tq_tensor *parent, size_t offset, tq_dtype dt, in
 tq_status tq_tensor_wrap_host(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims,
                               void *host, tq_tensor **t);
 void tq_tensor_free(tq_tensor *t);
+/* Declares that t will not change again until it is freed (model weights):
+ * the backend may then keep forms of it made for its kernels, as the CPU
+ * keeps a matmul B operand packed in its micro-kernel's layout, made once
+ * instead of at every product. An upload into it fails from then on; writing
+ * it as an op's output is a usage error the ops cannot all detect, so don't. */
+void tq_tensor_set_constant(tq_tensor *t);
 int64_t tq_tensor_numel(const tq_tensor *t);
 /* Host pointer of a CPU tensor (buf + offset); NULL on other devices. */
 void *tq_tensor_host(const tq_tensor *t);

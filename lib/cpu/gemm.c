@@ -19,6 +19,13 @@ void tq_cpu_gemm_pack_a(float *dst, int mr, int ta, const float *a, int lda, int
 {
     for (int s = 0; s < mc; s += mr) {
         int rows = mc - s < mr ? mc - s : mr;
+        if (!ta && rows == mr) { /* the common case, without the per-element choice */
+            const float *src = a + (long)(i0 + s) * lda + p0;
+            for (int p = 0; p < kc; p++, dst += mr)
+                for (int r = 0; r < mr; r++)
+                    dst[r] = src[(long)r * lda + p];
+            continue;
+        }
         for (int p = 0; p < kc; p++, dst += mr) {
             int r = 0;
             for (; r < rows; r++)
@@ -103,3 +110,93 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
 }
 
 const char *tq_cpu_sgemm_builtin_isa(void) { return tq_cpu_gemm_kernel()->name; }
+
+/* ---- products with a B packed once (gemm.h: tq_cpu_packed_b) ---- */
+
+tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k, int n)
+{
+    const tq_gemm_kernel *kern = tq_cpu_gemm_kernel();
+    tq_cpu_packed_b *pb = calloc(1, sizeof *pb);
+    if (!pb)
+        return NULL;
+    pb->kern = kern;
+    pb->tb = tb;
+    pb->k = k;
+    pb->n = n;
+    pb->npad = (n + kern->nr - 1) / kern->nr * kern->nr;
+    /* slice pc (KC rows of op(B)) at pc * npad, its strip t at t * nr * kc */
+    if (!(pb->data = malloc((size_t)pb->npad * (size_t)(k ? k : 1) * sizeof *pb->data))) {
+        free(pb);
+        return NULL;
+    }
+    for (int pc = 0; pc < k; pc += KC)
+        tq_cpu_gemm_pack_b(pb->data + (size_t)pc * (size_t)pb->npad, kern->nr, tb, b, ldb, pc,
+                           k - pc < KC ? k - pc : KC, 0, n);
+    return pb;
+}
+
+void tq_cpu_gemm_packed_free(tq_cpu_packed_b *pb)
+{
+    if (pb)
+        free(pb->data);
+    free(pb);
+}
+
+/* The loops of tq_cpu_sgemm_builtin without its B packing: the same slices of
+ * k and the same kernel calls for every element of C, so the same bits. */
+void tq_cpu_sgemm_packed(int ta, int m, int j0, int nc, float alpha, const float *a, int lda,
+                         const tq_cpu_packed_b *pb, float beta, float *c, int ldc)
+{
+    const tq_gemm_kernel *kern = pb->kern;
+    const int mr = kern->mr, nr = kern->nr, k = pb->k;
+    if (!ta && kern->fn_rows) { /* A's rows in place: no packing pass over A at all */
+        for (int pc = 0; pc < k; pc += KC) {
+            int kc = k - pc < KC ? k - pc : KC;
+            float bet = pc ? 1.0f : beta;
+            const float *bs = pb->data + (size_t)pc * (size_t)pb->npad + (size_t)j0 * (size_t)kc;
+            for (int ic = 0; ic < m; ic += MC) { /* MC rows of A stay in L2 across B's strips */
+                int mc = m - ic < MC ? m - ic : MC;
+                for (int jr = 0; jr < nc; jr += nr)
+                    for (int ir = 0; ir < mc; ir += mr)
+                        kern->fn_rows(kc, a + (long)(ic + ir) * lda + pc, lda, bs + (long)jr * kc,
+                                      c + (long)(ic + ir) * ldc + jr, ldc,
+                                      mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
+                                      alpha, bet);
+            }
+        }
+        return;
+    }
+    int kc_max = k < KC ? k : KC;
+    int mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
+    float *ap = malloc((size_t)mc_max * (size_t)kc_max * sizeof *ap);
+    if (!ap) { /* without memory to pack A: a plain loop over packed B, slow but right */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < nc; j++) {
+                float acc = 0;
+                for (int p = 0; p < k; p++) {
+                    int jj = j0 + j, pc = p / KC * KC, kc = k - pc < KC ? k - pc : KC;
+                    acc += A_AT(i, p) * pb->data[(size_t)pc * (size_t)pb->npad +
+                                                 (size_t)(jj / nr * nr) * (size_t)kc +
+                                                 (size_t)(p - pc) * (size_t)nr + (size_t)(jj % nr)];
+                }
+                float *cij = c + (long)i * ldc + j;
+                *cij = beta == 0.0f ? alpha * acc : alpha * acc + beta * *cij;
+            }
+        return;
+    }
+    for (int pc = 0; pc < k; pc += KC) {
+        int kc = k - pc < KC ? k - pc : KC;
+        float bet = pc ? 1.0f : beta;
+        const float *bs = pb->data + (size_t)pc * (size_t)pb->npad + (size_t)j0 * (size_t)kc;
+        for (int ic = 0; ic < m; ic += MC) {
+            int mc = m - ic < MC ? m - ic : MC;
+            tq_cpu_gemm_pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
+            for (int jr = 0; jr < nc; jr += nr)
+                for (int ir = 0; ir < mc; ir += mr)
+                    kern->fn(kc, ap + (long)ir * kc, bs + (long)jr * kc,
+                             c + (long)(ic + ir) * ldc + jr, ldc, mc - ir < mr ? mc - ir : mr,
+                             nc - jr < nr ? nc - jr : nr, alpha, bet);
+        }
+    }
+    free(ap);
+}

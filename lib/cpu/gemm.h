@@ -9,10 +9,16 @@
 typedef void (*tq_gemm_kernel_fn)(int kc, const float *a, const float *b, float *c, int ldc,
                                   int mr_eff, int nr_eff, float alpha, float beta);
 
+/* The same with A's rows read in place, a[i * lda + p] (no packed strip): the
+ * same operations, so the same bits. */
+typedef void (*tq_gemm_kernel_rows_fn)(int kc, const float *a, int lda, const float *b, float *c,
+                                       int ldc, int mr_eff, int nr_eff, float alpha, float beta);
+
 typedef struct tq_gemm_kernel {
     const char *name; /* "avx512", "avx2", "portable" */
     int mr, nr;
     tq_gemm_kernel_fn fn;
+    tq_gemm_kernel_rows_fn fn_rows; /* NULL: A is always packed */
 } tq_gemm_kernel;
 
 /* The packed operands the kernels take: rows i0.. i0+mc of op(A) and columns
@@ -24,6 +30,23 @@ void tq_cpu_gemm_pack_a(float *dst, int mr, int ta, const float *a, int lda, int
                         int p0, int kc);
 void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int p0, int kc,
                         int j0, int nc);
+
+/* A constant matmul operand B (tq_tensor_set_constant) packed once, whole:
+ * op(B), k x n, in kern's strips, KC rows at a time as the built-in sgemm
+ * takes them. Products with it give the bits the built-in sgemm gives. */
+typedef struct tq_cpu_packed_b {
+    const tq_gemm_kernel *kern;
+    int tb, k, n, npad; /* npad: n rounded up to kern->nr */
+    float *data;
+} tq_cpu_packed_b;
+
+/* NULL when out of memory (the caller then multiplies unpacked). */
+tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k, int n);
+void tq_cpu_gemm_packed_free(tq_cpu_packed_b *pb);
+/* C[0..m, 0..nc) = alpha op(A) op(B)[:, j0..j0+nc) + beta C: columns j0.. of
+ * the packed B (j0 a multiple of kern->nr), C pointing at its first element. */
+void tq_cpu_sgemm_packed(int ta, int m, int j0, int nc, float alpha, const float *a, int lda,
+                         const tq_cpu_packed_b *pb, float beta, float *c, int ldc);
 
 /* The best kernel the running CPU supports (chosen once). */
 const tq_gemm_kernel *tq_cpu_gemm_kernel(void);

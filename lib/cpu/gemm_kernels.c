@@ -35,24 +35,48 @@ static void kern_portable(int kc, const float *a, const float *b, float *c, int 
         }
 }
 
+static void kern_portable_rows(int kc, const float *a, int lda, const float *b, float *c,
+                               int ldc, int mr_eff, int nr_eff, float alpha, float beta)
+{
+    float acc[P_MR][P_NR] = {{0}};
+    for (int p = 0; p < kc; p++, b += P_NR)
+        for (int i = 0; i < mr_eff; i++)
+            for (int j = 0; j < P_NR; j++)
+                acc[i][j] += a[(long)i * lda + p] * b[j];
+    for (int i = 0; i < mr_eff; i++)
+        for (int j = 0; j < nr_eff; j++) {
+            float t = alpha * acc[i][j];
+            c[(long)i * ldc + j] = beta == 0.0f ? t : t + beta * c[(long)i * ldc + j];
+        }
+}
+
 #ifdef TQ_GEMM_X86
 /* ---- AVX2 + FMA: 6 x 16, 12 accumulators of the 16 ymm registers ---- */
 enum { A2_MR = 6, A2_NR = 16 };
 
-__attribute__((target("avx2,fma"))) static void
-kern_avx2(int kc, const float *a, const float *b, float *c, int ldc, int mr_eff, int nr_eff,
-          float alpha, float beta)
+/* A's element (i, p) at a[i * rs + p * cs]: packed strips (rs 1, cs MR), or
+ * rows of A in place (rs lda, cs 1; rows past mr_eff read row 0 again, their
+ * sums discarded). The same operations either way, so the same bits. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+avx2_core(int kc, const float *a, long rs, long cs, const float *b, float *c, int ldc,
+          int mr_eff, int nr_eff, float alpha, float beta)
 {
+    const float *a0 = a, *a1 = a + (mr_eff > 1 ? rs : 0), *a2 = a + (mr_eff > 2 ? 2 * rs : 0),
+                *a3 = a + (mr_eff > 3 ? 3 * rs : 0), *a4 = a + (mr_eff > 4 ? 4 * rs : 0),
+                *a5 = a + (mr_eff > 5 ? 5 * rs : 0);
+    if (rs == 1) /* packed: the strip is zero-padded, every row is there */
+        a1 = a + 1, a2 = a + 2, a3 = a + 3, a4 = a + 4, a5 = a + 5;
     for (int i = 0; i < mr_eff; i++) {
         _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + (long)i * ldc + nr_eff - 1), _MM_HINT_T0);
     }
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    for (int p = 0; p < kc; p++, a += A2_MR, b += A2_NR) {
+#pragma GCC unroll 4
+    for (long p = 0; p < kc * cs; p += cs, b += A2_NR) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), x;
 #define ROW2(i)                                                                    \
-    x = _mm256_broadcast_ss(a + i);                                                \
+    x = _mm256_broadcast_ss(a##i + p);                                             \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                     \
     c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
         ROW2(0) ROW2(1) ROW2(2) ROW2(3) ROW2(4) ROW2(5)
@@ -77,6 +101,20 @@ kern_avx2(int kc, const float *a, const float *b, float *c, int ldc, int mr_eff,
         if (n1)
             _mm256_maskstore_ps(ci + 8, m1, t1);
     }
+}
+
+__attribute__((target("avx2,fma"))) static void
+kern_avx2(int kc, const float *a, const float *b, float *c, int ldc, int mr_eff, int nr_eff,
+          float alpha, float beta)
+{
+    avx2_core(kc, a, 1, A2_MR, b, c, ldc, mr_eff, nr_eff, alpha, beta);
+}
+
+__attribute__((target("avx2,fma"))) static void
+kern_avx2_rows(int kc, const float *a, int lda, const float *b, float *c, int ldc, int mr_eff,
+               int nr_eff, float alpha, float beta)
+{
+    avx2_core(kc, a, lda, 1, b, c, ldc, mr_eff, nr_eff, alpha, beta);
 }
 
 /* ---- AVX-512: 12 x 32, 24 accumulators of the 32 zmm registers ---- */
@@ -133,10 +171,10 @@ kern_avx512(int kc, const float *a, const float *b, float *c, int ldc, int mr_ef
 
 static const tq_gemm_kernel kernels[] = {
 #ifdef TQ_GEMM_X86
-    {"avx512", A5_MR, A5_NR, kern_avx512},
-    {"avx2", A2_MR, A2_NR, kern_avx2},
+    {"avx512", A5_MR, A5_NR, kern_avx512, NULL},
+    {"avx2", A2_MR, A2_NR, kern_avx2, kern_avx2_rows},
 #endif
-    {"portable", P_MR, P_NR, kern_portable},
+    {"portable", P_MR, P_NR, kern_portable, kern_portable_rows},
 };
 
 static const tq_gemm_kernel *chosen;

@@ -2,12 +2,17 @@
  * fixed by the shape alone, and runs a single-threaded sgemm (OpenBLAS, or the
  * built-in one) on each block from the worker pool. Because the blocks never
  * depend on the thread count, neither do the results, bit for bit (OpenBLAS's
- * own threading splits by thread count, and its results then differ). */
+ * own threading splits by thread count, and its results then differ).
+ * A constant B (tq_tensor_set_constant: model weights) is packed once for the
+ * built-in kernel and kept with the tensor; its products skip B's packing,
+ * which OpenBLAS redoes in every call (a fifth of tq-embed's time). */
 #include "../internal.h"
 #include "cpu.h"
+#include "gemm.h"
 
 typedef struct mm {
     tq_cpu_sgemm_fn sgemm;
+    const tq_cpu_packed_b *pb; /* B packed once, or NULL */
     int ta, tb;
     int64_t m, n, k, lda, ldb;
     const float *a, *b;
@@ -19,18 +24,23 @@ typedef struct mm {
 
 /* Block sizes: at most 512 x 512, halved (rows first when taller) until there
  * are 16 blocks to share out or a block would drop below ~4 MFLOP or 64 rows
- * and columns. Multiples of 16 keep block columns 64-byte aligned. */
+ * and columns. Multiples of 16 keep block columns 64-byte aligned; with a
+ * packed B, of its strips' width (16 or 32), as blocks start on a strip. */
 static void plan(mm *p)
 {
-    int64_t r = p->m < 512 ? p->m : 512, c = p->n < 512 ? p->n : 512;
+    int64_t u = p->pb && p->pb->kern->nr > 16 ? p->pb->kern->nr : 16;
+    /* with B packed, rows of C up to 2048 wide, rows halved first: each block
+     * packs its rows of A, so the fewer blocks across, the fewer times */
+    int64_t wmax = p->pb ? 2048 : 512;
+    int64_t r = p->m < 512 ? p->m : 512, c = p->n < wmax ? p->n : wmax;
     for (;;) {
         int64_t blocks = ((p->m + r - 1) / r) * ((p->n + c - 1) / c);
         if (blocks >= 16 || r * c * p->k < (1 << 21))
             break;
-        if (r >= c && r > 64)
+        if ((r >= c || p->pb) && r > 64)
             r = (r / 2 + 15) & ~(int64_t)15;
         else if (c > 64)
-            c = (c / 2 + 15) & ~(int64_t)15;
+            c = (c / 2 + u - 1) / u * u;
         else
             break;
     }
@@ -53,6 +63,11 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         const float *a = p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda);
         const float *b = p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0);
         float *c = p->c + item * p->m * p->n + i0 * p->n + j0;
+        if (p->pb) {
+            tq_cpu_sgemm_packed(p->ta, (int)mb, (int)j0, (int)nb, p->alpha, a, (int)p->lda, p->pb,
+                                p->beta, c, (int)p->n);
+            continue;
+        }
         p->sgemm(p->ta, p->tb, (int)mb, (int)nb, (int)p->k, p->alpha, a, (int)p->lda, b,
                  (int)p->ldb, p->beta, c, (int)p->n);
     }
@@ -73,6 +88,27 @@ static tq_status operand(const tq_tensor *t, const float **p, float **owned)
     *p = *owned;
     return tq_convert(TQ_DTYPE_F32, *owned, TQ_DTYPE_F16, tq_cpu_ptr(t), n, 0);
 }
+
+/* B packed for the built-in kernel: kept in a constant B's derived (made at
+ * its first product, or again when it comes transposed the other way), NULL
+ * for any other B or when memory is short (the product then packs as usual). */
+static const tq_cpu_packed_b *packed_b(const tq_tensor *b, int tb)
+{
+    if (!b->constant || b->dtype != TQ_DTYPE_F32 || b->rank != 2)
+        return NULL;
+    tq_cpu_packed_b *pb = b->derived;
+    if (pb && pb->tb == tb)
+        return pb;
+    tq_cpu_gemm_packed_free(pb);
+    const int64_t *d = b->dims;
+    /* derived is a cache beside the tensor's contents, which stay unchanged */
+    pb = tq_cpu_gemm_pack_b_whole(tb, tq_cpu_ptr(b), (int)d[1], (int)(tb ? d[1] : d[0]),
+                                  (int)(tb ? d[0] : d[1]));
+    ((tq_tensor *)b)->derived = pb;
+    return pb;
+}
+
+void tq_cpu_derived_free(void *derived) { tq_cpu_gemm_packed_free(derived); }
 
 /* k == 0 or alpha == 0: C = beta C, A and B unread (as BLAS does). */
 static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
@@ -119,13 +155,14 @@ tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_ten
     }
     const char *engine;
     p.sgemm = tq_cpu_sgemm_current(&engine);
+    p.pb = packed_b(b, p.tb);
     plan(&p);
     int64_t jobs = batch * p.row_blocks * p.col_blocks;
     /* OpenBLAS serves concurrent callers from a fixed table of buffers (twice
      * its MAX_THREADS, 64 in Debian's build; older releases have no more) and
      * prints "too many memory regions", then crashes, when they run out: at
      * most 64 chunks, so at most 64 threads call it at once. */
-    int64_t min_chunk = engine[0] == 'O' ? (jobs + 63) / 64 : 1;
+    int64_t min_chunk = engine[0] == 'O' && !p.pb ? (jobs + 63) / 64 : 1;
     tq_parallel_for(jobs, min_chunk, mm_blocks, &p);
     free(wa);
     free(wb);

@@ -19,7 +19,10 @@ static tq_status put(loader *l, const float *w, int rank, const int64_t *dims, t
     size_t n = 1;
     for (int i = 0; i < rank; i++)
         n *= (size_t)dims[i];
-    return tq_tensor_upload(*t, w, n * sizeof(float));
+    st = tq_tensor_upload(*t, w, n * sizeof(float));
+    /* weights never change: the device may keep them in its kernels' layout */
+    tq_tensor_set_constant(*t);
+    return st;
 }
 
 /* Reads NAME (prefixed) of the given shape into host memory. */

@@ -211,6 +211,11 @@ static void to_f16(float *x, uint16_t *h, int64_t n)
 
 /* One product, batch items of A and/or B (a_batch/b_batch 0: rank 2, shared),
  * A and B f32 or f16, against the reference; beta == 0 starts C as NaN. */
+/* Set by test_matmul_constant: B shared by the batch is declared constant
+ * (tq_tensor_set_constant), and the product runs twice (the CPU packs B at
+ * the first and reuses that at the second). */
+static int b_constant;
+
 static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int b_batched,
                           int64_t m, int64_t n, int64_t k, int ta, int tb, float alpha, float beta,
                           tq_dtype adt, tq_dtype bdt)
@@ -244,11 +249,22 @@ static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int 
     gt *ga = gt_new(adt, ar, a_batched ? ad : ad + 1, ad16);
     gt *gb = gt_new(bdt, br, b_batched ? bd : bd + 1, bd16);
     gt *gc = gt_new(TQ_DTYPE_F32, cr, batch ? cd : cd + 1, c);
+    int twice = b_constant && !b_batched;
+    if (twice) {
+        tq_tensor_set_constant(gb->t);
+        tq_tensor *scratch = NULL; /* the first product, into a throwaway C */
+        tq_status s0 = tq_tensor_new(dev, TQ_DTYPE_F32, cr, batch ? cd : cd + 1, &scratch);
+        if (!s0)
+            s0 = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, 0.0f, scratch);
+        CHECK(s0 == TQ_OK, "%s: matmul with a constant B: %s", dev_name, tq_errmsg());
+        tq_tensor_free(scratch);
+    }
     tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, alpha, beta, gc->t);
     char what[192];
     snprintf(what, sizeof what,
-             "matmul %s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
-             engine, (long long)batch, batch && !a_batched ? " A shared" : "",
+             "matmul %s%s batch %lld%s%s m=%lld n=%lld k=%lld %c%c alpha=%g beta=%g A %s B %s",
+             engine, twice ? " constant B" : "", (long long)batch,
+             batch && !a_batched ? " A shared" : "",
              batch && !b_batched ? " B shared" : "",
              (long long)m, (long long)n, (long long)k, ta ? 'T' : 'N', tb ? 'T' : 'N', alpha, beta,
              tq_dtype_name(adt), tq_dtype_name(bdt));
@@ -318,6 +334,55 @@ static void test_matmul(const char *engine)
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f);  /* k = 0: C = 0 */
     one_matmul(engine, 0, 1, 1, 6, 5, 0, 1, 1, 1.0f, -2.0f); /* k = 0: C = beta C */
     test_matmul_f16(engine);
+}
+
+/* A constant B (model weights): the same products against the float64
+ * reference; an upload into it refused. On the CPU, B packed once gives the
+ * bits of the built-in sgemm (the same kernel calls), at shapes that cross
+ * its slices of k (256), strips and the column blocks of C (2048). */
+static void test_matmul_constant(const char *engine)
+{
+    b_constant = 1;
+    test_matmul(engine);
+    one_matmul(engine, 0, 1, 1, 70, 2100, 300, 0, 1, 1.0f, 0.0f);
+    b_constant = 0;
+    int64_t d[2] = {3, 4};
+    float x[12] = {0};
+    gt *g = gt_new(TQ_DTYPE_F32, 2, d, x);
+    tq_tensor_set_constant(g->t);
+    CHECK(tq_tensor_upload(g->t, x, sizeof x) == TQ_ERR_USAGE && strstr(tq_errmsg(), "constant"),
+          "%s: an upload into a constant tensor was not refused", dev_name);
+    gt_free(g);
+}
+
+static void test_matmul_constant_bits(const char *kernel)
+{
+    static const int64_t shapes[][3] = {{70, 2100, 300}, {13, 37, 600}, {200, 384, 384}};
+    for (size_t s = 0; s < 3; s++)
+        for (int t = 0; t < 4; t++) {
+            int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            int ta = t & 1, tb = t >> 1;
+            int64_t ad[2] = {ta ? k : m, ta ? m : k}, bd[2] = {tb ? n : k, tb ? k : n},
+                    cd[2] = {m, n};
+            float *a = malloc((size_t)(m * k) * 4), *b = malloc((size_t)(k * n) * 4);
+            float *c1 = malloc((size_t)(m * n) * 4), *c2 = malloc((size_t)(m * n) * 4);
+            fill(a, m * k, -1, 1);
+            fill(b, k * n, -1, 1);
+            gt *ga = gt_new(TQ_DTYPE_F32, 2, ad, a), *gb = gt_new(TQ_DTYPE_F32, 2, bd, b);
+            gt *gc = gt_new(TQ_DTYPE_F32, 2, cd, NULL);
+            tq_status st = tq_op_matmul(ga->t, ta, gb->t, tb, 1.0f, 0.0f, gc->t);
+            gt_get(gc, c1, "matmul unpacked");
+            tq_tensor_set_constant(gb->t);
+            if (!st)
+                st = tq_op_matmul(ga->t, ta, gb->t, tb, 1.0f, 0.0f, gc->t);
+            gt_get(gc, c2, "matmul packed");
+            CHECK(st == TQ_OK && !memcmp(c1, c2, (size_t)(m * n) * 4),
+                  "cpu: the %s kernel: a constant B gives other bits than the built-in sgemm "
+                  "(m=%lld n=%lld k=%lld %c%c)", kernel, (long long)m, (long long)n, (long long)k,
+                  ta ? 'T' : 'N', tb ? 'T' : 'N');
+            gt_free(ga), gt_free(gb), gt_free(gc);
+            free(a), free(b), free(c1), free(c2);
+        }
 }
 
 /* ------------------------------------------------------------ rowprod */
@@ -1927,6 +1992,8 @@ static void test_cpu_engines(void)
         char engine[32];
         snprintf(engine, sizeof engine, "built-in %s", kernels[i]);
         test_matmul(engine);
+        test_matmul_constant(engine);
+        test_matmul_constant_bits(kernels[i]);
         test_threads(engine);
         test_builtin_direct(kernels[i]);
         snprintf(engine, sizeof engine, "%s kernel", kernels[i]);
@@ -2223,6 +2290,7 @@ int main(void)
             test_cpu_engines();
         else
             test_matmul("default");
+        test_matmul_constant("default");
         test_threads(NULL);
         test_rows();
         test_elementwise();
