@@ -161,16 +161,13 @@ static tq_gpu_api api;
 
 static void load_blas(void)
 {
+    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12"};
     const char *env = getenv("TQ_CUBLAS");
-    static const char *names[] = {"libcublas.so.13", "libcublas.so.12"};
-    void *lib = NULL;
-    if (env && *env)
-        lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    for (size_t i = 0; !lib && !(env && *env) && i < sizeof names / sizeof *names; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    char why[sizeof api.blas_name - 20]; /* room for "own kernels (no ...)" */
+    void *lib = tq_cuda_dlopen_first("TQ_CUBLAS", names, 2, why, sizeof why);
     if (!lib) {
-        snprintf(api.blas_name, sizeof api.blas_name, "own kernels (no %s)",
-                 env && *env ? env : "libcublas.so.13 or .12");
+        snprintf(api.blas_name, sizeof api.blas_name, "own kernels (%s%s)", *why ? "" : "no ",
+                 *why ? why : env && *env ? env : "libcublas.so.13 or .12");
         return;
     }
     *(void **)&cublasCreate = dlsym(lib, "cublasCreate_v2");
@@ -215,16 +212,12 @@ static int proc(const char *name, void *pfn)
 
 static void load(void)
 {
+    static const char *const names[] = {"libcuda.so.1"};
     const char *env = getenv("TQ_CUDA_DRIVER");
-    const char *path = env && *env ? env : "libcuda.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const char *path = env && *env ? env : names[0];
+    void *lib = tq_cuda_dlopen_first("TQ_CUDA_DRIVER", names, 1, api.why, sizeof api.why);
     if (!lib) {
-        /* a library that is there but fails to load says why (a missing
-         * dependency, an architecture mismatch): that is worth reading */
-        const char *e = dlerror();
-        if (e && !strstr(e, "cannot open shared object file"))
-            snprintf(api.why, sizeof api.why, "%s", e);
-        else
+        if (!*api.why)
             snprintf(api.why, sizeof api.why, "%s not found (no NVIDIA driver)", path);
         return;
     }

@@ -148,16 +148,13 @@ static tq_gpu_api api;
 
 static void load_blas(void)
 {
+    static const char *const names[] = {"librocblas.so.4", "librocblas.so.3", "librocblas.so"};
     const char *env = getenv("TQ_ROCBLAS");
-    static const char *names[] = {"librocblas.so.4", "librocblas.so.3", "librocblas.so"};
-    void *lib = NULL;
-    if (env && *env)
-        lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    for (size_t i = 0; !lib && !(env && *env) && i < sizeof names / sizeof *names; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    char why[sizeof api.blas_name - 20]; /* room for "own kernels (no ...)" */
+    void *lib = tq_hip_dlopen_first("TQ_ROCBLAS", names, 3, why, sizeof why);
     if (!lib) {
-        snprintf(api.blas_name, sizeof api.blas_name, "own kernels (no %s)",
-                 env && *env ? env : "librocblas.so.4, .3 or .so");
+        snprintf(api.blas_name, sizeof api.blas_name, "own kernels (%s%s)", *why ? "" : "no ",
+                 *why ? why : env && *env ? env : "librocblas.so.4, .3 or .so");
         return;
     }
     *(void **)&rocblas_create_handle = dlsym(lib, "rocblas_create_handle");
@@ -183,21 +180,12 @@ static void load_blas(void)
 
 static void load(void)
 {
+    static const char *const names[] = {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
     const char *env = getenv("TQ_HIP_RUNTIME");
-    static const char *names[] = {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
-    void *lib = NULL;
     const char *path = env && *env ? env : "libamdhip64.so (.6, .5)";
-    if (env && *env)
-        lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    for (size_t i = 0; !lib && !(env && *env) && i < sizeof names / sizeof *names; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    void *lib = tq_hip_dlopen_first("TQ_HIP_RUNTIME", names, 3, api.why, sizeof api.why);
     if (!lib) {
-        /* a library that is there but fails to load says why (a missing
-         * dependency, an architecture mismatch): that is worth reading */
-        const char *e = dlerror();
-        if (e && !strstr(e, "cannot open shared object file"))
-            snprintf(api.why, sizeof api.why, "%s", e);
-        else
+        if (!*api.why)
             snprintf(api.why, sizeof api.why, "%s not found (no ROCm runtime)", path);
         return;
     }

@@ -85,6 +85,12 @@ typedef struct tq_gpu_api {
 
 /* Loads the runtime (once per process); 0 with api->why filled when absent. */
 const tq_gpu_api *TQ_GPU(api)(void);
+/* dl.c: dlopen of the file the environment variable env names when it is set
+ * (that file only), else of the first of names[0..n) that loads. NULL when
+ * none did; why is then dlerror's reason for a library that was there but
+ * failed to load, or empty when none was found. */
+void *TQ_GPU(dlopen_first)(const char *env, const char *const *names, size_t n, char *why,
+                           size_t why_n);
 
 /* The kernels of kernels/cuda/, as built for this runtime (fatbin / code
  * object bundle), embedded at build time. */

@@ -64,6 +64,17 @@ needs_gpu() {
     refute_output --partial "hip:"
 }
 
+@test "a BLAS library that is there but does not load: own kernels, and dlopen's reason" {
+    needs_gpu
+    [ "${TQ_GPU_REAL:-}" != 1 ] || skip "the stand-in's BLAS is replaced here"
+    printf 'not a library\n' > "$BATS_TEST_TMPDIR/libblas.so"
+    TQ_CUBLAS="$BATS_TEST_TMPDIR/libblas.so" TQ_ROCBLAS="$BATS_TEST_TMPDIR/libblas.so" \
+        run -0 tq-cat --list-devices
+    for b in $(built_backends); do
+        assert_line --regexp "^$b:0 .*, own kernels \($BATS_TEST_TMPDIR/libblas.so: .*\)$"
+    done
+}
+
 @test "a driver too old for this build's code: --device cuda fails at open, saying so" {
     needs_gpu
     [ "${TQ_GPU_REAL:-}" != 1 ] || skip "the stand-in plays the old driver"
