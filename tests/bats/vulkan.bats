@@ -149,20 +149,7 @@ open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x))"
     for dev in cpu vulkan; do
         tq-attend --device "$dev" --self --heads 2 --consensus < "$T/in.tq" > "$T/$dev.tq"
     done
-    run py -c "
-import numpy as np, tqstream
-a = tqstream.read(open('$T/cpu.tq', 'rb').read())
-b = tqstream.read(open('$T/vulkan.tq', 'rb').read())
-assert [f['name'] for f in a] == [f['name'] for f in b], 'frames differ'
-for fa, fb in zip(a, b):
-    x, y = tqstream.to_numpy(fa), tqstream.to_numpy(fb)
-    if x.dtype.kind != 'f':
-        assert (x == y).all(), fa['name']
-        continue
-    scale = max(1e-30, float(np.abs(x).max()))
-    err = float(np.abs(x.astype(np.float64) - y).max()) / scale
-    assert err <= 1e-5, (fa['name'], err)
-print('ok')"
+    run py "$TESTS_DIR/lib/same_frames.py" "$T/cpu.tq" "$T/vulkan.tq" 1e-5
     assert_output "ok"
 }
 
