@@ -92,6 +92,16 @@ avx2_core(int kc, const float *a, long rs, long cs, const float *b, float *c, in
     for (int i = 0; i < mr_eff; i++) {
         float *ci = c + (long)i * ldc;
         __m256 t0 = _mm256_mul_ps(va, acc[i][0]), t1 = _mm256_mul_ps(va, acc[i][1]);
+        if (nr_eff == A2_NR) { /* whole rows: plain loads and stores (AMD's masked
+                                * ones are microcoded, ~10x slower) */
+            if (beta != 0.0f) {
+                t0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), t0);
+                t1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), t1);
+            }
+            _mm256_storeu_ps(ci, t0);
+            _mm256_storeu_ps(ci + 8, t1);
+            continue;
+        }
         if (beta != 0.0f) {
             t0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(ci, m0), t0);
             if (n1)
