@@ -65,18 +65,20 @@ static inline float exp2_neg(float x)
     return dead ? 0.0f : r;
 }
 
-/* One tile of scores s [BQ, BK] (rows < nq real) folded into the running max
- * m, sum l and accumulator o [BQ, dvp] of each row; s becomes the tile's
- * unnormalized probabilities. Reductions run in 16 fixed lanes: vectorized,
+/* One tile of scores s [BQ, BK] (rows < nq real, columns past nk masked)
+ * folded into the running max m, sum l and accumulator o [BQ, dvp] of each
+ * row; s becomes the tile's unnormalized probabilities (columns < nk). Reductions run in 16 fixed lanes: vectorized,
  * and in an order that depends on nothing but the shape. */
 #define ONLINE_SOFTMAX(name, attr)                                                         \
-    attr static void name(float *s, int nq, float *m, float *l, float *o, int64_t dvp)    \
+    attr static void name(float *s, int nq, int nk, float *m, float *l, float *o,          \
+                          int64_t dvp)                                                     \
     {                                                                                      \
+        int jend = (nk + 15) & ~15; /* past it every score is masked: adds nothing */      \
         for (int r = 0; r < nq; r++) {                                                     \
             float *row = s + (int64_t)r * BK, lane[16];                                    \
             for (int t = 0; t < 16; t++)                                                   \
                 lane[t] = -INFINITY;                                                       \
-            for (int j = 0; j < BK; j += 16)                                               \
+            for (int j = 0; j < jend; j += 16)                                             \
                 for (int t = 0; t < 16; t++)                                               \
                     lane[t] = row[j + t] > lane[t] ? row[j + t] : lane[t];                 \
             float mx = m[r];                                                               \
@@ -89,7 +91,7 @@ static inline float exp2_neg(float x)
             float corr = exp2_neg(m[r] - mx); /* 0 when m was -inf */                      \
             for (int t = 0; t < 16; t++)                                                   \
                 lane[t] = 0.0f;                                                            \
-            for (int j = 0; j < BK; j += 16)                                               \
+            for (int j = 0; j < jend; j += 16)                                             \
                 for (int t = 0; t < 16; t++) {                                             \
                     float p = exp2_neg(row[j + t] - mx);                                   \
                     row[j + t] = p;                                                        \
@@ -134,7 +136,7 @@ FINAL_PROBS(final_avx2, TQ_TARGET_AVX2)
 ONLINE_SOFTMAX(online_base, )
 FINAL_PROBS(final_base, )
 
-typedef void (*online_fn)(float *s, int nq, float *m, float *l, float *o, int64_t dvp);
+typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);
 typedef void (*final_fn)(float *s, int nq, const float *m, const float *l);
 
 static void pick_isa(online_fn *on, final_fn *fin)
@@ -150,13 +152,15 @@ static void pick_isa(online_fn *on, final_fn *fin)
 
 /* ------------------------------------------------------------ packing */
 
-/* Rows i0.. i0+nq of head h of q as strips of MR rows, k-major, zero-padded
- * to BQ rows: the micro-kernel's A operand. */
+/* Rows i0.. i0+nq of head h of q as strips of MR rows, k-major, the last
+ * zero-padded: the micro-kernel's A operand. Only the strips that hold rows
+ * are written, and read: short sequences (a sentence is ~15 tokens) would
+ * otherwise pay for the whole tile. */
 static void pack_q(const att *a, const float *q, int64_t i0, int nq, int64_t h, float *dst)
 {
     const int mr = a->kern->mr;
     const int64_t dk = a->Dk;
-    for (int s = 0; s < BQ; s += mr)
+    for (int s = 0; s < nq; s += mr)
         for (int r = 0; r < mr; r++) {
             float *d = dst + (int64_t)s * dk + r;
             if (s + r >= nq) {
@@ -170,13 +174,13 @@ static void pack_q(const att *a, const float *q, int64_t i0, int nq, int64_t h, 
         }
 }
 
-/* Keys j0.. j0+nk of head h as strips of NR columns of K^T, zero-padded to
- * BK: the B operand of the scores. */
+/* Keys j0.. j0+nk of head h as strips of NR columns of K^T, the last
+ * zero-padded: the B operand of the scores (strips past nk: none). */
 static void pack_k(const att *a, const float *k, int64_t j0, int nk, int64_t h, float *dst)
 {
     const int nr = a->kern->nr;
     const int64_t dk = a->Dk;
-    for (int s = 0; s < BK; s += nr)
+    for (int s = 0; s < nk; s += nr)
         for (int c = 0; c < nr; c++) {
             float *d = dst + (int64_t)s * dk + c;
             if (s + c >= nk) {
@@ -190,43 +194,46 @@ static void pack_k(const att *a, const float *k, int64_t j0, int nk, int64_t h, 
         }
 }
 
-/* Rows j0.. j0+nk of head h of v as strips of NR columns, zero-padded to BK
- * rows and dvp columns: the B operand of P V. */
+/* Rows j0.. j0+nk of head h of v as strips of NR columns (strip stride BK
+ * rows; rows past nk are never read), zero-padded to dvp columns: the B
+ * operand of P V. */
 static void pack_v(const att *a, const float *v, int64_t j0, int nk, int64_t h, float *dst)
 {
     const int nr = a->kern->nr;
     for (int64_t s = 0; s < a->dvp; s += nr) {
         float *d = dst + s * BK;
         int64_t cols = a->Dv - s < nr ? a->Dv - s : nr;
-        for (int p = 0; p < BK; p++, d += nr) {
+        for (int p = 0; p < nk; p++, d += nr) {
+            const float *row = v + (j0 + p) * a->dv + h * a->Dv + s;
             int64_t c = 0;
-            if (p < nk) {
-                const float *row = v + (j0 + p) * a->dv + h * a->Dv + s;
-                for (; c < cols; c++)
-                    d[c] = row[c];
-            }
+            for (; c < cols; c++)
+                d[c] = row[c];
             for (; c < nr; c++)
                 d[c] = 0.0f;
         }
     }
 }
 
-/* The probability tile [BQ, BK] as strips of MR rows: the A operand of P V. */
-static void pack_p(const att *a, const float *s, float *dst)
+/* Columns 0.. nk of the probability tile [BQ, BK], the strips of MR rows
+ * that hold rows < nq: the A operand of P V (strip stride BK * MR). */
+static void pack_p(const att *a, const float *s, int nq, int nk, float *dst)
 {
     const int mr = a->kern->mr;
-    for (int st = 0; st < BQ; st += mr)
-        for (int p = 0; p < BK; p++, dst += mr)
+    for (int st = 0; st < nq; st += mr) {
+        float *d = dst + (int64_t)st * BK;
+        for (int p = 0; p < nk; p++, d += mr)
             for (int r = 0; r < mr; r++)
-                dst[r] = s[(int64_t)(st + r) * BK + p];
+                d[r] = s[(int64_t)(st + r) * BK + p];
+    }
 }
 
-/* s [BQ, BK] = alpha * (packed q) (packed k)^T. */
-static void scores(const att *a, const float *qp, const float *kp, float *s)
+/* s [BQ, BK] = alpha * (packed q) (packed k)^T where it matters: the strips
+ * holding rows < nq and columns < nk (the rest is masked or unused). */
+static void scores(const att *a, const float *qp, const float *kp, int nq, int nk, float *s)
 {
     const tq_gemm_kernel *kn = a->kern;
-    for (int jr = 0; jr < BK; jr += kn->nr)
-        for (int ir = 0; ir < BQ; ir += kn->mr)
+    for (int jr = 0; jr < nk; jr += kn->nr)
+        for (int ir = 0; ir < nq; ir += kn->mr)
             kn->fn((int)a->Dk, qp + (int64_t)ir * a->Dk, kp + (int64_t)jr * a->Dk,
                    s + (int64_t)ir * BK + jr, BK, kn->mr, kn->nr, a->alpha, 0.0f);
 }
@@ -368,18 +375,19 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
             packed_q = 1;
         }
         int64_t tile = b * a->kblocks + j0 / BK;
-        scores(a, w->qp, rn->kpk + tile * BK * a->Dk, w->s);
+        scores(a, w->qp, rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
          * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
-        rn->online(w->s, nq, w->m, w->l, w->o, a->dvp);
+        rn->online(w->s, nq, nk, w->m, w->l, w->o, a->dvp);
         if (!a->dvp)
             continue;
-        pack_p(a, w->s, w->pp);
+        /* P V over the tile's live keys only: the rest have probability 0 */
+        pack_p(a, w->s, nq, nk, w->pp);
         const float *vp = rn->vpk + tile * BK * a->dvp;
         for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
-            for (int ir = 0; ir < BQ; ir += kn->mr)
-                kn->fn(BK, w->pp + (int64_t)ir * BK, vp + jr * BK,
+            for (int ir = 0; ir < nq; ir += kn->mr)
+                kn->fn(nk, w->pp + (int64_t)ir * BK, vp + jr * BK,
                        w->o + ir * a->dvp + jr, (int)a->dvp, kn->mr, kn->nr, 1.0f, 1.0f);
     }
     for (int r = 0; r < nq; r++) {
@@ -433,7 +441,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
             if (live) {
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
                 pack_q(a, q, i0, nq, h, w->qp);
-                scores(a, w->qp, w->kp, w->s);
+                scores(a, w->qp, w->kp, nq, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
                 rn->final(w->s, nq, m, m + plane);
             }
