@@ -138,7 +138,11 @@ static tq_status upload(tq_device *dev, const float *v, int64_t rows, int64_t co
     if (rank == 1)
         dims[0] = cols;
     tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, rank, dims, t);
-    return st ? st : tq_tensor_upload(*t, v, (size_t)(rows * cols) * 4);
+    if (!st)
+        st = tq_tensor_upload(*t, v, (size_t)(rows * cols) * 4);
+    if (!st) /* a model's weights never change: the device may keep them packed */
+        tq_tensor_set_constant(*t);
+    return st;
 }
 
 /* Layer i (0-based) from frames WNAME [in, out] (or [in] / [in, 1] when
