@@ -4,7 +4,7 @@
 erfc(t) = exp(-t^2) g(t), and g is smooth and slowly varying on t >= 0. On
 u = 1 / (1 + t/2), t in [0, T], mapped to s in [-1, 1], g is fitted by a
 Chebyshev series (weighted least squares for relative error), then turned
-into plain power-series coefficients in s for Horner's rule. Prints the C
+into plain power-series coefficients in s (gelu.c sums them in Estrin's order). Prints the C
 table and the largest relative error of the fit on a fine grid.
 Needs numpy (Debian's python3-numpy)."""
 import math
