@@ -70,6 +70,29 @@ static void sgemm_plain(int ta, int tb, int m, int n, int k, float alpha, const 
         }
 }
 
+/* Rows ic.. ic+mc of op(A) times one slice of k (rows pc.. pc+kc of op(B),
+ * packed at bs in strips of nr columns, nc columns) into C's rows ic..: A
+ * packed into ap first, or its rows read in place where ap is NULL. Every
+ * product of this file is these calls, so all give the same bits. */
+static void sgemm_slice(const tq_gemm_kernel *kern, int ta, const float *a, int lda, float *ap,
+                        int ic, int mc, int pc, int kc, const float *bs, int nc, float alpha,
+                        float beta, float *c, int ldc)
+{
+    const int mr = kern->mr, nr = kern->nr;
+    if (ap)
+        tq_cpu_gemm_pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
+    for (int jr = 0; jr < nc; jr += nr)
+        for (int ir = 0; ir < mc; ir += mr) {
+            int me = mc - ir < mr ? mc - ir : mr, ne = nc - jr < nr ? nc - jr : nr;
+            float *cs = c + (long)(ic + ir) * ldc + jr;
+            if (ap)
+                kern->fn(kc, ap + (long)ir * kc, bs + (long)jr * kc, cs, ldc, me, ne, alpha, beta);
+            else
+                kern->fn_rows(kc, a + (long)(ic + ir) * lda + pc, lda, bs + (long)jr * kc, cs,
+                              ldc, me, ne, alpha, beta);
+        }
+}
+
 void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, const float *a,
                           int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -93,16 +116,9 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
             /* the first slice of k applies beta; the later ones add to C */
             float bet = pc ? 1.0f : beta;
             tq_cpu_gemm_pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
-            for (int ic = 0; ic < m; ic += MC) {
-                int mc = m - ic < MC ? m - ic : MC;
-                tq_cpu_gemm_pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
-                for (int jr = 0; jr < nc; jr += nr)
-                    for (int ir = 0; ir < mc; ir += mr)
-                        kern->fn(kc, ap + (long)ir * kc, bp + (long)jr * kc,
-                                 c + (long)(ic + ir) * ldc + jc + jr, ldc,
-                                 mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
-                                 alpha, bet);
-            }
+            for (int ic = 0; ic < m; ic += MC)
+                sgemm_slice(kern, ta, a, lda, ap, ic, m - ic < MC ? m - ic : MC, pc, kc, bp, nc,
+                            alpha, bet, c + jc, ldc);
         }
     }
     free(ap);
@@ -148,55 +164,25 @@ void tq_cpu_sgemm_packed(int ta, int m, int j0, int nc, float alpha, const float
                          const tq_cpu_packed_b *pb, float beta, float *c, int ldc)
 {
     const tq_gemm_kernel *kern = pb->kern;
-    const int mr = kern->mr, nr = kern->nr, k = pb->k;
-    if (!ta && kern->fn_rows) { /* A's rows in place: no packing pass over A at all */
-        for (int pc = 0; pc < k; pc += KC) {
-            int kc = k - pc < KC ? k - pc : KC;
-            float bet = pc ? 1.0f : beta;
-            const float *bs = pb->data + (size_t)pc * (size_t)pb->npad + (size_t)j0 * (size_t)kc;
-            for (int ic = 0; ic < m; ic += MC) { /* MC rows of A stay in L2 across B's strips */
-                int mc = m - ic < MC ? m - ic : MC;
-                for (int jr = 0; jr < nc; jr += nr)
-                    for (int ir = 0; ir < mc; ir += mr)
-                        kern->fn_rows(kc, a + (long)(ic + ir) * lda + pc, lda, bs + (long)jr * kc,
-                                      c + (long)(ic + ir) * ldc + jr, ldc,
-                                      mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
-                                      alpha, bet);
-            }
-        }
-        return;
-    }
-    int kc_max = k < KC ? k : KC;
-    int mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
-    float *ap = malloc((size_t)mc_max * (size_t)kc_max * sizeof *ap);
-    if (!ap) { /* without memory to pack A: a plain loop over packed B, slow but right */
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < nc; j++) {
-                float acc = 0;
-                for (int p = 0; p < k; p++) {
-                    int jj = j0 + j, pc = p / KC * KC, kc = k - pc < KC ? k - pc : KC;
-                    acc += A_AT(i, p) * pb->data[(size_t)pc * (size_t)pb->npad +
-                                                 (size_t)(jj / nr * nr) * (size_t)kc +
-                                                 (size_t)(p - pc) * (size_t)nr + (size_t)(jj % nr)];
-                }
-                float *cij = c + (long)i * ldc + j;
-                *cij = beta == 0.0f ? alpha * acc : alpha * acc + beta * *cij;
-            }
-        return;
+    const int mr = kern->mr, k = pb->k;
+    /* A's rows in place where the kernel takes them: no packing pass over A.
+     * Otherwise MC rows packed at a time, or one strip on the stack when
+     * there is no memory for more. */
+    float strip[TQ_GEMM_MR_MAX * KC], *ap = NULL, *pack = NULL;
+    int step = MC;
+    if (ta || !kern->fn_rows) {
+        int kc_max = k < KC ? k : KC, mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
+        pack = ap = malloc((size_t)mc_max * (size_t)kc_max * sizeof *ap);
+        if (!ap)
+            pack = strip, step = mr;
     }
     for (int pc = 0; pc < k; pc += KC) {
         int kc = k - pc < KC ? k - pc : KC;
-        float bet = pc ? 1.0f : beta;
+        float bet = pc ? 1.0f : beta; /* as in tq_cpu_sgemm_builtin */
         const float *bs = pb->data + (size_t)pc * (size_t)pb->npad + (size_t)j0 * (size_t)kc;
-        for (int ic = 0; ic < m; ic += MC) {
-            int mc = m - ic < MC ? m - ic : MC;
-            tq_cpu_gemm_pack_a(ap, mr, ta, a, lda, ic, mc, pc, kc);
-            for (int jr = 0; jr < nc; jr += nr)
-                for (int ir = 0; ir < mc; ir += mr)
-                    kern->fn(kc, ap + (long)ir * kc, bs + (long)jr * kc,
-                             c + (long)(ic + ir) * ldc + jr, ldc, mc - ir < mr ? mc - ir : mr,
-                             nc - jr < nr ? nc - jr : nr, alpha, bet);
-        }
+        for (int ic = 0; ic < m; ic += step) /* MC rows of A stay in L2 across B's strips */
+            sgemm_slice(kern, ta, a, lda, pack, ic, m - ic < step ? m - ic : step, pc, kc, bs, nc,
+                        alpha, bet, c, ldc);
     }
     free(ap);
 }

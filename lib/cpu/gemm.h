@@ -14,6 +14,9 @@ typedef void (*tq_gemm_kernel_fn)(int kc, const float *a, const float *b, float 
 typedef void (*tq_gemm_kernel_rows_fn)(int kc, const float *a, int lda, const float *b, float *c,
                                        int ldc, int mr_eff, int nr_eff, float alpha, float beta);
 
+/* The most rows any kernel's strip has (the AVX-512 kernel's 12). */
+#define TQ_GEMM_MR_MAX 12
+
 typedef struct tq_gemm_kernel {
     const char *name; /* "avx512", "avx2", "portable" */
     int mr, nr;

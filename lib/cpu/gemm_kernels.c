@@ -129,6 +129,8 @@ kern_avx2_rows(int kc, const float *a, int lda, const float *b, float *c, int ld
 
 /* ---- AVX-512: 12 x 32, 24 accumulators of the 32 zmm registers ---- */
 enum { A5_MR = 12, A5_NR = 32 };
+_Static_assert(A5_MR <= TQ_GEMM_MR_MAX && A2_MR <= TQ_GEMM_MR_MAX && P_MR <= TQ_GEMM_MR_MAX,
+               "gemm.h's TQ_GEMM_MR_MAX sizes the strips packed on the stack");
 
 __attribute__((target("avx512f"))) static void
 kern_avx512(int kc, const float *a, const float *b, float *c, int ldc, int mr_eff, int nr_eff,
