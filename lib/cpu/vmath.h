@@ -48,21 +48,30 @@ static inline double tq_exp_neg(double x)
     return e * scale;
 }
 
+/* a * b + c, rounded once where fused (a constant in the build for FMA: the
+ * instruction) or twice (the baseline build, where libm's exact emulation
+ * of fma() would cost ~30 ns a call). */
+static inline __attribute__((always_inline)) double tq_fma(double a, double b, double c, int fused)
+{
+    return fused ? fma(a, b, c) : a * b + c;
+}
+
 /* tq_exp_neg's result to the same accuracy in a third of its dependent
  * chain, for loops whose speed is their latency: the Taylor polynomial to
- * degree 11 (error < 6e-15 on |r| <= ln2/2) in Estrin's order with fused
- * multiply-adds. fma() is one instruction in a build for FMA and libm's
- * exact emulation elsewhere, so every build gives the same bits. */
-static inline double tq_exp_neg_fma(double x)
+ * degree 11 (error < 6e-15 on |r| <= ln2/2) in Estrin's order, with fused
+ * multiply-adds where the build has them. */
+static inline __attribute__((always_inline)) double tq_exp_neg_estrin(double x, int fused)
 {
+#define F(a, b, c) tq_fma(a, b, c, fused)
     const double shifter = 0x1.8p52; /* adding it rounds to an integer */
-    double k = fma(x, M_LOG2E, shifter), n = k - shifter;
-    double r = fma(-n, M_LN2, x);
+    double k = F(x, M_LOG2E, shifter), n = k - shifter;
+    double r = F(-n, M_LN2, x);
     double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-    double h0 = fma(fma(r, 1.0 / 6, 1.0 / 2), r2, fma(r, 1.0, 1.0));
-    double h1 = fma(fma(r, 1.0 / 5040, 1.0 / 720), r2, fma(r, 1.0 / 120, 1.0 / 24));
-    double h2 = fma(fma(r, 1.0 / 39916800, 1.0 / 3628800), r2, fma(r, 1.0 / 362880, 1.0 / 40320));
-    double e = fma(h2, r8, fma(h1, r4, h0));
+    double h0 = F(F(r, 1.0 / 6, 1.0 / 2), r2, F(r, 1.0, 1.0));
+    double h1 = F(F(r, 1.0 / 5040, 1.0 / 720), r2, F(r, 1.0 / 120, 1.0 / 24));
+    double h2 = F(F(r, 1.0 / 39916800, 1.0 / 3628800), r2, F(r, 1.0 / 362880, 1.0 / 40320));
+    double e = F(h2, r8, F(h1, r4, h0));
+#undef F
     uint64_t kb, sb;
     memcpy(&kb, &k, 8);
     memcpy(&sb, &shifter, 8);
