@@ -5,9 +5,10 @@
 #include "cpu.h"
 #include "gemm.h"
 
-/* KC x NC of packed B (1 MiB) stays in L2 while MC x KC of A (192 KiB) and the
- * micro-kernel's strips stream through L1. MC is a multiple of every MR. */
-enum { KC = 256, MC = 192, NC = 1024 };
+/* KC x NC of packed B stays in L2 (1 MiB at KC 256) while MC x KC of A and
+ * the micro-kernel's strips stream through L1; KC is the kernel's own
+ * (tq_gemm_kernel.kc, at most TQ_GEMM_KC_MAX). MC is a multiple of every MR. */
+enum { MC = 192, NC = 1024 };
 
 /* op(A)[i][p] and op(B)[p][j] of row-major storage */
 #define A_AT(i, p) (ta ? a[(long)(p) * lda + (i)] : a[(long)(i) * lda + (p)])
@@ -97,7 +98,7 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
                           int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     const tq_gemm_kernel *kern = tq_cpu_gemm_kernel();
-    const int mr = kern->mr, nr = kern->nr;
+    const int mr = kern->mr, nr = kern->nr, KC = kern->kc;
     int kc_max = k < KC ? k : KC;
     int mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
     int nc_max = n < NC ? (n + nr - 1) / nr * nr : NC;
@@ -140,6 +141,7 @@ tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k
     pb->k = k;
     pb->n = n;
     pb->npad = (n + kern->nr - 1) / kern->nr * kern->nr;
+    const int KC = kern->kc;
     /* slice pc (KC rows of op(B)) at pc * npad, its strip t at t * nr * kc */
     if (!(pb->data = malloc((size_t)pb->npad * (size_t)(k ? k : 1) * sizeof *pb->data))) {
         free(pb);
@@ -164,11 +166,11 @@ void tq_cpu_sgemm_packed(int ta, int m, int j0, int nc, float alpha, const float
                          const tq_cpu_packed_b *pb, float beta, float *c, int ldc)
 {
     const tq_gemm_kernel *kern = pb->kern;
-    const int mr = kern->mr, k = pb->k;
+    const int mr = kern->mr, k = pb->k, KC = kern->kc;
     /* A's rows in place where the kernel takes them: no packing pass over A.
      * Otherwise MC rows packed at a time, or one strip on the stack when
      * there is no memory for more. */
-    float strip[TQ_GEMM_MR_MAX * KC], *ap = NULL, *pack = NULL;
+    float strip[TQ_GEMM_MR_MAX * TQ_GEMM_KC_MAX], *ap = NULL, *pack = NULL;
     int step = MC;
     if (ta || !kern->fn_rows) {
         int kc_max = k < KC ? k : KC, mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;

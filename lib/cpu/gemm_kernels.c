@@ -18,7 +18,7 @@
 #endif
 
 /* ---- portable C: what any compiler can vectorize for the baseline ISA ---- */
-enum { P_MR = 4, P_NR = 16 };
+enum { P_MR = 4, P_NR = 16, P_KC = 256 };
 
 static void kern_portable(int kc, const float *a, const float *b, float *c, int ldc,
                           int mr_eff, int nr_eff, float alpha, float beta)
@@ -52,7 +52,7 @@ static void kern_portable_rows(int kc, const float *a, int lda, const float *b, 
 
 #ifdef TQ_GEMM_X86
 /* ---- AVX2 + FMA: 6 x 16, 12 accumulators of the 16 ymm registers ---- */
-enum { A2_MR = 6, A2_NR = 16 };
+enum { A2_MR = 6, A2_NR = 16, A2_KC = 384 };
 
 /* A's element (i, p) at a[i * rs + p * cs]: packed strips (rs 1, cs MR), or
  * rows of A in place (rs lda, cs 1; rows past mr_eff read row 0 again, their
@@ -128,9 +128,10 @@ kern_avx2_rows(int kc, const float *a, int lda, const float *b, float *c, int ld
 }
 
 /* ---- AVX-512: 12 x 32, 24 accumulators of the 32 zmm registers ---- */
-enum { A5_MR = 12, A5_NR = 32 };
-_Static_assert(A5_MR <= TQ_GEMM_MR_MAX && A2_MR <= TQ_GEMM_MR_MAX && P_MR <= TQ_GEMM_MR_MAX,
-               "gemm.h's TQ_GEMM_MR_MAX sizes the strips packed on the stack");
+enum { A5_MR = 12, A5_NR = 32, A5_KC = 256 };
+_Static_assert(A5_MR <= TQ_GEMM_MR_MAX && A2_MR <= TQ_GEMM_MR_MAX && P_MR <= TQ_GEMM_MR_MAX &&
+                   A5_KC <= TQ_GEMM_KC_MAX && A2_KC <= TQ_GEMM_KC_MAX && P_KC <= TQ_GEMM_KC_MAX,
+               "gemm.h's TQ_GEMM_MR_MAX and TQ_GEMM_KC_MAX size the strips packed on the stack");
 
 __attribute__((target("avx512f"))) static void
 kern_avx512(int kc, const float *a, const float *b, float *c, int ldc, int mr_eff, int nr_eff,
@@ -183,10 +184,10 @@ kern_avx512(int kc, const float *a, const float *b, float *c, int ldc, int mr_ef
 
 static const tq_gemm_kernel kernels[] = {
 #ifdef TQ_GEMM_X86
-    {"avx512", A5_MR, A5_NR, kern_avx512, NULL},
-    {"avx2", A2_MR, A2_NR, kern_avx2, kern_avx2_rows},
+    {"avx512", A5_MR, A5_NR, A5_KC, kern_avx512, NULL},
+    {"avx2", A2_MR, A2_NR, A2_KC, kern_avx2, kern_avx2_rows},
 #endif
-    {"portable", P_MR, P_NR, kern_portable, kern_portable_rows},
+    {"portable", P_MR, P_NR, P_KC, kern_portable, kern_portable_rows},
 };
 
 static const tq_gemm_kernel *chosen;

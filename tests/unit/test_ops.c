@@ -339,12 +339,13 @@ static void test_matmul(const char *engine)
 /* A constant B (model weights): the same products against the float64
  * reference; an upload into it refused. On the CPU, B packed once gives the
  * bits of the built-in sgemm (the same kernel calls), at shapes that cross
- * its slices of k (256), strips and the column blocks of C (2048). */
+ * its slices of k (256, the AVX2 kernel 384), strips and the column blocks of
+ * C (2048). */
 static void test_matmul_constant(const char *engine)
 {
     b_constant = 1;
     test_matmul(engine);
-    one_matmul(engine, 0, 1, 1, 70, 2100, 300, 0, 1, 1.0f, 0.0f);
+    one_matmul(engine, 0, 1, 1, 70, 2100, 450, 0, 1, 1.0f, 0.0f);
     b_constant = 0;
     int64_t d[2] = {3, 4};
     float x[12] = {0};
@@ -357,7 +358,7 @@ static void test_matmul_constant(const char *engine)
 
 static void test_matmul_constant_bits(const char *kernel)
 {
-    static const int64_t shapes[][3] = {{70, 2100, 300}, {13, 37, 600}, {200, 384, 384}};
+    static const int64_t shapes[][3] = {{70, 2100, 450}, {13, 37, 600}, {200, 384, 384}};
     for (size_t s = 0; s < 3; s++)
         for (int t = 0; t < 4; t++) {
             int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -1907,7 +1908,7 @@ static void test_threads(const char *engine)
  * columns than one panel (NC = 1024), leading dims wider than the matrix. */
 static void test_builtin_direct(const char *kernel)
 {
-    int m = 13, n = 1100, k = 300, lda = k + 5, ldb = n + 3, ldc = n + 7;
+    int m = 13, n = 1100, k = 450, /* crosses every kernel's slice of k */ lda = k + 5, ldb = n + 3, ldc = n + 7;
     float *a = malloc((size_t)m * lda * 4), *b = malloc((size_t)k * ldb * 4),
           *c = malloc((size_t)m * ldc * 4),
           *got = malloc((size_t)m * n * 4);
