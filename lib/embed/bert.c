@@ -11,6 +11,12 @@
  * attention scores ([b, len, len]) with it. */
 #define TOKEN_BUDGET 8192
 #define MAX_SUB_BATCH 64
+/* What one more sub-batch costs, in tokens of work: on the CPU its ~110 ops'
+ * hand-offs to the threads (~1.5 ms, ~7 tokens) and smaller products; on a
+ * device with graphs a graph of its own for each new shape, so there large
+ * sub-batches win. */
+#define SPLIT_COST_CPU 32
+#define SPLIT_COST_GRAPHS 2048
 
 typedef struct bert_embedder {
     tq_embedder base;
@@ -62,6 +68,45 @@ static void pool(const bert_config *c, const float *hs, int n, float *out)
     }
 }
 
+/* The sizes of the sub-batches of n documents sorted by length, each padded
+ * to its last one's length, that cost the least: padded tokens plus
+ * split_cost a sub-batch, at most MAX_SUB_BATCH documents and TOKEN_BUDGET
+ * padded tokens each (or one document). Dynamic programming over the sorted
+ * lengths, O(n MAX_SUB_BATCH); a greedy cut (64 documents at a time) padded
+ * 2000 short sentences in batches of 256 by 12%, this by 3%. Into size[],
+ * returns their count; -1 when out of memory. */
+static int64_t plan_sub_batches(const doc *d, int64_t n, int64_t split_cost, int64_t *size)
+{
+    int64_t *cost = malloc((size_t)(n + 1) * sizeof *cost);
+    int64_t *from = malloc((size_t)(n + 1) * sizeof *from);
+    if (!cost || !from) {
+        free(cost);
+        free(from);
+        return -1;
+    }
+    cost[0] = 0;
+    for (int64_t i = 1; i <= n; i++) { /* the best cut of d[0..i): last sub-batch d[j..i) */
+        cost[i] = -1;
+        for (int64_t k = 1; k <= i && k <= MAX_SUB_BATCH; k++) {
+            int64_t pad = k * d[i - 1].n;
+            if (k > 1 && pad > TOKEN_BUDGET)
+                break;
+            int64_t c = cost[i - k] + pad + split_cost;
+            if (cost[i] < 0 || c < cost[i]) /* ties: the smaller last sub-batch */
+                cost[i] = c, from[i] = i - k;
+        }
+    }
+    int64_t count = 0;
+    for (int64_t i = n; i > 0; i = from[i])
+        count++;
+    int64_t at = count;
+    for (int64_t i = n; i > 0; i = from[i])
+        size[--at] = i - from[i];
+    free(cost);
+    free(from);
+    return count;
+}
+
 /* Runs docs[0..nd), all padded to the last one's length (they are sorted). */
 static tq_status sub_batch(bert_embedder *be, doc *docs, int64_t nd, float *out)
 {
@@ -105,15 +150,18 @@ static tq_status run(tq_embedder *e, int64_t n, const char *const *text, const s
         d[i].ids = ids + i * maxlen;
         st = tq_wordpiece_encode(be->wp, text[i], len[i], d[i].ids, maxlen, &d[i].n);
     }
-    if (!st)
+    int64_t *size = NULL, count = 0;
+    if (!st) {
         qsort(d, (size_t)n, sizeof *d, by_len);
-    for (int64_t b = 0; !st && b < n;) {
-        int64_t k = 1; /* grow while the padded batch fits the budget */
-        while (b + k < n && k < MAX_SUB_BATCH && (k + 1) * d[b + k].n <= TOKEN_BUDGET)
-            k++;
-        st = sub_batch(be, d + b, k, out);
-        b += k;
+        size = malloc((size_t)n * sizeof *size);
+        int64_t split_cost = be->m->plans ? SPLIT_COST_GRAPHS : SPLIT_COST_CPU;
+        count = size ? plan_sub_batches(d, n, split_cost, size) : -1;
+        if (count < 0)
+            st = tq_fail(TQ_ERR_NOMEM, "bert: out of memory for %lld documents", (long long)n);
     }
+    for (int64_t s = 0, b = 0; !st && s < count; b += size[s++])
+        st = sub_batch(be, d + b, size[s], out);
+    free(size);
     free(d);
     free(ids);
     return st;
