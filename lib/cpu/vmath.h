@@ -23,6 +23,19 @@ static inline double tq_select(int c, double a, double b)
     return d;
 }
 
+/* 2^n for the integer n = k - shifter that adding shifter (0x1.8p52) rounded
+ * into k's low bits, built from those bits; n in [-1022, 1023]. */
+static inline double tq_pow2_shifted(double k, double shifter)
+{
+    uint64_t kb, sb;
+    memcpy(&kb, &k, 8);
+    memcpy(&sb, &shifter, 8);
+    uint64_t scale_bits = (kb - sb + 1023) << 52; /* n + 1023 in the exponent */
+    double scale;
+    memcpy(&scale, &scale_bits, 8);
+    return scale;
+}
+
 /* exp(x) for x in [-708, 0]: x = n ln2 + r with |r| <= ln2/2, exp(r) by its
  * Taylor series to degree 12 (error < 1e-15), 2^n built from its bits. n ln2
  * is off by at most |n| 2.3e-17 < 3e-14. Far more than f32 results need. */
@@ -39,13 +52,7 @@ static inline double tq_exp_neg(double x)
     double e = inv_fact[0];
     for (int i = 1; i < 13; i++)
         e = e * r + inv_fact[i];
-    uint64_t kb, sb;
-    memcpy(&kb, &k, 8);
-    memcpy(&sb, &shifter, 8);
-    uint64_t scale_bits = (kb - sb + 1023) << 52; /* n + 1023 in the exponent */
-    double scale;
-    memcpy(&scale, &scale_bits, 8);
-    return e * scale;
+    return e * tq_pow2_shifted(k, shifter);
 }
 
 /* a * b + c, rounded once where fused (a constant in the build for FMA: the
@@ -72,13 +79,7 @@ static inline __attribute__((always_inline)) double tq_exp_neg_estrin(double x, 
     double h2 = F(F(r, 1.0 / 39916800, 1.0 / 3628800), r2, F(r, 1.0 / 362880, 1.0 / 40320));
     double e = F(h2, r8, F(h1, r4, h0));
 #undef F
-    uint64_t kb, sb;
-    memcpy(&kb, &k, 8);
-    memcpy(&sb, &shifter, 8);
-    uint64_t scale_bits = (kb - sb + 1023) << 52; /* n + 1023 in the exponent */
-    double scale;
-    memcpy(&scale, &scale_bits, 8);
-    return e * scale;
+    return e * tq_pow2_shifted(k, shifter);
 }
 
 /* Which build of a vectorized loop to run: 2 AVX-512 (F, DQ, VL), 1 AVX2 +
