@@ -29,7 +29,7 @@ typedef struct gelu_job {
 /* GELU of a block of at most GELU_BLOCK values, in stages over the block
  * rather than value by value: each stage's loop is short, so the processor
  * overlaps many values' dependent chains (value by value, one value's chain
- * of ~100 cycles filled the reorder window: 2x slower). */
+ * of ~100 cycles filled the reorder window: 4.3 against 3.1-3.7 ns). */
 enum { GELU_BLOCK = 64 };
 
 static inline __attribute__((always_inline)) void gelu_block(const float *x, float *y, int n,

@@ -73,7 +73,7 @@ static void pool(const bert_config *c, const float *hs, int n, float *out)
  * split_cost a sub-batch, at most MAX_SUB_BATCH documents and TOKEN_BUDGET
  * padded tokens each (or one document). Dynamic programming over the sorted
  * lengths, O(n MAX_SUB_BATCH); a greedy cut (64 documents at a time) padded
- * 2000 short sentences in batches of 256 by 12%, this by 3%. Into size[],
+ * 2000 short sentences in batches of 256 by 12%, this by 2.5%. Into size[],
  * returns their count; -1 when out of memory. */
 static int64_t plan_sub_batches(const doc *d, int64_t n, int64_t split_cost, int64_t *size)
 {
