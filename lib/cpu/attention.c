@@ -37,6 +37,12 @@ typedef struct att {
 
 /* ------------------------------------------------------------ vector math */
 
+/* ln2^i / i!, i = 7 down to 0: 2^f's Taylor series for Horner's rule */
+static const float exp2_poly[8] = {1.5252733804059841e-05f, 1.5403530393381606e-04f,
+                                   1.3333558146428443e-03f, 9.6181291076284772e-03f,
+                                   5.5504108664821580e-02f, 2.4022650695910071e-01f,
+                                   6.9314718055994531e-01f, 1.0f};
+
 /* 2^x in f32 for x <= 0: 0 below -126 (and for -inf), NaN kept. x = n + f,
  * |f| <= 1/2, 2^f by its Taylor series in f ln 2 to degree 7 (relative error
  * < 1e-8, under an f32 ulp), 2^n built from its bits. Written so that GCC
@@ -47,14 +53,9 @@ static inline float exp2_neg(float x)
     float xc = dead ? -126.0f : x;
     const float shifter = 0x1.8p23f; /* adding it rounds to an integer */
     float kf = xc + shifter, n = kf - shifter, f = xc - n;
-    float p = 1.5252733804059841e-05f; /* ln2^7 / 7! */
-    p = p * f + 1.5403530393381606e-04f;
-    p = p * f + 1.3333558146428443e-03f;
-    p = p * f + 9.6181291076284772e-03f;
-    p = p * f + 5.5504108664821580e-02f;
-    p = p * f + 2.4022650695910071e-01f;
-    p = p * f + 6.9314718055994531e-01f;
-    p = p * f + 1.0f;
+    float p = exp2_poly[0];
+    for (int i = 1; i < 8; i++)
+        p = p * f + exp2_poly[i];
     uint32_t kb, sb;
     memcpy(&kb, &kf, 4);
     memcpy(&sb, &shifter, 4);
@@ -69,46 +70,44 @@ static inline float exp2_neg(float x)
  * folded into the running max m, sum l and accumulator o [BQ, dvp] of each
  * row; s becomes the tile's unnormalized probabilities (columns < nk). Reductions run in 16 fixed lanes: vectorized,
  * and in an order that depends on nothing but the shape. */
-#define ONLINE_SOFTMAX(name, attr)                                                         \
-    attr static void name(float *s, int nq, int nk, float *m, float *l, float *o,          \
-                          int64_t dvp)                                                     \
-    {                                                                                      \
-        int jend = (nk + 15) & ~15; /* past it every score is masked: adds nothing */      \
-        for (int r = 0; r < nq; r++) {                                                     \
-            float *row = s + (int64_t)r * BK, lane[16];                                    \
-            for (int t = 0; t < 16; t++)                                                   \
-                lane[t] = -INFINITY;                                                       \
-            for (int j = 0; j < jend; j += 16)                                             \
-                for (int t = 0; t < 16; t++)                                               \
-                    lane[t] = row[j + t] > lane[t] ? row[j + t] : lane[t];                 \
-            float mx = m[r];                                                               \
-            for (int t = 0; t < 16; t++)                                                   \
-                mx = lane[t] > mx ? lane[t] : mx;                                          \
-            if (mx == -INFINITY) { /* every key so far masked: nothing to add */          \
-                memset(row, 0, BK * sizeof *row);                                          \
-                continue;                                                                  \
-            }                                                                              \
-            float corr = exp2_neg(m[r] - mx); /* 0 when m was -inf */                      \
-            for (int t = 0; t < 16; t++)                                                   \
-                lane[t] = 0.0f;                                                            \
-            for (int j = 0; j < jend; j += 16)                                             \
-                for (int t = 0; t < 16; t++) {                                             \
-                    float p = exp2_neg(row[j + t] - mx);                                   \
-                    row[j + t] = p;                                                        \
-                    lane[t] += p;                                                          \
-                }                                                                          \
-            float sum = 0.0f;                                                              \
-            for (int t = 0; t < 16; t++)                                                   \
-                sum += lane[t];                                                            \
-            l[r] = l[r] * corr + sum;                                                      \
-            m[r] = mx;                                                                     \
-            if (corr != 1.0f) {                                                            \
-                float *orow = o + r * dvp;                                                 \
-                for (int64_t c = 0; c < dvp; c++)                                          \
-                    orow[c] *= corr;                                                       \
-            }                                                                              \
-        }                                                                                  \
+static void online_base(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp)
+{
+    int jend = (nk + 15) & ~15; /* past it every score is masked: adds nothing */
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (int64_t)r * BK, lane[16];
+        for (int t = 0; t < 16; t++)
+            lane[t] = -INFINITY;
+        for (int j = 0; j < jend; j += 16)
+            for (int t = 0; t < 16; t++)
+                lane[t] = row[j + t] > lane[t] ? row[j + t] : lane[t];
+        float mx = m[r];
+        for (int t = 0; t < 16; t++)
+            mx = lane[t] > mx ? lane[t] : mx;
+        if (mx == -INFINITY) { /* every key so far masked: nothing to add */
+            memset(row, 0, BK * sizeof *row);
+            continue;
+        }
+        float corr = exp2_neg(m[r] - mx); /* 0 when m was -inf */
+        for (int t = 0; t < 16; t++)
+            lane[t] = 0.0f;
+        for (int j = 0; j < jend; j += 16)
+            for (int t = 0; t < 16; t++) {
+                float p = exp2_neg(row[j + t] - mx);
+                row[j + t] = p;
+                lane[t] += p;
+            }
+        float sum = 0.0f;
+        for (int t = 0; t < 16; t++)
+            sum += lane[t];
+        l[r] = l[r] * corr + sum;
+        m[r] = mx;
+        if (corr != 1.0f) {
+            float *orow = o + r * dvp;
+            for (int64_t c = 0; c < dvp; c++)
+                orow[c] *= corr;
+        }
     }
+}
 
 /* The second pass's probabilities: s = 2^(s - m) / l per row, rows whose keys
  * were all masked (l == 0) all zero. */
@@ -141,13 +140,9 @@ TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
     const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
     __m256 kf = _mm256_add_ps(xc, shifter), n = _mm256_sub_ps(kf, shifter);
     __m256 f = _mm256_sub_ps(xc, n);
-    static const float c[8] = {1.5252733804059841e-05f, 1.5403530393381606e-04f,
-                               1.3333558146428443e-03f, 9.6181291076284772e-03f,
-                               5.5504108664821580e-02f, 2.4022650695910071e-01f,
-                               6.9314718055994531e-01f, 1.0f};
-    __m256 p = _mm256_set1_ps(c[0]);
+    __m256 p = _mm256_set1_ps(exp2_poly[0]);
     for (int i = 1; i < 8; i++)
-        p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(c[i]));
+        p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(exp2_poly[i]));
     __m256i eb = _mm256_slli_epi32(
         _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_castps_si256(shifter)),
                          _mm256_set1_epi32(127)),
@@ -155,7 +150,7 @@ TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
     return _mm256_andnot_ps(dead, _mm256_mul_ps(p, _mm256_castsi256_ps(eb)));
 }
 
-/* ONLINE_SOFTMAX's loops in AVX2, lane t of the 16 in register t / 8: the
+/* online_base's loops in AVX2, lane t of the 16 in register t / 8: the
  * same operations in the same order. AVX-512 machines run it too. */
 TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float *l, float *o,
                                        int64_t dvp)
@@ -204,7 +199,6 @@ TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float
 FINAL_PROBS(final_avx512, TQ_TARGET_AVX512)
 FINAL_PROBS(final_avx2, TQ_TARGET_AVX2)
 #endif
-ONLINE_SOFTMAX(online_base, )
 FINAL_PROBS(final_base, )
 
 typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);

@@ -39,7 +39,7 @@ static inline __attribute__((always_inline)) void gelu_block(const float *x, flo
     double t[GELU_BLOCK], s[GELU_BLOCK], g[GELU_BLOCK], e[GELU_BLOCK];
     for (int i = 0; i < n; i++) {
         double t_raw = fabs((double)x[i]) * M_SQRT1_2;
-        /* clamped at T (NaN too: x keeps it NaN below) */
+        /* clamped at T (NaN too: x keeps it NaN below), so t < T says inside */
         t[i] = tq_select(t_raw < T_MAX, t_raw, T_MAX);
         double u = 1.0 / (1.0 + 0.5 * t[i]);
         s[i] = (u - U_MIN) * (2.0 / (1.0 - U_MIN)) - 1.0;
@@ -58,7 +58,7 @@ static inline __attribute__((always_inline)) void gelu_block(const float *x, flo
     for (int i = 0; i < n; i++) {
         double xd = x[i];
         /* 0.5 erfc(|x| / sqrt 2); 0 beyond T, where it is below any f32 result */
-        double half_erfc = tq_select(fabs(xd) * M_SQRT1_2 < T_MAX, 0.5 * e[i] * g[i], 0.0);
+        double half_erfc = tq_select(t[i] < T_MAX, 0.5 * e[i] * g[i], 0.0);
         /* Phi(x) = 0.5 erfc(-x / sqrt 2): no cancellation for x < 0 */
         double phi = tq_select(xd < 0, half_erfc, 1.0 - half_erfc);
         /* gelu(-inf) is its limit, -0, not the -inf * 0 = NaN of the formula */
