@@ -66,6 +66,22 @@ static inline float exp2_neg(float x)
     return dead ? 0.0f : r;
 }
 
+/* The end of a row of the online softmax (both versions): the 16 lanes'
+ * sum in a fixed order into the running sum, the new max kept, and the
+ * accumulator row rescaled when the max grew. */
+static inline void fold_row(const float lane[16], float mx, float corr, float *m, float *l,
+                            float *orow, int64_t dvp)
+{
+    float sum = 0.0f;
+    for (int t = 0; t < 16; t++)
+        sum += lane[t];
+    *l = *l * corr + sum;
+    *m = mx;
+    if (corr != 1.0f)
+        for (int64_t c = 0; c < dvp; c++)
+            orow[c] *= corr;
+}
+
 /* One tile of scores s [BQ, BK] (rows < nq real, columns past nk masked)
  * folded into the running max m, sum l and accumulator o [BQ, dvp] of each
  * row; s becomes the tile's unnormalized probabilities (columns < nk). Reductions run in 16 fixed lanes: vectorized,
@@ -96,16 +112,7 @@ static void online_base(float *s, int nq, int nk, float *m, float *l, float *o, 
                 row[j + t] = p;
                 lane[t] += p;
             }
-        float sum = 0.0f;
-        for (int t = 0; t < 16; t++)
-            sum += lane[t];
-        l[r] = l[r] * corr + sum;
-        m[r] = mx;
-        if (corr != 1.0f) {
-            float *orow = o + r * dvp;
-            for (int64_t c = 0; c < dvp; c++)
-                orow[c] *= corr;
-        }
+        fold_row(lane, mx, corr, &m[r], &l[r], o + r * dvp, dvp);
     }
 }
 
@@ -184,16 +191,7 @@ TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float
         }
         _mm256_storeu_ps(lane, s0);
         _mm256_storeu_ps(lane + 8, s1);
-        float sum = 0.0f;
-        for (int t = 0; t < 16; t++)
-            sum += lane[t];
-        l[r] = l[r] * corr + sum;
-        m[r] = mx;
-        if (corr != 1.0f) {
-            float *orow = o + r * dvp;
-            for (int64_t c = 0; c < dvp; c++)
-                orow[c] *= corr;
-        }
+        fold_row(lane, mx, corr, &m[r], &l[r], o + r * dvp, dvp);
     }
 }
 FINAL_PROBS(final_avx512, TQ_TARGET_AVX512)
