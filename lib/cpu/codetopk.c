@@ -1,6 +1,8 @@
 /* codetopk.c: top-k over quantized rows on the CPU (tq_op_codetopk): exact
- * integer dot products of int8 codes (AVX2 where CPUID has it), scaled and
- * rounded once, or Hamming distances of sign bits (POPCNT where present).
+ * integer dot products of int8 codes, scaled and rounded once, or Hamming
+ * distances of sign bits (POPCNT where present). With AVX2, int8 rows go
+ * through the strip kernel of codetopk_strips.c (blocks holding a -128 and
+ * CPUs without AVX2 through the widening kernels here: the same sums).
  * Each query keeps its own sorted list, fed in index order, so the result
  * does not depend on threads or blocks. */
 #include "cpu.h"
@@ -186,6 +188,7 @@ typedef struct job {
     dot4_fn dot4;         /* NULL: pair by pair */
     ham_fn ham;
     ham4_fn ham4;
+    int strips;           /* int8 by the strip kernel (AVX2) */
     float *v;
     int64_t *ix;
 } job;
@@ -207,67 +210,160 @@ static void offer_dot(job *j, int64_t i, int64_t r, int32_t dot)
     offer(v, j->ix + i * j->k, j->k, score_once(dot, j->qs[i], j->xs[r]), j->base + r);
 }
 
-static void run_queries(void *ctx, int64_t begin, int64_t end)
+/* Rows [b0, b1) for queries [begin, end), tile by tile of 4 queries by 4
+ * rows with the widening kernels, or pair by pair. */
+static void block_pairs(job *j, int64_t begin, int64_t end, int64_t b0, int64_t b1)
 {
-    job *j = ctx;
-    int64_t block = (int64_t)(BLOCK_BYTES / (j->rb ? j->rb : 1)) + 1;
-    for (int64_t b0 = 0; b0 < j->ndb; b0 += block) {
-        int64_t b1 = b0 + block < j->ndb ? b0 + block : j->ndb;
-        int64_t i = begin;
-        /* tiles of 4 queries by 4 rows; the lists see the rows in index
-         * order all the same, so the tiles change no result */
-        for (; j->i8 && j->dot4 && i + 4 <= end; i += 4) {
-            const int8_t *q4[4];
+    int64_t i = begin;
+    /* tiles of 4 queries by 4 rows; the lists see the rows in index order
+     * all the same, so the tiles change no result */
+    for (; j->i8 && j->dot4 && i + 4 <= end; i += 4) {
+        const int8_t *q4[4];
+        for (int a = 0; a < 4; a++)
+            q4[a] = (const int8_t *)(j->q + (size_t)(i + a) * j->rb);
+        int64_t r = b0;
+        for (; r + 4 <= b1; r += 4) {
+            const int8_t *x4[4];
+            int32_t dots[16];
+            for (int b = 0; b < 4; b++)
+                x4[b] = (const int8_t *)(j->x + (size_t)(r + b) * j->rb);
+            j->dot4(q4, x4, j->d, dots);
             for (int a = 0; a < 4; a++)
-                q4[a] = (const int8_t *)(j->q + (size_t)(i + a) * j->rb);
-            int64_t r = b0;
-            for (; r + 4 <= b1; r += 4) {
-                const int8_t *x4[4];
-                int32_t dots[16];
                 for (int b = 0; b < 4; b++)
-                    x4[b] = (const int8_t *)(j->x + (size_t)(r + b) * j->rb);
-                j->dot4(q4, x4, j->d, dots);
-                for (int a = 0; a < 4; a++)
-                    for (int b = 0; b < 4; b++)
-                        offer_dot(j, i + a, r + b, dots[4 * a + b]);
-            }
-            for (; r < b1; r++)
-                for (int a = 0; a < 4; a++)
-                    offer_dot(j, i + a, r, j->dot(q4[a], (const int8_t *)(j->x + (size_t)r * j->rb), j->d));
+                    offer_dot(j, i + a, r + b, dots[4 * a + b]);
         }
-        for (; !j->i8 && i + 4 <= end; i += 4) {
-            const unsigned char *q4[4];
+        for (; r < b1; r++)
             for (int a = 0; a < 4; a++)
-                q4[a] = j->q + (size_t)(i + a) * j->rb;
-            int64_t r = b0;
-            for (; r + 4 <= b1; r += 4) {
-                const unsigned char *x4[4];
-                int64_t dist[16];
-                for (int b = 0; b < 4; b++)
-                    x4[b] = j->x + (size_t)(r + b) * j->rb;
-                j->ham4(q4, x4, j->rb, dist);
-                for (int a = 0; a < 4; a++)
-                    for (int b = 0; b < 4; b++) /* 0, not -0 */
-                        offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
-                              (float)-dist[4 * a + b], j->base + r + b);
-            }
-            for (; r < b1; r++)
-                for (int a = 0; a < 4; a++)
+                offer_dot(j, i + a, r, j->dot(q4[a], (const int8_t *)(j->x + (size_t)r * j->rb), j->d));
+    }
+    for (; !j->i8 && i + 4 <= end; i += 4) {
+        const unsigned char *q4[4];
+        for (int a = 0; a < 4; a++)
+            q4[a] = j->q + (size_t)(i + a) * j->rb;
+        int64_t r = b0;
+        for (; r + 4 <= b1; r += 4) {
+            const unsigned char *x4[4];
+            int64_t dist[16];
+            for (int b = 0; b < 4; b++)
+                x4[b] = j->x + (size_t)(r + b) * j->rb;
+            j->ham4(q4, x4, j->rb, dist);
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) /* 0, not -0 */
                     offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
-                          (float)-j->ham(q4[a], j->x + (size_t)r * j->rb, j->rb), j->base + r);
+                          (float)-dist[4 * a + b], j->base + r + b);
         }
-        for (; i < end; i++) {
-            const unsigned char *qr = j->q + (size_t)i * j->rb;
-            for (int64_t r = b0; r < b1; r++) {
-                const unsigned char *xr = j->x + (size_t)r * j->rb;
-                if (j->i8)
-                    offer_dot(j, i, r, j->dot((const int8_t *)qr, (const int8_t *)xr, j->d));
-                else /* 0, not -0 */
-                    offer(j->v + i * j->k, j->ix + i * j->k, j->k, (float)-j->ham(qr, xr, j->rb),
-                          j->base + r);
+        for (; r < b1; r++)
+            for (int a = 0; a < 4; a++)
+                offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
+                      (float)-j->ham(q4[a], j->x + (size_t)r * j->rb, j->rb), j->base + r);
+    }
+    for (; i < end; i++) {
+        const unsigned char *qr = j->q + (size_t)i * j->rb;
+        for (int64_t r = b0; r < b1; r++) {
+            const unsigned char *xr = j->x + (size_t)r * j->rb;
+            if (j->i8)
+                offer_dot(j, i, r, j->dot((const int8_t *)qr, (const int8_t *)xr, j->d));
+            else /* 0, not -0 */
+                offer(j->v + i * j->k, j->ix + i * j->k, j->k, (float)-j->ham(qr, xr, j->rb),
+                      j->base + r);
+        }
+    }
+}
+
+#if defined(__x86_64__)
+/* A chunk's buffers for the strip kernel (codetopk_strips.c): the block's
+ * rows in strips and their scales in double, the chunk's queries padded to
+ * whole groups and tiles of 4, and their absolute values. */
+typedef struct strips {
+    int8_t *pk, *q;
+    unsigned char *qa; /* |q|, the unsigned operand: -128 is 128 */
+    double *xs;
+    size_t qstride;
+} strips;
+
+static void strips_free(strips *S)
+{
+    free(S->pk), free(S->q), free(S->xs);
+}
+
+static int strips_new(strips *S, const job *j, int64_t begin, int64_t end, int64_t block)
+{
+    int64_t g4 = TQ_I8_GROUPS(j->d), nq = (end - begin + 3) / 4 * 4, nb = (block + 23) / 24 * 24;
+    S->qstride = (size_t)g4 * 4;
+    S->pk = malloc((size_t)nb * S->qstride);
+    S->q = calloc(2 * (size_t)nq, S->qstride);
+    S->xs = calloc((size_t)nb, sizeof *S->xs);
+    if (!S->pk || !S->q || !S->xs) {
+        strips_free(S);
+        return 0; /* the widening kernels need no memory */
+    }
+    S->qa = (unsigned char *)S->q + (size_t)nq * S->qstride;
+    for (int64_t i = begin; i < end; i++) {
+        const int8_t *src = (const int8_t *)(j->q + (size_t)i * j->rb);
+        int8_t *dq = S->q + (size_t)(i - begin) * S->qstride;
+        unsigned char *da = S->qa + (size_t)(i - begin) * S->qstride;
+        for (int64_t t = 0; t < j->d; t++)
+            dq[t] = src[t], da[t] = (unsigned char)(src[t] < 0 ? -src[t] : src[t]);
+    }
+    return 1;
+}
+
+/* Rows [b0, b1), packed in S->pk, for queries [begin, end): tiles of 4
+ * queries by 24 rows, each query's dots screened at once against its list's
+ * worst score, the few that pass offered exactly. */
+static void block_strips(job *j, strips *S, int64_t begin, int64_t end, int64_t b0, int64_t b1)
+{
+    int64_t rows = b1 - b0, g4 = TQ_I8_GROUPS(j->d);
+    for (int64_t r = 0; r < rows; r++)
+        S->xs[r] = j->xs[b0 + r];
+    for (int64_t i = begin; i < end; i += 4) {
+        const int8_t *q = S->q + (size_t)(i - begin) * S->qstride;
+        const unsigned char *qa = S->qa + (size_t)(i - begin) * S->qstride;
+        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
+            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
+            int32_t dots[4 * 24];
+            tq_i8_dots_4x24(q, qa, S->qstride, S->pk + (size_t)(r0 / 8) * (size_t)g4 * 32, j->d,
+                            (n + 7) / 8, dots);
+            for (int a = 0; a < 4 && i + a < end; a++) {
+                const float *v = j->v + (i + a) * j->k;
+                uint32_t m = tq_i8_screen(dots + 24 * a, S->xs + r0, j->qs[i + a], v[j->k - 1], n);
+                for (; m; m &= m - 1) {
+                    int r = __builtin_ctz(m);
+                    offer_dot(j, i + a, b0 + r0 + r, dots[24 * a + r]);
+                }
             }
         }
     }
+}
+#endif
+
+static void run_queries(void *ctx, int64_t begin, int64_t end)
+{
+    job *j = ctx;
+    /* rows per block, a multiple of the strip kernel's 24 */
+    int64_t block = (int64_t)(BLOCK_BYTES / (j->rb ? j->rb : 1)) / 24 * 24;
+    if (block < 24)
+        block = 24;
+#if defined(__x86_64__)
+    strips S = {0};
+    int use = j->strips && strips_new(&S, j, begin, end, block);
+#endif
+    for (int64_t b0 = 0; b0 < j->ndb; b0 += block) {
+        int64_t b1 = b0 + block < j->ndb ? b0 + block : j->ndb;
+#if defined(__x86_64__)
+        /* a block holding a -128 goes to the widening kernels */
+        if (use && tq_i8_pack_strips((const int8_t *)(j->x + (size_t)b0 * j->rb), j->rb, b1 - b0,
+                                     j->d, S.pk)) {
+            block_strips(j, &S, begin, end, b0, b1);
+            continue;
+        }
+#endif
+        block_pairs(j, begin, end, b0, b1);
+    }
+#if defined(__x86_64__)
+    if (use)
+        strips_free(&S);
+#endif
 }
 
 tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
@@ -289,13 +385,15 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
 #if defined(__x86_64__)
     if (!__atomic_load_n(&force_portable, __ATOMIC_RELAXED)) {
         if (__builtin_cpu_supports("avx2"))
-            j.dot = dot_i8_avx2, j.dot4 = dot_i8_4x4_avx2;
+            j.dot = dot_i8_avx2, j.dot4 = dot_i8_4x4_avx2, j.strips = j.i8;
         if (__builtin_cpu_supports("popcnt"))
             j.ham = hamming_popcnt, j.ham4 = hamming_4x4_popcnt;
     }
 #endif
-    /* chunks of at least a tile (the tiles change no result: each product is
-     * exact and each list sees the rows in index order) */
-    tq_parallel_for(j.nq, 4, run_queries, &j);
+    /* chunks of whole tiles (no result depends on them: each product is
+     * exact and a list ranks by score, then index); a chunk packs each block
+     * of rows once for all its queries, so chunks are few: two a thread */
+    int64_t t = 2 * (int64_t)tq_threads_get(), chunk = (j.nq + t - 1) / t;
+    tq_parallel_for(j.nq, (chunk + 3) / 4 * 4, run_queries, &j);
     return TQ_OK;
 }

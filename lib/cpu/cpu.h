@@ -60,6 +60,20 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
 tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
                           const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                           int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+/* codetopk_strips.c (x86-64 with AVX2 only): int8 rows packed in strips of 8
+ * rows, TQ_I8_GROUPS(d) groups of 4 codes each (32 bytes a group), zero-padded.
+ * tq_i8_pack_strips returns 0 when a code is -128 (the kernel cannot take
+ * it; the strips are written all the same). tq_i8_dots_4x24 writes
+ * out[24 a + r] = q_a . row r for 4 queries (rows qstride bytes apart, padded
+ * with zeros to 4 x groups, qabs their absolute values) and 8 x strips rows
+ * (strips <= 3). tq_i8_screen: bit r set when row r (of n <= 24, dots and xs
+ * readable up to a multiple of 4) may score at least worst. */
+#define TQ_I8_GROUPS(d) (((d) + 3) / 4)
+int tq_i8_pack_strips(const int8_t *x, size_t rb, int64_t rows, int64_t d, int8_t *pk);
+void tq_i8_dots_4x24(const int8_t *q, const unsigned char *qabs, size_t qstride, const int8_t *pk,
+                     int64_t d, int strips, int32_t *out);
+uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double worst, int n);
+
 /* For the tests: 1 makes codetopk use its portable C paths only. */
 void tq_cpu_codetopk_force_portable(int on);
 /* For the tests: 1 makes simtopk use its portable C paths only. */

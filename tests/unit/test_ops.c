@@ -2193,7 +2193,12 @@ static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k,
             for (size_t j = 0; j < rb; j++)
                 c[(size_t)i * rb + j] = kind == 0 ? (unsigned char)rnd()
                                       : kind == 1 ? (unsigned char)(rnd() % 3 - 1)
-                                                  : (rnd() & 1 ? 0x80 : 0x7f);
+                                      : kind == 2 || (kind == 4 && !side) ? (rnd() & 1 ? 0x80 : 0x7f)
+                                                  : (unsigned char)(rnd() % 255 - 127);
+            /* kind 3: tq-quantize's codes (no -128) but for one database row,
+             * so that AVX2's strip kernel takes some blocks and not others */
+            if (kind == 3 && side && i == n / 2)
+                c[(size_t)i * rb] = 0x80;
             /* bit rows end with zero bits, as the format says */
             if (!i8 && d % 8)
                 c[(size_t)i * rb + rb - 1] &= (unsigned char)(0xff00u >> (d % 8));
@@ -2231,6 +2236,9 @@ static void test_codetopk(void)
         codetopk_case(i8, 37, 3000, 1024, 10, 0, cuts, 5); /* blocks via idx_base */
         codetopk_case(i8, 11, 22, 16, 30, 1, NULL, 0);    /* k beyond the database */
         codetopk_case(i8, 5, 40, 300, 0, 0, NULL, 0);
+        codetopk_case(i8, 37, 3000, 1024, 10, 3, NULL, 0); /* codes of [-127, 127], one -128 */
+        codetopk_case(i8, 38, 3000, 67, 10, 3, cuts, 5);
+        codetopk_case(i8, 13, 1000, 384, 10, 4, NULL, 0); /* queries of -128 and 127 */
     }
     /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
     for (int i8 = 0; i8 < 2; i8++) {
