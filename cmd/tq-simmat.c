@@ -42,13 +42,13 @@ static void help(void)
         "Options:\n"
         "      --db FILE         the database, a TQ stream file (default: the input)\n"
         "      --metric M        cosine, dot or l2 (negative squared distance)\n"
-        "                        (default: cosine); hamming for sign bits (--topk)\n"
+        "                        (default: cosine); hamming for sign bits\n"
         "      --shard I/N       with --topk: only the I-th of N slices of the database\n"
         "                        (indices stay global; default: 0/1)\n"
         "      --name NAME       the vector frame (default: emb, else the one rank 2\n"
         "                        float frame; the queries: the database's name, else the\n"
         "                        one rank 2 float frame; see tq(7))\n"
-        "      --rescore FILE    a database of codes: rank the best M x K candidates again\n"
+        "      --rescore FILE    --topk in codes: rank the best M x K candidates again\n"
         "                        by the f32 dot product with FILE's rows (float queries)\n"
         "      --rescore-k M     candidates a query for --rescore, M x K (default: 4)\n\n"
         TQ_COMMON_HELP
@@ -247,13 +247,12 @@ int main(int argc, char **argv)
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
     /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
-     * hamming, --topk only for now */
+     * hamming, in every mode but --dedup (whose input is float vectors) */
     tq_dtype code = TQ_DTYPE_INVALID;
     if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, dblabel, s.vec_name, &code)))
         tq_tool_fail(&t, st);
-    if (code && s.mode != TQ_SIM_TOPK)
-        tq_tool_usage(&t, "a database of %s codes is searched with --topk (the other modes "
-                          "want float vectors: tq-quantize --to f32)", tq_dtype_name(code));
+    if (rescore && s.mode != TQ_SIM_TOPK)
+        tq_tool_usage(&t, "--rescore goes with --topk");
     if (code == TQ_DTYPE_I8 && s.metric != TQ_SIM_DOT)
         tq_tool_usage(&t, "int8 codes are searched with --metric dot (quantize normalized "
                           "vectors for the cosine)");

@@ -39,6 +39,9 @@ typedef struct tq_backend_ops {
     tq_status (*codetopk)(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
                           const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                           int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
+    tq_status (*codematrix)(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
+                            const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
+                            tq_tensor *out);
     /* rowprod: what prepare leaves in *state (may be NULL) comes back to
      * rowprod and release; a backend without prepare gets state NULL. */
     tq_status (*rowprod_prepare)(void *ctx, const tq_tensor *db, void **state);

@@ -236,6 +236,17 @@ tq_status tq_host_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq
     return RUN(h, tq_op_codetopk(hq, hqs, hd, hds, metric, idx_base, hv, hi));
 }
 
+tq_status tq_host_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
+                             const tq_tensor *dbscale, tq_metric metric, tq_tensor *out)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "codematrix");
+    const tq_tensor *hq = tq_hostpath_in(&h, q), *hd = tq_hostpath_in(&h, db);
+    const tq_tensor *hqs = tq_hostpath_in(&h, qscale), *hds = tq_hostpath_in(&h, dbscale);
+    tq_tensor *ho = tq_hostpath_out(&h, out, 0);
+    return RUN(h, tq_op_codematrix(hq, hqs, hd, hds, metric, ho));
+}
+
 typedef struct host_rowprod {
     tq_tensor *db;   /* host copy of the database */
     tq_rowprod *p;   /* the CPU's prepared product */

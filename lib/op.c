@@ -231,43 +231,66 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
     return CALL(q, simtopk, q, db, metric, idx_base, vals, idx);
 }
 
+/* What codetopk and codematrix ask of their codes, scales and metric. */
+static tq_status check_codes(const char *op, const tq_tensor *q, const tq_tensor *qscale,
+                             const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric)
+{
+    int i8 = q->dtype == TQ_DTYPE_I8;
+    CHECK((i8 || q->dtype == TQ_DTYPE_BIT) && db->dtype == q->dtype,
+          "%s takes i8 or bit q and db of one dtype, not %s and %s", op,
+          tq_dtype_name(q->dtype), tq_dtype_name(db->dtype));
+    CHECK(i8 ? metric == TQ_METRIC_DOT : metric == TQ_METRIC_HAMMING,
+          "%s: %s codes take the metric %s", op, tq_dtype_name(q->dtype), i8 ? "dot" : "hamming");
+    CHECK(i8 == (qscale != NULL) && i8 == (dbscale != NULL),
+          "%s: scales go with i8 codes, and only with them", op);
+    SAME_DEV(q, db);
+    CHECK(q->rank == 2 && db->rank == 2, "%s takes rank 2 q and db", op);
+    CHECK(q->dims[1] == db->dims[1], "%s: q rows have %lld values, db rows %lld", op,
+          (long long)q->dims[1], (long long)db->dims[1]);
+    CHECK(!i8 || q->dims[1] <= (1 << 17), "%s: i8 rows over 2^17 values", op);
+    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
+          "%s: dims over 2^31", op);
+    if (i8) {
+        CHECK(qscale->dtype == TQ_DTYPE_F32 && dbscale->dtype == TQ_DTYPE_F32,
+              "%s: scales must be f32", op);
+        SAME_DEV(q, qscale);
+        SAME_DEV(q, dbscale);
+        CHECK(tq_tensor_numel(qscale) == q->dims[0] && tq_tensor_numel(dbscale) == db->dims[0],
+              "%s: one scale a row", op);
+    }
+    return TQ_OK;
+}
+
 tq_status tq_op_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
                          const tq_tensor *dbscale, tq_metric metric, int64_t idx_base,
                          tq_tensor *vals, tq_tensor *idx)
 {
-    int i8 = q->dtype == TQ_DTYPE_I8;
-    CHECK((i8 || q->dtype == TQ_DTYPE_BIT) && db->dtype == q->dtype,
-          "codetopk takes i8 or bit q and db of one dtype, not %s and %s",
-          tq_dtype_name(q->dtype), tq_dtype_name(db->dtype));
-    CHECK(i8 ? metric == TQ_METRIC_DOT : metric == TQ_METRIC_HAMMING,
-          "codetopk: %s codes take the metric %s", tq_dtype_name(q->dtype), i8 ? "dot" : "hamming");
-    CHECK(i8 == (qscale != NULL) && i8 == (dbscale != NULL),
-          "codetopk: scales go with i8 codes, and only with them");
+    tq_status st = check_codes("codetopk", q, qscale, db, dbscale, metric);
+    if (st)
+        return st;
     F32(vals, "codetopk vals");
     CHECK(idx->dtype == TQ_DTYPE_I64, "codetopk idx must be i64");
-    SAME_DEV(q, db);
     SAME_DEV(q, vals);
     SAME_DEV(q, idx);
-    CHECK(q->rank == 2 && db->rank == 2, "codetopk takes rank 2 q and db");
-    CHECK(q->dims[1] == db->dims[1], "codetopk: q rows have %lld values, db rows %lld",
-          (long long)q->dims[1], (long long)db->dims[1]);
-    CHECK(!i8 || q->dims[1] <= (1 << 17), "codetopk: i8 rows over 2^17 values");
-    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
-          "codetopk: dims over 2^31");
-    if (i8) {
-        F32(qscale, "codetopk qscale");
-        F32(dbscale, "codetopk dbscale");
-        SAME_DEV(q, qscale);
-        SAME_DEV(q, dbscale);
-        CHECK(tq_tensor_numel(qscale) == q->dims[0] && tq_tensor_numel(dbscale) == db->dims[0],
-              "codetopk: one scale a row");
-    }
     CHECK(vals->rank == 2 && idx->rank == 2 && vals->dims[0] == q->dims[0] &&
               idx->dims[0] == q->dims[0] && vals->dims[1] == idx->dims[1],
           "codetopk: vals and idx must both be [%lld, k]", (long long)q->dims[0]);
     CHECK(idx_base >= 0 && idx_base <= INT64_MAX - db->dims[0],
           "codetopk: idx_base %lld out of range", (long long)idx_base);
     return CALL(q, codetopk, q, qscale, db, dbscale, metric, idx_base, vals, idx);
+}
+
+tq_status tq_op_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
+                           const tq_tensor *dbscale, tq_metric metric, tq_tensor *out)
+{
+    tq_status st = check_codes("codematrix", q, qscale, db, dbscale, metric);
+    if (st)
+        return st;
+    F32(out, "codematrix out");
+    SAME_DEV(q, out);
+    CHECK(out->rank == 2 && out->dims[0] == q->dims[0] && out->dims[1] == db->dims[0],
+          "codematrix: out must be [%lld, %lld]", (long long)q->dims[0], (long long)db->dims[0]);
+    return CALL(q, codematrix, q, qscale, db, dbscale, metric, out);
 }
 
 struct tq_rowprod {

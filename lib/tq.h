@@ -388,6 +388,12 @@ tq_status tq_op_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_t
                          const tq_tensor *dbscale, tq_metric metric, int64_t idx_base,
                          tq_tensor *vals, tq_tensor *idx);
 
+/* Every score of codetopk (same codes, scales, metric and scores): out f32
+ * [nq, ndb], out[i][j] the score of query i and row j, bit for bit the value
+ * codetopk ranks. */
+tq_status tq_op_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
+                           const tq_tensor *dbscale, tq_metric metric, tq_tensor *out);
+
 /* Products with one database many times (the full similarity matrix):
  * tq_rowprod_new prepares db f32 [n, d] once (the CPU packs it for its
  * micro-kernel), then each tq_op_rowprod writes out f32 [m, n] = alpha * q .

@@ -115,6 +115,7 @@ const tq_backend tq_backend_cpu = {
             .convert = tq_cpu_convert,
             .simtopk = tq_cpu_simtopk,
             .codetopk = tq_cpu_codetopk,
+            .codematrix = tq_cpu_codematrix,
             .rowprod_prepare = tq_cpu_rowprod_prepare,
             .rowprod = tq_cpu_rowprod,
             .rowprod_release = tq_cpu_rowprod_release,

@@ -60,21 +60,55 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
 tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
                           const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                           int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
-/* codetopk_strips.c (x86-64 with AVX2 only): int8 rows packed in strips of 8
- * rows, TQ_I8_GROUPS(d) groups of 4 codes each (32 bytes a group), zero-padded.
- * tq_i8_pack_strips returns 0 when a code is -128 (the kernel cannot take
- * it; the strips are written all the same). tq_i8_dots_4x24 writes
- * out[24 a + r] = q_a . row r for 4 queries (rows qstride bytes apart, padded
- * with zeros to 4 x groups, qabs their absolute values) and 8 x strips rows
- * (strips <= 3). tq_i8_screen: bit r set when row r (of n <= 24, dots and xs
- * readable up to a multiple of 4) may score at least worst. */
-#define TQ_I8_GROUPS(d) (((d) + 3) / 4)
-int tq_i8_pack_strips(const int8_t *x, size_t rb, int64_t rows, int64_t d, int8_t *pk);
-void tq_i8_dots_4x24(const int8_t *q, const unsigned char *qabs, size_t qstride, const int8_t *pk,
-                     int64_t d, int strips, int32_t *out);
-uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double worst, int n);
+/* codematrix.c */
+tq_status tq_cpu_codematrix(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
+                            const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
+                            tq_tensor *out);
+/* code_kernels.c: the pair kernels of codetopk and codematrix, chosen by
+ * CPUID (dot4/ham4: 4 queries by 4 rows, out[4 a + b]; dot4 NULL: none), the
+ * int8 score (dot x a x b rounded once to f32), and the rows of a block (a
+ * multiple of 24, about 256 KiB of codes: a block stays in cache while a
+ * chunk of queries passes over it). */
+typedef struct tq_code_kernels {
+    int32_t (*dot)(const int8_t *a, const int8_t *b, int64_t d);
+    void (*dot4)(const int8_t *const *q, const int8_t *const *x, int64_t d, int32_t *out);
+    int64_t (*ham)(const unsigned char *a, const unsigned char *b, size_t n);
+    void (*ham4)(const unsigned char *const *q, const unsigned char *const *x, size_t n,
+                 int64_t *out);
+    int strips; /* 1: code_strips.c's int8 kernel runs on this CPU (AVX2) */
+    int scores; /* 1: and so does tq_i8_scores (FMA as well) */
+} tq_code_kernels;
+void tq_code_kernels_pick(tq_code_kernels *k);
+float tq_code_score(int32_t dot, float a, float b);
+int64_t tq_code_block_rows(size_t row_bytes);
 
-/* For the tests: 1 makes codetopk use its portable C paths only. */
+/* code_strips.c (x86-64): int8 rows by AVX2, a block of rows packed in strips
+ * of 8 against a chunk of queries. tq_i8_strips_new copies the chunk's nq
+ * queries (rows rb bytes apart; 0, or -1 without memory); tq_i8_strips_pack
+ * packs a block of at most `block` rows with their scales (0: a code is
+ * -128, which the kernel cannot take); tq_i8_strips_dots writes out[24 a + r]
+ * = query i + a . row r0 + r of the block, for a < 4 (i a multiple of 4,
+ * queries past the chunk are zeros) and r < n <= 24 (r0 a multiple of 24);
+ * tq_i8_screen sets bit r when row r (of n <= 24, dots and xs readable to a
+ * multiple of 4) may score at least worst. */
+typedef struct tq_i8_strips {
+    int8_t *pk, *q;
+    unsigned char *qa; /* |q|, the unsigned operand: -128 is 128 */
+    double *xs;        /* the block's scales */
+    size_t qstride;
+    int64_t d;
+} tq_i8_strips;
+int tq_i8_strips_new(tq_i8_strips *S, const unsigned char *q, size_t rb, int64_t nq, int64_t d,
+                     int64_t block);
+int tq_i8_strips_pack(tq_i8_strips *S, const unsigned char *x, const float *xs, int64_t rows);
+void tq_i8_strips_dots(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int32_t *out);
+uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double worst, int n);
+/* out[r] = tq_code_score(dots[r], qs, xs[r]) for r < n (xs readable to a
+ * multiple of 4), four at a time (AVX2 and FMA: the caller checks FMA). */
+void tq_i8_scores(const int32_t *dots, const double *xs, float qs, int n, float *out);
+void tq_i8_strips_free(tq_i8_strips *S);
+
+/* For the tests: 1 makes codetopk and codematrix use their portable C paths only. */
 void tq_cpu_codetopk_force_portable(int on);
 /* For the tests: 1 makes simtopk use its portable C paths only. */
 void tq_cpu_simtopk_force_portable(int on);

@@ -1,8 +1,10 @@
 /* codes.c: tq-simmat over quantized vectors, tq-quantize's int8 codes with a
  * scale a row (the frame NAME_scale before each batch of NAME) or sign bits:
  * the database's codes are read whole, the queries batch by batch, and each
- * batch's top-k comes from tq_op_codetopk, exact (integer dot products scaled
- * and rounded once, or Hamming distances), ties to the lower index. */
+ * batch's top-k comes from tq_op_codetopk, its full matrix and the pairs over
+ * a threshold from tq_op_codematrix: the same exact scores (integer dot
+ * products scaled and rounded once, or minus Hamming distances), ties to
+ * the lower index. */
 #include "../internal.h"
 #include "../simscore.h"
 #include "quant/quant.h"
@@ -239,6 +241,84 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const floa
     return st;
 }
 
+/* The scores of n query codes q (scales qs for int8) with the shard's rows
+ * into out [n, shard rows] (tq_op_codematrix: codetopk's values). */
+static tq_status code_scores(tq_sim *s, const void *q, const float *qs, int64_t n, float *out)
+{
+    int64_t d = s->db.d, nd = s->s1 - s->s0, qd[2] = {n, d}, od[2] = {n, nd};
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    tq_tensor *qt = NULL, *qst = NULL, *ot = NULL;
+    tq_status st = tq_tensor_new(s->dev, s->code, 2, qd, &qt);
+    if (!st)
+        st = tq_tensor_upload(qt, q, (size_t)n * rb);
+    if (!st && s->code == TQ_DTYPE_I8 && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, qd, &qst)))
+        st = tq_tensor_upload(qst, qs, (size_t)n * 4);
+    if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, od, &ot)) &&
+        !(st = tq_op_codematrix(qt, qst, s->cxt, s->cst,
+                                s->code == TQ_DTYPE_I8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, ot)))
+        st = tq_tensor_download(ot, out, (size_t)(n * nd) * 4);
+    tq_tensor_free(qt), tq_tensor_free(qst), tq_tensor_free(ot);
+    return st;
+}
+
+/* The full matrix of n query rows, a frame "sim" a slice of buf's rows. */
+static tq_status run_full(tq_sim *s, const unsigned char *q, const float *qs, int64_t n,
+                          float *buf, tq_writer *w)
+{
+    int64_t nd = s->s1 - s->s0, rows = tq_sim_slice_rows(nd);
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    char meta[64];
+    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", tq_sim_metric_name(s->metric)) + 1;
+    for (int64_t i0 = 0; i0 < n; i0 += rows) {
+        int64_t r = n - i0 < rows ? n - i0 : rows, dims[2] = {r, nd};
+        tq_status st = code_scores(s, q + (size_t)i0 * rb, qs ? qs + i0 : NULL, r, buf);
+        if (!st)
+            st = tq_writer_write(w, "sim", TQ_DTYPE_F32, 2, dims, meta, ml, buf,
+                                 (uint64_t)(r * nd) * 4);
+        if (st)
+            return st;
+    }
+    return TQ_OK;
+}
+
+/* --threshold: the pairs of the batch's rows and the shard's rows scoring at
+ * least the threshold (exact scores, so no margin and no second pass); the
+ * input against itself gives each pair once, i < j. */
+static tq_status run_threshold(tq_sim *s, const unsigned char *q, const float *qs, int64_t n,
+                               float *buf, tq_sim_pairs *p, const tq_sim_rows *qk, tq_writer *w)
+{
+    int64_t nd = s->s1 - s->s0, rows = tq_sim_slice_rows(nd), r0 = s->q_seen;
+    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    float thr = (float)s->threshold;
+    p->n = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += rows) {
+        int64_t r = n - i0 < rows ? n - i0 : rows;
+        tq_status st = code_scores(s, q + (size_t)i0 * rb, qs ? qs + i0 : NULL, r, buf);
+        for (int64_t i = 0; !st && i < r; i++) {
+            int64_t g = r0 + i0 + i, j = s->self ? g + 1 - s->s0 : 0;
+            for (j = j < 0 ? 0 : j; !st && j < nd; j++)
+                if (buf[i * nd + j] >= thr)
+                    st = tq_sim_pairs_add(p, g, s->s0 + j, buf[i * nd + j]);
+        }
+        if (st)
+            return st;
+    }
+    return tq_sim_pairs_write(s, p, qk, r0, w);
+}
+
+/* One batch of query codes (scales qs for int8; qf: the float rows they
+ * came from, or NULL) in the mode of s. */
+static tq_status run_mode(tq_sim *s, const unsigned char *q, const float *qs, const float *qf,
+                          int64_t n, float *buf, tq_sim_pairs *p, const tq_sim_rows *qk,
+                          tq_writer *w)
+{
+    if (s->mode == TQ_SIM_FULL)
+        return run_full(s, q, qs, n, buf, w);
+    if (s->mode == TQ_SIM_THRESHOLD)
+        return run_threshold(s, q, qs, n, buf, p, qk, w);
+    return run_batch(s, q, qs, qf, n, w);
+}
+
 /* Float query rows to f32 (*qf) and to the database's code (*qc, and the
  * scales in p for int8). */
 static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsigned char **qc,
@@ -277,28 +357,52 @@ static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsi
 tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
 {
     pending p = {NULL, -1};
-    float *qf = NULL;
+    float *qf = NULL, *buf = NULL;
     unsigned char *qc = NULL;
     char want_scale[TQ_MAX_NAME + 8];
     snprintf(want_scale, sizeof want_scale, "%s_scale", s->db.name);
-    tq_status st;
+    tq_sim_pairs pairs = {0};
+    tq_sim_rows qk;       /* --threshold: the keys of the next batch */
+    memset(&qk, 0, sizeof qk);
+    int64_t qk_rows = -1; /* rows of the last key frame, not yet matched */
+    tq_status st = TQ_OK;
+    if (s->mode != TQ_SIM_TOPK) { /* a slice of the matrix */
+        int64_t nd = s->s1 - s->s0;
+        if (!(buf = malloc((size_t)(tq_sim_slice_rows(nd) * nd + 1) * 4)))
+            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
     tq_frame *f;
-    while ((st = tq_reader_next(in, &f)) == TQ_OK) {
+    while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
         if (!strcmp(f->name, want_scale)) {
             if ((st = keep_scale(&p, f)))
                 break;
             continue; /* the scales are the query's, consumed with it */
         }
         if (strcmp(f->name, s->db.name)) {
-            if ((st = tq_writer_put(out, f)))
+            /* the pairs of --threshold are no rows of the batch: its key
+             * frame gives key_i, no frame passes */
+            if (s->mode != TQ_SIM_THRESHOLD)
+                st = tq_writer_put(out, f);
+            else if (!strcmp(f->name, "key") && f->rank == 1) {
+                tq_sim_rows_free(&qk);
+                qk_rows = f->dims[0];
+                st = tq_sim_rows_keys(&qk, f, 0);
+            }
+            if (st)
                 break;
             continue;
+        }
+        if (s->mode == TQ_SIM_THRESHOLD && qk_rows >= 0 && qk_rows != f->dims[0]) {
+            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
+                         (unsigned long long)f->index, f->name, (long long)f->dims[0],
+                         (long long)qk_rows);
+            break;
         }
         const void *data;
         if (tq_dtype_is_float(f->dtype) && f->rank == 2) {
             /* float queries: quantized here, as tq-quantize would */
             if ((st = quantize_queries(s, f, &qf, &qc, &p)) ||
-                (st = run_batch(s, qc, p.v, qf, f->dims[0], out)))
+                (st = run_mode(s, qc, p.v, qf, f->dims[0], buf, &pairs, &qk, out)))
                 break;
         } else {
             if (s->rescore.x) {
@@ -308,14 +412,19 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
                 break;
             }
             if ((st = check_codes(s, f, &p)) || (st = tq_frame_data(f, &data)) ||
-                (st = run_batch(s, data, p.v, NULL, f->dims[0], out)))
+                (st = run_mode(s, data, p.v, NULL, f->dims[0], buf, &pairs, &qk, out)))
                 break;
         }
+        tq_sim_rows_free(&qk);
+        qk_rows = -1;
         p.n = -1;
         s->q_seen += f->dims[0];
     }
     free(p.v);
     free(qf);
     free(qc);
+    free(buf);
+    free(pairs.i), free(pairs.j), free(pairs.v);
+    tq_sim_rows_free(&qk);
     return st == TQ_EOF ? TQ_OK : st;
 }

@@ -16,14 +16,14 @@
  * least 96 (the micro-kernel's strips stay full) and a multiple of 48. Every
  * value of tq_op_rowprod is the same whatever the rows of the call, so this
  * sets only how the matrix is cut into frames, never a bit of it. */
-static int64_t slice_rows(int64_t ndb)
+int64_t tq_sim_slice_rows(int64_t ndb)
 {
     int64_t r = ((int64_t)16 << 20) / 4 / (ndb ? ndb : 1);
     r = r < 96 ? 96 : r > 4096 ? 4096 : r;
     return r / 48 * 48;
 }
 
-static const char *metric_name(tq_sim_metric m)
+const char *tq_sim_metric_name(tq_sim_metric m)
 {
     return m == TQ_SIM_COSINE ? "cosine" : m == TQ_SIM_DOT ? "dot" : m == TQ_SIM_L2 ? "l2" : "hamming";
 }
@@ -75,7 +75,7 @@ static tq_status slices_open(slices *t, tq_sim *s)
     memset(t, 0, sizeof *t);
     t->s = s;
     int64_t d = s->db.d, n = s->s1 - s->s0;
-    t->rows = slice_rows(n);
+    t->rows = tq_sim_slice_rows(n);
     int64_t ad[2] = {t->rows, d}, cd[2] = {t->rows, n};
     tq_status st = tq_rowprod_new(s->dbt, &t->prod);
     if (!st)
@@ -144,7 +144,7 @@ static tq_status run_full(tq_sim *s, slices *t, const float *q, int64_t n, tq_wr
 {
     int64_t nd = s->s1 - s->s0, d = s->db.d;
     char meta[64];
-    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", metric_name(s->metric)) + 1;
+    size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", tq_sim_metric_name(s->metric)) + 1;
     for (int64_t i0 = 0; i0 < n; i0 += t->rows) {
         int64_t r = n - i0 < t->rows ? n - i0 : t->rows, dims[2] = {r, nd};
         tq_status st = slice_product(t, q + i0 * d, r);
@@ -165,13 +165,7 @@ static tq_status run_full(tq_sim *s, slices *t, const float *q, int64_t n, tq_wr
     return TQ_OK;
 }
 
-typedef struct pairs {
-    int64_t *i, *j;
-    float *v;
-    int64_t n, cap;
-} pairs;
-
-static tq_status pairs_add(pairs *p, int64_t i, int64_t j, float v)
+tq_status tq_sim_pairs_add(tq_sim_pairs *p, int64_t i, int64_t j, float v)
 {
     if (p->n == p->cap) {
         int64_t cap = p->cap ? 2 * p->cap : 4096;
@@ -195,7 +189,7 @@ static tq_status write_keys(tq_writer *w, const char *name, const tq_sim_rows *r
 
 /* qk: the keys of the batch's rows (key_dtype TQ_DTYPE_INVALID: none). */
 static tq_status run_threshold(tq_sim *s, slices *t, const float *q, int64_t n, tq_writer *w,
-                               pairs *p, const tq_sim_rows *qk)
+                               tq_sim_pairs *p, const tq_sim_rows *qk)
 {
     int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
     int metric = s->metric == TQ_SIM_L2;
@@ -222,11 +216,17 @@ static tq_status run_threshold(tq_sim *s, slices *t, const float *q, int64_t n, 
                 if (a < tl)
                     continue;
                 float v = tq_simscore(metric, qr, s->db.x + (s->s0 + j) * d, d);
-                if (v >= thr && (st = pairs_add(p, g, s->s0 + j, v)))
+                if (v >= thr && (st = tq_sim_pairs_add(p, g, s->s0 + j, v)))
                     return st;
             }
         }
     }
+    return tq_sim_pairs_write(s, p, qk, r0, w);
+}
+
+tq_status tq_sim_pairs_write(tq_sim *s, const tq_sim_pairs *p, const tq_sim_rows *qk, int64_t r0,
+                             tq_writer *w)
+{
     s->pairs += p->n;
     int64_t m = p->n;
     tq_status st = tq_writer_write(w, "i", TQ_DTYPE_I64, 1, &m, NULL, 0, p->i, (uint64_t)m * 8);
@@ -309,7 +309,7 @@ tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_
     int64_t k = s->k, kd[2] = {n, k};
     char meta[160];
     size_t ml = (size_t)snprintf(meta, sizeof meta, "k=%lld%cmetric=%s%cshard=%d/%d%cdb_rows=%lld%cdb_keys=%d",
-                                 (long long)k, 0, metric_name(s->metric), 0, s->shard_i, s->shard_n, 0,
+                                 (long long)k, 0, tq_sim_metric_name(s->metric), 0, s->shard_i, s->shard_n, 0,
                                  (long long)s->db.n, 0, s->db.key_dtype != TQ_DTYPE_INVALID) + 1;
     tq_status st = tq_writer_write(w, "idx", TQ_DTYPE_I64, 2, kd, meta, ml, ix, (uint64_t)(n * k) * 8);
     if (!st)
@@ -334,7 +334,7 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
         st = slices_open(&t, s);
     float *q = NULL;
     size_t qcap = 0;
-    pairs p = {0};
+    tq_sim_pairs p = {0};
     tq_sim_rows qk;            /* --threshold: the keys of the next batch */
     memset(&qk, 0, sizeof qk);
     int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */

@@ -72,6 +72,23 @@ tq_status tq_sim_prepare(tq_sim *s);
 tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out);
 void tq_sim_free(tq_sim *s);
 
+/* Query rows per product of the full matrix and --threshold: about 16 MiB
+ * of scores, at least 96, a multiple of 48. */
+int64_t tq_sim_slice_rows(int64_t ndb);
+const char *tq_sim_metric_name(tq_sim_metric m);
+
+/* The pairs of a batch for --threshold: added one by one, then written as
+ * the frames i, j, score, and key_i (the keys qk of the batch's rows, the
+ * first of which is row r0; none when qk has no key dtype) and key_j. */
+typedef struct tq_sim_pairs {
+    int64_t *i, *j;
+    float *v;
+    int64_t n, cap;
+} tq_sim_pairs;
+tq_status tq_sim_pairs_add(tq_sim_pairs *p, int64_t i, int64_t j, float v);
+tq_status tq_sim_pairs_write(tq_sim *s, const tq_sim_pairs *p, const tq_sim_rows *qk, int64_t r0,
+                             tq_writer *w);
+
 /* Writes the idx, score and db_key frames of n queries' top-k lists. */
 tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_t n, tq_writer *w);
 

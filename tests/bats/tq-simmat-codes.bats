@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
-# tq-simmat over tq-quantize's codes: int8 top-k against exact rational
-# scores (each score the correctly rounded f32 of dot x scale_q x scale_x),
-# Hamming top-k against NumPy and FAISS IndexBinaryFlat, determinism, shards
-# and bad input.
+# tq-simmat over tq-quantize's codes: int8 top-k, full matrix and threshold
+# pairs against exact rational scores (each score the correctly rounded f32 of
+# dot x scale_q x scale_x), Hamming ones against NumPy and FAISS
+# IndexBinaryFlat, determinism, shards and bad input.
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -55,8 +55,46 @@ def check(out, idx_want, sc_want):
     assert np.array_equal(sc, sc_want), np.argwhere(sc != sc_want)[:5]
     assert np.array_equal(idx, idx_want), np.argwhere(idx != idx_want)[:5]
 
+def scores(code, qp, dp):
+    """Every score: the f32 nearest dot x both scales, or minus the distance."""
+    if code == "bit":
+        q, x = np.unpackbits(rows(qp, "emb"), axis=1), np.unpackbits(rows(dp, "emb"), axis=1)
+        return (-(q[:, None, :] != x[None, :, :]).sum(axis=2)).astype(np.float32)  # 0, not -0
+    q, qs = rows(qp, "emb").astype(np.int64), rows(qp, "emb_scale")
+    x, xs = rows(dp, "emb").astype(np.int64), rows(dp, "emb_scale")
+    dots = q @ x.T
+    score = np.empty(dots.shape, np.float32)
+    for i in range(dots.shape[0]):
+        for j in range(dots.shape[1]):
+            score[i, j] = f32_nearest(Fraction(int(dots[i, j])) * Fraction(float(qs[i])) * Fraction(float(xs[j])))
+    return score
+
 cmd = sys.argv[1]
-if cmd == "int8":
+if cmd == "matrix":  # matrix CODE OUT Q DB: the frames "sim", row after row
+    code, out, qp, dp = sys.argv[2:6]
+    sim = np.concatenate([t.to_numpy(f) for f in frames(out) if f["name"] == "sim"])
+    want = scores(code, qp, dp)
+    assert sim.shape == want.shape, (sim.shape, want.shape)
+    assert np.array_equal(sim.view(np.uint32), want.view(np.uint32)), np.argwhere(sim != want)[:5]
+elif cmd == "pairs":  # pairs CODE OUT Q DB T SELF: every pair >= T (i < j when SELF), in order
+    code, out, qp, dp, thr, self = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], np.float32(sys.argv[6]), sys.argv[7] == "1"
+    want = scores(code, qp, dp)
+    ok = want >= thr
+    if self:
+        ok &= np.triu(np.ones(ok.shape, bool), 1)
+    wi, wj = np.nonzero(ok)
+    fr = frames(out)
+    cat = lambda n: np.concatenate([t.to_numpy(f) for f in fr if f["name"] == n])
+    assert np.array_equal(cat("i"), wi) and np.array_equal(cat("j"), wj), (len(cat("i")), len(wi))
+    assert np.array_equal(cat("score"), want[wi, wj])
+    assert len(wi) > 10, len(wi)  # the threshold leaves some pairs
+    ki = [k for f in fr if f["name"] == "key_i" for k in t.to_numpy(f)]
+    kj = [k for f in fr if f["name"] == "key_j" for k in t.to_numpy(f)]
+    assert ki == ["row%d" % i for i in wi] and kj == ["row%d" % j for j in wj], (ki[:3], kj[:3])
+elif cmd == "quantile":  # quantile OUT P: the P quantile of the matrix's scores
+    sim = np.concatenate([t.to_numpy(f) for f in frames(sys.argv[2]) if f["name"] == "sim"])
+    print(repr(float(np.quantile(sim, float(sys.argv[3])))))
+elif cmd == "int8":
     out, qp, dp, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
     q, qs = rows(qp, "emb").astype(np.int64), rows(qp, "emb_scale")
     x, xs = rows(dp, "emb").astype(np.int64), rows(dp, "emb_scale")
@@ -121,6 +159,29 @@ EOF
     diff a.tsv c.tsv
 }
 
+@test "full matrix and --threshold over codes: every score as top-k ranks it, the pairs in order" {
+    ref
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to int8 < q.tq > q8.tq
+    tq-quantize --to bit < db.tq > db1.tq
+    tq-quantize --to bit < q.tq > q1.tq
+    tq-simmat --db db8.tq --metric dot < q8.tq > m8.tq
+    py codes.py matrix int8 m8.tq q8.tq db8.tq
+    tq-simmat --db db1.tq --metric hamming < q1.tq > m1.tq
+    py codes.py matrix bit m1.tq q1.tq db1.tq
+    # float queries are quantized as tq-quantize does; any threads, same bytes
+    tq-simmat --db db8.tq --metric dot --threads 1 < q.tq | cmp - m8.tq
+    # the pairs over a threshold: with --db, and the input against itself
+    T=$(py codes.py quantile m8.tq 0.97)
+    tq-simmat --db db8.tq --metric dot --threshold "$T" < q8.tq > p8.tq
+    py codes.py pairs int8 p8.tq q8.tq db8.tq "$T" 0
+    tq-simmat --metric hamming --threshold -24 < db1.tq > p1.tq
+    py codes.py pairs bit p1.tq db1.tq db1.tq -24 1
+    # no frame of the input passes with --threshold
+    run tq-cat --info < p1.tq
+    [[ "$output" != *note* ]]
+}
+
 @test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {
     PYF=""
     for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do
@@ -159,7 +220,7 @@ assert not bad, bad[:5]'
     [ "$status" -eq 2 ] && [[ "$stderr" == *"hamming"* ]]
     run --separate-stderr tq-simmat --db db.tq --metric hamming -k 3 < q.tq
     [ "$status" -eq 2 ]
-    run --separate-stderr tq-simmat --db db1.tq --metric hamming < q1.tq
+    run --separate-stderr tq-simmat --db db1.tq --metric hamming --rescore db.tq < q1.tq
     [ "$status" -eq 2 ] && [[ "$stderr" == *"--topk"* ]]
     # queries of another kind than the database, int8 queries without scales
     run --separate-stderr tq-simmat --db db8.tq --metric dot -k 3 < q1.tq

@@ -2116,6 +2116,22 @@ static float ref_code_score(int64_t dot, float a, float b)
     return ldexpf((float)m, ea - 24 + eb - 24);
 }
 
+/* The scores of one query row a (scale qs) with every row of x: the exact
+ * integer sum, then the score rounded once, or minus the differing bits. */
+static void ref_code_row(int i8, const unsigned char *a, float qs, const unsigned char *x,
+                         const float *xs, int64_t ndb, int64_t d, float *row)
+{
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    for (int64_t j = 0; j < ndb; j++) {
+        const unsigned char *b = x + (size_t)j * rb;
+        int64_t s = 0;
+        for (int64_t p = 0; p < d; p++)
+            s += i8 ? (int64_t)(int8_t)a[p] * (int8_t)b[p]
+                    : ((a[p >> 3] ^ b[p >> 3]) >> (7 - (p & 7))) & 1;
+        row[j] = i8 ? ref_code_score(s, qs, xs[j]) : (float)-s;
+    }
+}
+
 /* Brute force over every pair, ranked as simtopk's reference ranks. */
 static void ref_codetopk(int i8, const unsigned char *q, const float *qs, const unsigned char *x,
                          const float *xs, int64_t nq, int64_t ndb, int64_t d, int64_t k,
@@ -2125,15 +2141,9 @@ static void ref_codetopk(int i8, const unsigned char *q, const float *qs, const 
     float *row = malloc((size_t)(ndb + 1) * 4);
     int64_t *order = malloc((size_t)(ndb + 1) * 8);
     for (int64_t i = 0; i < nq; i++) {
-        for (int64_t j = 0; j < ndb; j++) {
-            const unsigned char *a = q + (size_t)i * rb, *b = x + (size_t)j * rb;
-            int64_t s = 0;
-            for (int64_t p = 0; p < d; p++)
-                s += i8 ? (int64_t)(int8_t)a[p] * (int8_t)b[p]
-                        : ((a[p >> 3] ^ b[p >> 3]) >> (7 - (p & 7))) & 1;
-            row[j] = i8 ? ref_code_score(s, qs[i], xs[j]) : (float)-s;
+        ref_code_row(i8, q + (size_t)i * rb, i8 ? qs[i] : 0, x, xs, ndb, d, row);
+        for (int64_t j = 0; j < ndb; j++)
             order[j] = j;
-        }
         cmp_row = row;
         qsort(order, (size_t)ndb, sizeof *order, rank_cmp);
         for (int64_t r = 0; r < k; r++) {
@@ -2174,16 +2184,16 @@ static void run_codetopk(int i8, const unsigned char *q, const float *qs, const 
     gt_free(gq), gt_free(gqs), gt_free(gv), gt_free(gi);
 }
 
-/* kind 0: random codes and scales; 1: codes of three values and one scale
- * (ties everywhere); 2: -128 and 127 only (the extremes of the products). */
-static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k, int kind,
-                          const int64_t *cuts, int ncuts)
+/* Codes and scales of queries and database rows for a case of kind:
+ * 0: random codes and scales; 1: codes of three values and one scale (ties
+ * everywhere); 2: -128 and 127 only (the extremes of the products); 3:
+ * tq-quantize's codes (no -128) but for one database row, so that AVX2's
+ * strip kernel takes some blocks and not others; 4: queries of -128 and 127,
+ * rows of tq-quantize's codes. */
+static void make_codes(int i8, int kind, unsigned char *q, float *qs, int64_t nq,
+                       unsigned char *x, float *xs, int64_t ndb, int64_t d)
 {
     size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
-    unsigned char *q = calloc((size_t)nq * rb + 1, 1), *x = calloc((size_t)ndb * rb + 1, 1);
-    float *qs = malloc((size_t)(nq + 1) * 4), *xs = malloc((size_t)(ndb + 1) * 4);
-    float *v = malloc((size_t)(nq * k + 1) * 4), *rv = malloc((size_t)(nq * k + 1) * 4);
-    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
     for (int side = 0; side < 2; side++) {
         unsigned char *c = side ? x : q;
         float *sc = side ? xs : qs;
@@ -2195,8 +2205,6 @@ static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k,
                                       : kind == 1 ? (unsigned char)(rnd() % 3 - 1)
                                       : kind == 2 || (kind == 4 && !side) ? (rnd() & 1 ? 0x80 : 0x7f)
                                                   : (unsigned char)(rnd() % 255 - 127);
-            /* kind 3: tq-quantize's codes (no -128) but for one database row,
-             * so that AVX2's strip kernel takes some blocks and not others */
             if (kind == 3 && side && i == n / 2)
                 c[(size_t)i * rb] = 0x80;
             /* bit rows end with zero bits, as the format says */
@@ -2204,6 +2212,18 @@ static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k,
                 c[(size_t)i * rb + rb - 1] &= (unsigned char)(0xff00u >> (d % 8));
         }
     }
+}
+
+/* codetopk against the reference, on the codes of make_codes. */
+static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k, int kind,
+                          const int64_t *cuts, int ncuts)
+{
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    unsigned char *q = calloc((size_t)nq * rb + 1, 1), *x = calloc((size_t)ndb * rb + 1, 1);
+    float *qs = malloc((size_t)(nq + 1) * 4), *xs = malloc((size_t)(ndb + 1) * 4);
+    float *v = malloc((size_t)(nq * k + 1) * 4), *rv = malloc((size_t)(nq * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *ri = malloc((size_t)(nq * k + 1) * 8);
+    make_codes(i8, kind, q, qs, nq, x, xs, ndb, d);
     int64_t whole[1] = {ndb};
     if (!cuts)
         cuts = whole, ncuts = 1;
@@ -2225,6 +2245,78 @@ static void codetopk_case(int i8, int64_t nq, int64_t ndb, int64_t d, int64_t k,
     free(q), free(x), free(qs), free(xs), free(v), free(rv), free(ix), free(ri);
 }
 
+/* codematrix: every score, bit for bit the reference's (so codetopk's). */
+static void codematrix_case(int i8, int64_t nq, int64_t ndb, int64_t d, int kind)
+{
+    size_t rb = i8 ? (size_t)d : (size_t)(d + 7) / 8;
+    unsigned char *q = calloc((size_t)nq * rb + 1, 1), *x = calloc((size_t)ndb * rb + 1, 1);
+    float *qs = malloc((size_t)(nq + 1) * 4), *xs = malloc((size_t)(ndb + 1) * 4);
+    float *out = malloc((size_t)(nq * ndb + 1) * 4), *ref = malloc((size_t)(ndb + 1) * 4);
+    make_codes(i8, kind, q, qs, nq, x, xs, ndb, d);
+    char what[128];
+    snprintf(what, sizeof what, "codematrix %s q[%lld,%lld] db %lld kind %d", i8 ? "i8" : "bit",
+             (long long)nq, (long long)d, (long long)ndb, kind);
+    tq_dtype dt = i8 ? TQ_DTYPE_I8 : TQ_DTYPE_BIT;
+    int64_t qd[2] = {nq, d}, xd[2] = {ndb, d}, od[2] = {nq, ndb};
+    gt *gq = gt_new(dt, 2, qd, q), *gqs = i8 ? gt_new(TQ_DTYPE_F32, 1, qd, qs) : NULL;
+    gt *gx = gt_new(dt, 2, xd, x), *gxs = i8 ? gt_new(TQ_DTYPE_F32, 1, xd, xs) : NULL;
+    gt *go = gt_new(TQ_DTYPE_F32, 2, od, NULL);
+    tq_status st = tq_op_codematrix(gq->t, gqs ? gqs->t : NULL, gx->t, gxs ? gxs->t : NULL,
+                                    i8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, go->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(go, out, what);
+    gt_unchanged(gq, q, what);
+    gt_unchanged(gx, x, what);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < nq; i++) {
+        ref_code_row(i8, q + (size_t)i * rb, i8 ? qs[i] : 0, x, xs, ndb, d, ref);
+        for (int64_t j = 0; j < ndb; j++)
+            if (memcmp(&ref[j], &out[i * ndb + j], 4) && !bad++)
+                first = i * ndb + j;
+    }
+    CHECK(bad == 0, "%s: %s: %lld scores differ from the reference, first [%lld, %lld]: %.9g",
+          dev_name, what, (long long)bad, first < 0 ? -1LL : (long long)(first / ndb),
+          first < 0 ? -1LL : (long long)(first % ndb), first < 0 ? 0.0 : (double)out[first]);
+    gt_free(gq), gt_free(gqs), gt_free(gx), gt_free(gxs), gt_free(go);
+    free(q), free(x), free(qs), free(xs), free(out), free(ref);
+}
+
+/* A score that double rounding would get wrong: scales 1 - 2^-24 and
+ * 1 + 2^-23, dot 2^23 + 1 (codes 127 x 127 520 times, 127 x 12, 5 x 1), so
+ * the exact score is 2^23 + 1.5 - 2^-47, just below a midpoint: the nearest
+ * f32 is 2^23 + 1, where rounding to double first gives the midpoint and
+ * then 2^23 + 2. Negated queries too. codematrix and codetopk against the
+ * reference. */
+static void code_rounding_case(void)
+{
+    enum { D = 522 };
+    unsigned char q[2 * D] = {0}, x[D] = {0};
+    for (int p = 0; p < 520; p++)
+        q[p] = x[p] = 127;
+    q[520] = 127, x[520] = 12, q[521] = 5, x[521] = 1;
+    for (int p = 0; p < D; p++)
+        q[D + p] = (unsigned char)-(int8_t)q[p];
+    float qs[2] = {1.0f - 0x1p-24f, 1.0f - 0x1p-24f}, xs[1] = {1.0f + 0x1p-23f};
+    float ref[1], out[2], v[2];
+    int64_t ix[2], one[1] = {1}, qd[2] = {2, D}, xd[2] = {1, D}, od[2] = {2, 1};
+    gt *gq = gt_new(TQ_DTYPE_I8, 2, qd, q), *gqs = gt_new(TQ_DTYPE_F32, 1, qd, qs);
+    gt *gx = gt_new(TQ_DTYPE_I8, 2, xd, x), *gxs = gt_new(TQ_DTYPE_F32, 1, xd, xs);
+    gt *go = gt_new(TQ_DTYPE_F32, 2, od, NULL);
+    tq_status st = tq_op_codematrix(gq->t, gqs->t, gx->t, gxs->t, TQ_METRIC_DOT, go->t);
+    CHECK(st == TQ_OK, "%s: codematrix rounding: %s", dev_name, tq_errmsg());
+    gt_get(go, out, "codematrix rounding");
+    run_codetopk(1, q, qs, x, xs, 2, D, 1, one, 1, v, ix, "codetopk rounding");
+    for (int i = 0; i < 2; i++) {
+        ref_code_row(1, q + (size_t)i * D, qs[i], x, xs, 1, D, ref);
+        CHECK(fabsf(ref[0]) == 0x1p23f + 1 && !memcmp(&ref[0], &out[i], 4) &&
+                  !memcmp(&ref[0], &v[i], 4),
+              "%s: score of dot %s(2^23 + 1) x (1 - 2^-24) x (1 + 2^-23): reference %.9g, "
+              "codematrix %.9g, codetopk %.9g", dev_name, i ? "-" : "", (double)ref[0],
+              (double)out[i], (double)v[i]);
+    }
+    gt_free(gq), gt_free(gqs), gt_free(gx), gt_free(gxs), gt_free(go);
+}
+
 static void test_codetopk(void)
 {
     static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
@@ -2239,7 +2331,16 @@ static void test_codetopk(void)
         codetopk_case(i8, 37, 3000, 1024, 10, 3, NULL, 0); /* codes of [-127, 127], one -128 */
         codetopk_case(i8, 38, 3000, 67, 10, 3, cuts, 5);
         codetopk_case(i8, 13, 1000, 384, 10, 4, NULL, 0); /* queries of -128 and 127 */
+        codematrix_case(i8, 1, 1, 1, 0);
+        codematrix_case(i8, 37, 700, 67, 0);
+        codematrix_case(i8, 20, 250, 40, 1);
+        codematrix_case(i8, 9, 300, 384, 2);
+        codematrix_case(i8, 37, 1000, 1024, 3);
+        codematrix_case(i8, 13, 600, 383, 4);
+        codematrix_case(i8, 0, 10, 8, 0);
+        codematrix_case(i8, 3, 0, 8, 0);
     }
+    code_rounding_case();
     /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
     for (int i8 = 0; i8 < 2; i8++) {
         int64_t nq = 300, ndb = 5000, d = 96, k = 7;
@@ -2272,6 +2373,13 @@ static void test_codetopk(void)
         }
         tq_threads_set(0);
         free(q), free(x), free(qs), free(xs), free(v0), free(v1), free(i0), free(i1);
+    }
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU) { /* codematrix's portable kernels */
+        tq_cpu_codetopk_force_portable(1);
+        codematrix_case(1, 13, 500, 67, 3);
+        codematrix_case(0, 13, 500, 67, 0);
+        code_rounding_case();
+        tq_cpu_codetopk_force_portable(0);
     }
 }
 

@@ -1,5 +1,5 @@
-/* codetopk_strips.c: exact int8 dot products of 4 queries with many database
- * rows at once, for codetopk. The rows are packed in strips of 8: each group
+/* code_strips.c: exact int8 dot products of 4 queries with many database
+ * rows at once, for codetopk and codematrix. The rows are packed in strips of 8: each group
  * of 4 codes of the 8 rows is one 32-byte vector, so a query's 4 codes
  * (broadcast) meet 8 rows in one step and every lane is one row's sum: no
  * horizontal sums, and each strip load serves 4 queries.
@@ -8,7 +8,7 @@
  * signed bytes. So |q| is the unsigned side and x takes q's sign (vpsignb):
  * |q| x sign(q) = q x. Each 16-bit pair sum is at most 2 x 128 x 127 = 32512,
  * so nothing saturates while x is never -128 (its sign could not flip); rows
- * holding a -128 are left to the caller's widening kernel (tq_i8_pack_strips
+ * holding a -128 are left to the caller's widening kernel (tq_i8_strips_pack
  * says so). Products are exact integers: the same sums as every other kernel.
  * (AVX-512 VNNI / AVX-VNNI would do the pair sums and the add in one
  * instruction; no CPU here has them, so that kernel is not written.) */
@@ -20,9 +20,11 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-int tq_i8_pack_strips(const int8_t *x, size_t rb, int64_t rows, int64_t d, int8_t *pk)
+#define GROUPS(d) (((d) + 3) / 4) /* groups of 4 codes in a row */
+
+static int pack_strips(const int8_t *x, size_t rb, int64_t rows, int64_t d, int8_t *pk)
 {
-    int64_t g4 = TQ_I8_GROUPS(d), full = d / 4, strips = (rows + 7) / 8;
+    int64_t g4 = GROUPS(d), full = d / 4, strips = (rows + 7) / 8;
     int ok = 1;
     for (int64_t s = 0; s < strips; s++) {
         int8_t *dst = pk + (size_t)s * (size_t)g4 * 32;
@@ -94,10 +96,9 @@ __attribute__((target("avx2"))) static void tile1(const int8_t *q, const unsigne
     TILE_BODY(2, 1);
 }
 
-void tq_i8_dots_4x24(const int8_t *q, const unsigned char *qabs, size_t qstride, const int8_t *pk,
-                     int64_t d, int strips, int32_t *out)
+static void dots_4x24(const int8_t *q, const unsigned char *qabs, size_t qstride, const int8_t *pk,
+                      int64_t g4, int strips, int32_t *out)
 {
-    int64_t g4 = TQ_I8_GROUPS(d);
     /* two queries at a time: 4 x 3 sums would not fit the 16 registers */
     for (int h = 0; h < 4; h += 2) {
         const int8_t *qh = q + (size_t)h * qstride;
@@ -129,5 +130,85 @@ __attribute__((target("avx2"))) uint32_t tq_i8_screen(const int32_t *dots, const
         m |= (uint32_t)_mm256_movemask_pd(_mm256_cmp_pd(hi, lo, _CMP_GE_OQ)) << r;
     }
     return n < 32 ? m & ((1u << n) - 1) : m;
+}
+
+/* out[r] = dot[r] x qs x xs[r] rounded once to f32, the bits of
+ * tq_code_score: qs x xs is exact in double; the product with the dot is
+ * rounded to odd (from its exact error, by FMA) so that the conversion to f32
+ * is the only rounding that counts. */
+__attribute__((target("avx2,fma"))) void tq_i8_scores(const int32_t *dots, const double *xs,
+                                                      float qs, int n, float *out)
+{
+    const __m256d q = _mm256_set1_pd((double)qs), sign = _mm256_set1_pd(-0.0),
+                  inf = _mm256_set1_pd(INFINITY), zero = _mm256_setzero_pd();
+    const __m256i one = _mm256_set1_epi64x(1), zi = _mm256_setzero_si256();
+    for (int r = 0; r < n; r += 4) {
+        __m256d d = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(dots + r)));
+        __m256d p = _mm256_mul_pd(_mm256_loadu_pd(xs + r), q);
+        __m256d v = _mm256_mul_pd(d, p), e = _mm256_fmsub_pd(d, p, v);
+        __m256i b = _mm256_castpd_si256(v);
+        /* inexact, finite and even: one step toward the exact value, up in
+         * magnitude where e has v's sign, else down */
+        __m256d fix = _mm256_and_pd(_mm256_cmp_pd(e, zero, _CMP_NEQ_OQ),
+                                    _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ));
+        __m256i need = _mm256_and_si256(_mm256_castpd_si256(fix),
+                                        _mm256_cmpeq_epi64(_mm256_and_si256(b, one), zi));
+        __m256i down = _mm256_cmpgt_epi64(zi, _mm256_xor_si256(_mm256_castpd_si256(e), b));
+        __m256i step = _mm256_or_si256(down, one); /* -1 or +1 */
+        b = _mm256_add_epi64(b, _mm256_and_si256(need, step));
+        __m128 f = _mm256_cvtpd_ps(_mm256_castsi256_pd(b));
+        if (r + 4 <= n)
+            _mm_storeu_ps(out + r, f);
+        else {
+            float t[4];
+            _mm_storeu_ps(t, f);
+            memcpy(out + r, t, (size_t)(n - r) * sizeof *t);
+        }
+    }
+}
+
+int tq_i8_strips_new(tq_i8_strips *S, const unsigned char *q, size_t rb, int64_t nq, int64_t d,
+                     int64_t block)
+{
+    int64_t nq4 = (nq + 3) / 4 * 4, nb = (block + 23) / 24 * 24;
+    memset(S, 0, sizeof *S);
+    S->d = d;
+    S->qstride = (size_t)GROUPS(d) * 4;
+    S->pk = malloc((size_t)nb * S->qstride);
+    S->q = calloc(2 * (size_t)nq4, S->qstride);
+    S->xs = calloc((size_t)nb, sizeof *S->xs);
+    if (!S->pk || !S->q || !S->xs) {
+        tq_i8_strips_free(S);
+        return -1;
+    }
+    S->qa = (unsigned char *)S->q + (size_t)nq4 * S->qstride;
+    for (int64_t i = 0; i < nq; i++) {
+        const int8_t *src = (const int8_t *)(q + (size_t)i * rb);
+        int8_t *dq = S->q + (size_t)i * S->qstride;
+        unsigned char *da = S->qa + (size_t)i * S->qstride;
+        for (int64_t t = 0; t < d; t++)
+            dq[t] = src[t], da[t] = (unsigned char)(src[t] < 0 ? -src[t] : src[t]);
+    }
+    return 0;
+}
+
+int tq_i8_strips_pack(tq_i8_strips *S, const unsigned char *x, const float *xs, int64_t rows)
+{
+    for (int64_t r = 0; r < rows; r++)
+        S->xs[r] = xs[r];
+    return pack_strips((const int8_t *)x, (size_t)S->d, rows, S->d, S->pk);
+}
+
+void tq_i8_strips_dots(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int32_t *out)
+{
+    int64_t g4 = GROUPS(S->d);
+    dots_4x24(S->q + (size_t)i * S->qstride, S->qa + (size_t)i * S->qstride, S->qstride,
+              S->pk + (size_t)(r0 / 8) * (size_t)g4 * 32, g4, (n + 7) / 8, out);
+}
+
+void tq_i8_strips_free(tq_i8_strips *S)
+{
+    free(S->pk), free(S->q), free(S->xs);
+    memset(S, 0, sizeof *S);
 }
 #endif
