@@ -204,6 +204,24 @@ assert np.array_equal(got, want), np.abs(got - want).max()'
         tq-score --consensus < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
         tq-score --consensus < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
         diff a.tsv b.tsv
+        # the reference of --query in codes too: one row, with its scale
+        py -c '
+import sys, numpy as np, tqstream as t
+fr = [f for f in t.read(open("c.tq", "rb").read()) if f["name"] in ("emb", "emb_scale")]
+rb = len(fr[1]["raw"]) // fr[1]["dims"][0] if fr[0]["name"] == "emb_scale" else len(fr[0]["raw"]) // fr[0]["dims"][0]
+out = b""
+for f in fr:
+    if f["name"] == "emb_scale":
+        out += t.frame(f["name"], f["dtype"], [1], f["raw"][:4])
+    else:
+        out += t.frame(f["name"], f["dtype"], [1, f["dims"][1]], f["raw"][:rb])
+    if f["name"] == "emb":
+        break
+open("q1.tq", "wb").write(out)'
+        tq-quantize --to f32 < q1.tq > q1f.tq
+        tq-score --query q1.tq < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
+        tq-score --query q1f.tq < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
+        diff a.tsv b.tsv
     done
     for c in f16 bf16 int8; do
         tq-quantize --to "$c" < x.tq > c.tq
@@ -220,6 +238,8 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
                                  for f in fr if f["name"] != "emb_scale"))' > noscale.tq
     run --separate-stderr tq-score --consensus < noscale.tq
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+    run --separate-stderr tq-score --query noscale.tq < x.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]] && [ "${#stderr_lines[@]}" -eq 1 ]
     run --separate-stderr tq-attend --self --heads 2 --q emb < noscale.tq
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
 }
