@@ -247,9 +247,10 @@ int main(int argc, char **argv)
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
     /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
-     * hamming, in every mode but --dedup (whose input is float vectors) */
+     * hamming, in every mode (--dedup without --db learns the kind from its
+     * input) */
     tq_dtype code = TQ_DTYPE_INVALID;
-    if (db && s.mode != TQ_SIM_DEDUP && (st = tq_sim_codes_probe(db, dblabel, s.vec_name, &code)))
+    if (db && (st = tq_sim_codes_probe(db, dblabel, s.vec_name, &code)))
         tq_tool_fail(&t, st);
     if (rescore && s.mode != TQ_SIM_TOPK)
         tq_tool_usage(&t, "--rescore goes with --topk");
@@ -258,7 +259,7 @@ int main(int argc, char **argv)
                           "vectors for the cosine)");
     if (code == TQ_DTYPE_BIT && s.metric != TQ_SIM_HAMMING)
         tq_tool_usage(&t, "bit codes are searched with --metric hamming");
-    if (!code && s.metric == TQ_SIM_HAMMING)
+    if (!code && s.metric == TQ_SIM_HAMMING && db)
         tq_tool_usage(&t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
     if (rescore && !code)
         tq_tool_usage(&t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
@@ -301,7 +302,7 @@ int main(int argc, char **argv)
                     (long long)s.db.n, (long long)s.db.d, (long long)s.s0, (long long)s.s1,
                     s.db.map ? "mapped in place" : "read into memory", metrics[s.metric],
                     tq_device_name(s.dev), tq_threads_get());
-        st = code ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
+        st = code && s.mode != TQ_SIM_DEDUP ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
     if (!st && !cst)

@@ -150,3 +150,32 @@ double tq_simscore_l2(const float *a, const float *b, int64_t d)
     pthread_once(&once, pick);
     return l2_fn(a, b, d);
 }
+
+/* f32 of dot * a * b, rounded once: a * b is exact in double (24-bit
+ * significands); the product with dot is rounded to odd (its exact error from
+ * fma), so that the final rounding to f32 is the only one that counts. */
+float tq_codescore_i8(int32_t dot, float a, float b)
+{
+    double p = (double)a * (double)b, r = (double)dot * p;
+    double e = fma((double)dot, p, -r);
+    if (e != 0 && isfinite(r)) {
+        uint64_t u;
+        memcpy(&u, &r, 8);
+        if (!(u & 1))
+            r = nextafter(r, e > 0 ? INFINITY : -INFINITY);
+    }
+    return (float)r;
+}
+
+float tq_codescore(int i8, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
+                   float sb)
+{
+    int64_t s = 0;
+    if (i8)
+        for (int64_t p = 0; p < d; p++)
+            s += (int64_t)(int8_t)a[p] * (int8_t)b[p];
+    else
+        for (int64_t p = 0; p < (d + 7) / 8; p++)
+            s += __builtin_popcount((unsigned)(a[p] ^ b[p]));
+    return i8 ? tq_codescore_i8((int32_t)s, sa, sb) : (float)-s; /* 0, not -0 */
+}

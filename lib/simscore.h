@@ -23,6 +23,14 @@ double tq_simscore_l2(const float *a, const float *b, int64_t d);
 double tq_simscore_dot_portable(const float *a, const float *b, int64_t d);
 double tq_simscore_l2_portable(const float *a, const float *b, int64_t d);
 
+/* The score of a pair of tq-quantize's codes (tq_op_codetopk's): int8 (i8,
+ * scales sa and sb) the integer dot product times sa times sb rounded once
+ * to f32 (tq_codescore_i8 from the dot product), or bits (d of them, padded
+ * to whole bytes with zeros) minus the number that differ. */
+float tq_codescore_i8(int32_t dot, float a, float b);
+float tq_codescore(int i8, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
+                   float sb);
+
 /* The score of a pair: metric 0 (dot) a . b, metric 1 (L2) -||a - b||^2,
  * rounded once to f32. */
 static inline float tq_simscore(int metric, const float *a, const float *b, int64_t d)

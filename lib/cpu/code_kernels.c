@@ -1,7 +1,7 @@
 /* code_kernels.c: the pair kernels of the quantized searches (codetopk,
  * codematrix): exact int8 dot products, widened to int16 and summed in int32
  * (AVX2 where CPUID has it), and Hamming distances of sign bits (POPCNT where
- * present), one pair or 4 x 4 at a time; and the int8 score, rounded once.
+ * present), one pair or 4 x 4 at a time.
  * The strip kernel for int8 (AVX2) is code_strips.c. */
 #include "cpu.h"
 
@@ -133,22 +133,6 @@ __attribute__((target("popcnt"))) static int64_t hamming_popcnt(const unsigned c
 }
 #endif
 
-
-/* f32 of dot * a * b, rounded once: a * b is exact in double (24-bit
- * significands); the product with dot is rounded to odd (its exact error from
- * fma), so that the final rounding to f32 is the only one that counts. */
-float tq_code_score(int32_t dot, float a, float b)
-{
-    double p = (double)a * (double)b, r = (double)dot * p;
-    double e = fma((double)dot, p, -r);
-    if (e != 0 && isfinite(r)) {
-        uint64_t u;
-        memcpy(&u, &r, 8);
-        if (!(u & 1))
-            r = nextafter(r, e > 0 ? INFINITY : -INFINITY);
-    }
-    return (float)r;
-}
 
 void tq_code_kernels_pick(tq_code_kernels *k)
 {

@@ -12,6 +12,7 @@
  * says so). Products are exact integers: the same sums as every other kernel.
  * (AVX-512 VNNI / AVX-VNNI would do the pair sums and the add in one
  * instruction; no CPU here has them, so that kernel is not written.) */
+#include "../simscore.h"
 #include "cpu.h"
 
 #include <math.h>
@@ -133,7 +134,7 @@ __attribute__((target("avx2"))) uint32_t tq_i8_screen(const int32_t *dots, const
 }
 
 /* out[r] = dot[r] x qs x xs[r] rounded once to f32, the bits of
- * tq_code_score: qs x xs is exact in double; the product with the dot is
+ * tq_codescore_i8: qs x xs is exact in double; the product with the dot is
  * rounded to odd (from its exact error, by FMA) so that the conversion to f32
  * is the only rounding that counts. */
 __attribute__((target("avx2,fma"))) void tq_i8_scores(const int32_t *dots, const double *xs,

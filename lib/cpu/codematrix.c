@@ -3,6 +3,7 @@
  * Hamming distances (negated) of codetopk, written in full. The sums are exact
  * whatever the kernel (code_kernels.c, and code_strips.c for int8 on AVX2),
  * so the matrix does not depend on threads, chunks or the CPU. */
+#include "../simscore.h"
 #include "cpu.h"
 
 typedef struct job {
@@ -18,7 +19,7 @@ typedef struct job {
 /* Query i's score with row r, from its dot product or distance. */
 static float score(const job *j, int64_t i, int64_t r, int64_t v)
 {
-    return j->i8 ? tq_code_score((int32_t)v, j->qs[i], j->xs[r]) : (float)-v; /* 0, not -0 */
+    return j->i8 ? tq_codescore_i8((int32_t)v, j->qs[i], j->xs[r]) : (float)-v; /* 0, not -0 */
 }
 
 /* Rows [b0, b1) for queries [begin, end): 4 x 4 tiles where a kernel has
@@ -81,7 +82,7 @@ static void block_strips(const job *j, const tq_i8_strips *S, int64_t begin, int
                     tq_i8_scores(dots + 24 * a, S->xs + r0, j->qs[i + a], n, o);
                 else
                     for (int r = 0; r < n; r++)
-                        o[r] = tq_code_score(dots[24 * a + r], j->qs[i + a], j->xs[b0 + r0 + r]);
+                        o[r] = tq_codescore_i8(dots[24 * a + r], j->qs[i + a], j->xs[b0 + r0 + r]);
             }
         }
 }

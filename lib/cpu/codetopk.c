@@ -4,6 +4,7 @@
  * code_strips.c: the same sums either way.
  * Each query keeps its own sorted list, fed in index order, so the result
  * does not depend on threads or blocks. */
+#include "../simscore.h"
 #include "cpu.h"
 
 #include <math.h>
@@ -48,7 +49,7 @@ static void offer_dot(job *j, int64_t i, int64_t r, int32_t dot)
     double a = (double)dot * ((double)j->qs[i] * (double)j->xs[r]), w = v[j->k - 1];
     if (a + fabs(a) * 0x1p-20 < w - fabs(w) * 0x1p-20)
         return;
-    offer(v, j->ix + i * j->k, j->k, tq_code_score(dot, j->qs[i], j->xs[r]), j->base + r);
+    offer(v, j->ix + i * j->k, j->k, tq_codescore_i8(dot, j->qs[i], j->xs[r]), j->base + r);
 }
 
 /* Rows [b0, b1) for queries [begin, end), tile by tile of 4 queries by 4

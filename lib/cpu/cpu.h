@@ -65,8 +65,9 @@ tq_status tq_cpu_codematrix(void *ctx, const tq_tensor *q, const tq_tensor *qsca
                             const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                             tq_tensor *out);
 /* code_kernels.c: the pair kernels of codetopk and codematrix, chosen by
- * CPUID (dot4/ham4: 4 queries by 4 rows, out[4 a + b]; dot4 NULL: none), the
- * int8 score (dot x a x b rounded once to f32), and the rows of a block (a
+ * CPUID (dot4/ham4: 4 queries by 4 rows, out[4 a + b]; dot4 NULL: none; the
+ * int8 score from a dot product is simscore.h's tq_codescore_i8), and the
+ * rows of a block (a
  * multiple of 24, about 256 KiB of codes: a block stays in cache while a
  * chunk of queries passes over it). */
 typedef struct tq_code_kernels {
@@ -79,7 +80,6 @@ typedef struct tq_code_kernels {
     int scores; /* 1: and so does tq_i8_scores (FMA as well) */
 } tq_code_kernels;
 void tq_code_kernels_pick(tq_code_kernels *k);
-float tq_code_score(int32_t dot, float a, float b);
 int64_t tq_code_block_rows(size_t row_bytes);
 
 /* code_strips.c (x86-64): int8 rows by AVX2, a block of rows packed in strips
@@ -103,7 +103,7 @@ int tq_i8_strips_new(tq_i8_strips *S, const unsigned char *q, size_t rb, int64_t
 int tq_i8_strips_pack(tq_i8_strips *S, const unsigned char *x, const float *xs, int64_t rows);
 void tq_i8_strips_dots(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int32_t *out);
 uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double worst, int n);
-/* out[r] = tq_code_score(dots[r], qs, xs[r]) for r < n (xs readable to a
+/* out[r] = tq_codescore_i8(dots[r], qs, xs[r]) for r < n (xs readable to a
  * multiple of 4), four at a time (AVX2 and FMA: the caller checks FMA). */
 void tq_i8_scores(const int32_t *dots, const double *xs, float qs, int n, float *out);
 void tq_i8_strips_free(tq_i8_strips *S);

@@ -20,7 +20,7 @@ static int ends_with(const char *s, const char *suffix)
 
 /* The vector frame of a stream: NAME, or the first rank 2 frame that is not
  * a key, a scale or ranges, and is floats or codes. */
-static int is_vectors(const tq_frame *f, const char *name)
+int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
         return !strcmp(f->name, name);
@@ -40,7 +40,7 @@ tq_status tq_sim_codes_probe(const char *path, const char *label, const char *na
     tq_frame *f;
     *code = TQ_DTYPE_INVALID;
     while ((st = tq_reader_next(r, &f)) == TQ_OK)
-        if (is_vectors(f, name)) {
+        if (tq_sim_codes_is_vectors(f, name)) {
             *code = is_code(f->dtype) ? f->dtype : TQ_DTYPE_INVALID;
             break;
         }
@@ -114,7 +114,7 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, cons
                 break;
             continue;
         }
-        if (s->db.name[0] ? strcmp(f->name, s->db.name) : !is_vectors(f, name))
+        if (s->db.name[0] ? strcmp(f->name, s->db.name) : !tq_sim_codes_is_vectors(f, name))
             continue;
         if (!s->db.name[0]) {
             snprintf(s->db.name, sizeof s->db.name, "%s", f->name);

@@ -5,7 +5,10 @@
  * new batch is searched against them all (simtopk, k = 1); inside a batch the
  * rows are decided in order against the batch's kept rows by exact scores.
  * Both use the exact scores, so the decisions do not depend on batch sizes.
- * Memory: 4 x d bytes per kept row, plus the frames of one batch. */
+ * Codes (tq-quantize's int8 with scales, or bits) are compared as codes, by
+ * codetopk and the same exact scores, and pass as codes with their scales.
+ * Memory: 4 x d bytes per kept row (codes: their bytes), plus the frames of
+ * one batch. */
 #include "../internal.h"
 #include "../simscore.h"
 #include "simmat.h"
@@ -23,7 +26,7 @@ typedef struct held {
 } held;
 
 typedef struct chunk {
-    tq_tensor *t;
+    tq_tensor *t, *sc; /* rows (f32 or codes), int8 scales */
     int64_t rows;
 } chunk;
 
@@ -35,6 +38,8 @@ typedef struct dd {
     int nc, capc;
     float *q;
     size_t qcap;
+    unsigned char *qc; /* codes (s->code): the batch's rows */
+    float *qs;         /* int8: their scales */
     unsigned char *keep;
 } dd;
 
@@ -118,79 +123,212 @@ static tq_status write_kept(tq_writer *w, const char *name, tq_dtype dt, int ran
     return st;
 }
 
-/* Decides the rows of one batch (q, n rows, normalized as the metric wants). */
+/* Bytes of a row of the batch: f32 values, or codes. */
+static size_t row_bytes(const tq_sim *s)
+{
+    return s->code == TQ_DTYPE_I8 ? (size_t)s->db.d
+           : s->code == TQ_DTYPE_BIT ? (size_t)(s->db.d + 7) / 8
+                                      : (size_t)s->db.d * 4;
+}
+
+/* The exact score of batch rows i and j. */
+static float pair_score(const dd *z, int64_t i, int64_t j)
+{
+    const tq_sim *s = z->s;
+    int64_t d = s->db.d;
+    if (!s->code)
+        return tq_simscore(s->metric == TQ_SIM_L2, z->q + i * d, z->q + j * d, d);
+    size_t rb = row_bytes(s);
+    int i8 = s->code == TQ_DTYPE_I8;
+    return tq_codescore(i8, z->qc + i * rb, z->qc + j * rb, d, i8 ? z->qs[i] : 0,
+                        i8 ? z->qs[j] : 0);
+}
+
+/* The best score of each of the batch's n rows (tensor qt, scales qst for
+ * int8) with the --db rows and the kept rows so far, into best: top-1 lists
+ * by simtopk, or codetopk for codes. */
+static tq_status best_earlier(dd *z, tq_tensor *qt, tq_tensor *qst, int64_t n, float *best)
+{
+    tq_sim *s = z->s;
+    int64_t kd[2] = {n, 1};
+    int64_t *bi = malloc((size_t)(n + 1) * 8);
+    tq_tensor *vt = NULL, *it = NULL;
+    tq_status st = !bi ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
+    for (int64_t i = 0; !st && i < n; i++)
+        bi[i] = -1;
+    if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, kd, &vt)) &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_I64, 2, kd, &it)) &&
+        !(st = tq_tensor_upload(vt, best, (size_t)n * 4)))
+        st = tq_tensor_upload(it, bi, (size_t)n * 8);
+    tq_metric m = s->code == TQ_DTYPE_I8  ? TQ_METRIC_DOT
+                  : s->code               ? TQ_METRIC_HAMMING
+                  : s->metric == TQ_SIM_L2 ? TQ_METRIC_L2
+                                           : TQ_METRIC_DOT;
+    int64_t base = 0;
+    tq_tensor *db = s->code ? s->cxt : s->dbt;
+    if (!st && db) {
+        st = s->code ? tq_op_codetopk(qt, qst, db, s->cst, m, base, vt, it)
+                     : tq_op_simtopk(qt, db, m, base, vt, it);
+        base += db->dims[0];
+    }
+    for (int c = 0; !st && c < z->nc; c++) {
+        st = s->code ? tq_op_codetopk(qt, qst, z->c[c].t, z->c[c].sc, m, base, vt, it)
+                     : tq_op_simtopk(qt, z->c[c].t, m, base, vt, it);
+        base += z->c[c].rows;
+    }
+    if (!st)
+        st = tq_tensor_download(vt, best, (size_t)n * 4);
+    tq_tensor_free(vt), tq_tensor_free(it);
+    free(bi);
+    return st;
+}
+
+/* The kept rows ki[0..kept) of the batch join the set on the device. */
+static tq_status keep_rows(dd *z, const int64_t *ki, int64_t kept)
+{
+    tq_sim *s = z->s;
+    size_t rb = row_bytes(s);
+    int64_t cd[2] = {kept, s->db.d};
+    unsigned char *rows = malloc((size_t)kept * rb + 1);
+    float *sc = malloc((size_t)kept * 4 + 1);
+    tq_status st = !rows || !sc ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
+    const unsigned char *src = s->code ? z->qc : (const unsigned char *)z->q;
+    for (int64_t a = 0; !st && a < kept; a++) {
+        memcpy(rows + (size_t)a * rb, src + (size_t)ki[a] * rb, rb);
+        sc[a] = s->code == TQ_DTYPE_I8 ? z->qs[ki[a]] : 0;
+    }
+    if (!st && z->nc == z->capc) {
+        int cap = z->capc ? 2 * z->capc : 16;
+        chunk *nc = realloc(z->c, (size_t)cap * sizeof *nc);
+        if (!nc)
+            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+        else
+            z->c = nc, z->capc = cap;
+    }
+    tq_tensor *t = NULL, *t2 = NULL;
+    if (!st && !(st = tq_tensor_new(s->dev, s->code ? s->code : TQ_DTYPE_F32, 2, cd, &t)) &&
+        !(st = tq_tensor_upload(t, rows, (size_t)kept * rb)) && s->code == TQ_DTYPE_I8 &&
+        !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, cd, &t2)))
+        st = tq_tensor_upload(t2, sc, (size_t)kept * 4);
+    if (!st)
+        z->c[z->nc++] = (chunk){t, t2, kept};
+    else
+        tq_tensor_free(t), tq_tensor_free(t2);
+    free(rows), free(sc);
+    return st;
+}
+
+/* Decides the rows of one batch (z->q, n rows normalized as the metric
+ * wants, or z->qc codes with z->qs scales). */
 static tq_status decide(dd *z, int64_t n, int64_t *kept_out)
 {
     tq_sim *s = z->s;
-    int64_t d = s->db.d, qd[2] = {n, d}, kd[2] = {n, 1};
-    int metric = s->metric == TQ_SIM_L2;
+    int64_t d = s->db.d, qd[2] = {n, d};
     float thr = (float)s->threshold;
     float *best = malloc((size_t)(n + 1) * 4);
-    int64_t *bi = malloc((size_t)(n + 1) * 8);
-    tq_tensor *qt = NULL, *vt = NULL, *it = NULL;
-    tq_status st = !best || !bi ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
+    int64_t *ki = malloc((size_t)(n + 1) * 8);
+    tq_tensor *qt = NULL, *qst = NULL;
+    tq_status st = !best || !ki ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
     for (int64_t i = 0; !st && i < n; i++)
-        best[i] = -INFINITY, bi[i] = -1;
-    if (!st && (s->dbt || z->nc)) {
-        if (!(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, qd, &qt)) &&
-            !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, kd, &vt)) &&
-            !(st = tq_tensor_new(s->dev, TQ_DTYPE_I64, 2, kd, &it)) &&
-            !(st = tq_tensor_upload(qt, z->q, (size_t)(n * d) * 4)) &&
-            !(st = tq_tensor_upload(vt, best, (size_t)n * 4)))
-            st = tq_tensor_upload(it, bi, (size_t)n * 8);
-        tq_metric m = metric ? TQ_METRIC_L2 : TQ_METRIC_DOT;
-        int64_t base = 0;
-        if (!st && s->dbt) {
-            st = tq_op_simtopk(qt, s->dbt, m, base, vt, it);
-            base += s->dbt->dims[0];
-        }
-        for (int c = 0; !st && c < z->nc; c++) {
-            st = tq_op_simtopk(qt, z->c[c].t, m, base, vt, it);
-            base += z->c[c].rows;
-        }
+        best[i] = -INFINITY;
+    if (!st && ((s->code ? s->cxt : s->dbt) || z->nc)) {
+        if (!(st = tq_tensor_new(s->dev, s->code ? s->code : TQ_DTYPE_F32, 2, qd, &qt)) &&
+            !(st = tq_tensor_upload(qt, s->code ? (const void *)z->qc : (const void *)z->q,
+                                    (size_t)n * row_bytes(s))) &&
+            s->code == TQ_DTYPE_I8 && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, qd, &qst)))
+            st = tq_tensor_upload(qst, z->qs, (size_t)n * 4);
         if (!st)
-            st = tq_tensor_download(vt, best, (size_t)n * 4);
-        tq_tensor_free(qt), tq_tensor_free(vt), tq_tensor_free(it);
+            st = best_earlier(z, qt, qst, n, best);
+        tq_tensor_free(qt), tq_tensor_free(qst);
     }
     int64_t kept = 0;
-    int64_t *ki = malloc((size_t)(n + 1) * 8);
-    if (!st && !ki)
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; !st && i < n; i++) {
         /* an empty slot (idx -1) is no match; NaN never reaches the threshold */
         int dup = best[i] >= thr;
         for (int64_t a = 0; !dup && a < kept; a++)
-            dup = tq_simscore(metric, z->q + i * d, z->q + ki[a] * d, d) >= thr;
+            dup = pair_score(z, i, ki[a]) >= thr;
         z->keep[i] = !dup;
         if (!dup)
             ki[kept++] = i;
     }
-    if (!st && kept) { /* the kept rows join the set on the device */
-        int64_t cd[2] = {kept, d};
-        float *rows = malloc((size_t)(kept * d + 1) * 4);
-        if (!rows)
-            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-        for (int64_t a = 0; !st && a < kept; a++)
-            memcpy(rows + a * d, z->q + ki[a] * d, (size_t)d * 4);
-        if (!st && z->nc == z->capc) {
-            int cap = z->capc ? 2 * z->capc : 16;
-            chunk *nc = realloc(z->c, (size_t)cap * sizeof *nc);
-            if (!nc)
-                st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-            else
-                z->c = nc, z->capc = cap;
-        }
-        tq_tensor *t = NULL;
-        if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, cd, &t)) &&
-            !(st = tq_tensor_upload(t, rows, (size_t)(kept * d) * 4)))
-            z->c[z->nc++] = (chunk){t, kept};
-        else
-            tq_tensor_free(t);
-        free(rows);
-    }
-    free(best), free(bi), free(ki);
+    if (!st && kept)
+        st = keep_rows(z, ki, kept);
+    free(best), free(ki);
     *kept_out = kept;
     return st;
+}
+
+/* Codes are compared by their own metric: int8 by dot, bits by hamming (the
+ * input's kind is known at its first batch). */
+static tq_status check_metric(const tq_sim *s, const tq_frame *f)
+{
+    if (s->code == TQ_DTYPE_I8 && s->metric != TQ_SIM_DOT)
+        return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": int8 codes are compared with --metric dot",
+                       (unsigned long long)f->index, f->name);
+    if (s->code == TQ_DTYPE_BIT && s->metric != TQ_SIM_HAMMING)
+        return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": bit codes are compared with --metric "
+                                     "hamming", (unsigned long long)f->index, f->name);
+    if (!s->code && s->metric == TQ_SIM_HAMMING)
+        return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": --metric hamming wants bit codes "
+                                     "(tq-quantize --to bit)", (unsigned long long)f->index, f->name);
+    return TQ_OK;
+}
+
+/* The held scales of an int8 batch of n rows: the last NAME_scale f32 [n]. */
+static const held *scales_of(const dd *z, const char *name, int64_t n)
+{
+    char sn[TQ_MAX_NAME + 8];
+    snprintf(sn, sizeof sn, "%s_scale", name);
+    for (int i = z->nh - 1; i >= 0; i--)
+        if (!strcmp(z->h[i].name, sn))
+            return z->h[i].dtype == TQ_DTYPE_F32 && z->h[i].rank == 1 && z->h[i].dims[0] == n
+                       ? &z->h[i]
+                       : NULL;
+    return NULL;
+}
+
+/* The batch's rows into z: f32 (normalized for the cosine), or codes and
+ * scales, of the kind and width of the rows before. */
+static tq_status load_batch(dd *z, tq_frame *f)
+{
+    tq_sim *s = z->s;
+    tq_dtype fcode = f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT ? f->dtype : 0;
+    if (f->rank != 2 || fcode != s->code || (!fcode && !tq_dtype_is_float(f->dtype)))
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the rows are %s%s",
+                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
+                       s->code ? tq_dtype_name(s->code) : "float vectors",
+                       s->code ? " codes [n, d]" : " [n, d]");
+    int64_t n = f->dims[0], d = f->dims[1];
+    if (d != s->db.d)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
+                       (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
+    if (!s->code) {
+        tq_status st = tq_sim_frame_f32(f, &z->q, &z->qcap);
+        if (!st && s->metric == TQ_SIM_COSINE)
+            tq_sim_normalize_rows(z->q, n, d);
+        return st;
+    }
+    const held *h = s->code == TQ_DTYPE_I8 ? scales_of(z, f->name, n) : NULL;
+    if (s->code == TQ_DTYPE_I8 && !h)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": int8 codes need their scales, the frame "
+                                    "\"%s_scale\" f32 [%lld] just before them (tq-quantize --to int8)",
+                       (unsigned long long)f->index, f->name, f->name, (long long)n);
+    const void *data;
+    tq_status st = tq_frame_data(f, &data);
+    if (st)
+        return st;
+    size_t rb = row_bytes(s);
+    unsigned char *qc = realloc(z->qc, (size_t)n * rb + 1);
+    if (qc)
+        z->qc = qc;
+    float *qs = qc ? realloc(z->qs, (size_t)n * 4 + 1) : NULL;
+    if (!qs)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    z->qs = qs;
+    memcpy(z->qc, data, (size_t)n * rb);
+    if (h)
+        memcpy(z->qs, h->data, (size_t)n * 4);
+    return TQ_OK;
 }
 
 static void drop_held(dd *z)
@@ -209,32 +347,29 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     tq_status st;
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
         const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
-        int vec = tq_sim_is_vectors(f, qn);
+        int vec = qn ? !strcmp(f->name, qn) : tq_sim_codes_is_vectors(f, NULL);
         if (!vec) {
             if ((st = hold(&z, f)))
                 break;
             continue;
         }
-        if (!s->db.name[0]) { /* the first batch fixes the name and the width */
+        tq_dtype fcode = f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT ? f->dtype : 0;
+        if (!s->db.name[0]) { /* the first batch fixes the name, the kind and the width */
             snprintf(s->db.name, sizeof s->db.name, "%s", f->name);
-            s->db.d = f->dims[1];
+            s->db.d = f->rank == 2 ? f->dims[1] : 0;
+            s->code = fcode;
+            if ((st = check_metric(s, f)))
+                break;
         }
-        if ((st = tq_sim_frame_f32(f, &z.q, &z.qcap)))
+        if ((st = load_batch(&z, f)))
             break;
-        int64_t n = f->dims[0], d = f->dims[1], kept;
-        if (d != s->db.d) {
-            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
-                         (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
-            break;
-        }
+        int64_t n = f->dims[0], kept;
         unsigned char *nk = realloc(z.keep, (size_t)n + 1);
         if (!nk) {
             st = tq_fail(TQ_ERR_NOMEM, "out of memory");
             break;
         }
         z.keep = nk;
-        if (s->metric == TQ_SIM_COSINE)
-            tq_sim_normalize_rows(z.q, n, d);
         if ((st = decide(&z, n, &kept)))
             break;
         for (int i = 0; !st && i < z.nh; i++) {
@@ -263,9 +398,10 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     drop_held(&z);
     free(z.h);
     for (int c = 0; c < z.nc; c++)
-        tq_tensor_free(z.c[c].t);
+        tq_tensor_free(z.c[c].t), tq_tensor_free(z.c[c].sc);
     free(z.c);
     free(z.q);
+    free(z.qc), free(z.qs);
     free(z.keep);
     return st == TQ_EOF ? TQ_OK : st;
 }

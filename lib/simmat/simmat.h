@@ -108,6 +108,9 @@ tq_status tq_sim_fail_label(tq_status st, const char *label);
 tq_status tq_sim_codes_probe(const char *path, const char *label, const char *name, tq_dtype *code);
 tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, const char *name);
 tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out);
+/* The vector frame of a stream: NAME, or the first rank 2 frame that is not
+ * a key, a scale or ranges, and is floats or codes (i8, bit). */
+int tq_sim_codes_is_vectors(const tq_frame *f, const char *name);
 
 /* Merges the top-k streams of the shards (in any order) into the stream of a
  * single run. */

@@ -27,7 +27,7 @@ def frames(path):
 def rows(path, name):
     def arr(f):  # bit rows as their packed bytes
         if f["dtype"] == "bit":
-            return np.frombuffer(f["raw"], np.uint8).reshape(f["dims"][0], -1)
+            return np.frombuffer(f["raw"], np.uint8).reshape(f["dims"][0], (f["dims"][1] + 7) // 8)
         return t.to_numpy(f)
     return np.concatenate([arr(f) for f in frames(path) if f["name"] == name])
 
@@ -91,6 +91,22 @@ elif cmd == "pairs":  # pairs CODE OUT Q DB T SELF: every pair >= T (i < j when 
     ki = [k for f in fr if f["name"] == "key_i" for k in t.to_numpy(f)]
     kj = [k for f in fr if f["name"] == "key_j" for k in t.to_numpy(f)]
     assert ki == ["row%d" % i for i in wi] and kj == ["row%d" % j for j in wj], (ki[:3], kj[:3])
+elif cmd == "dedup":  # dedup CODE OUT IN T [DB]: the rows kept, in order, as the greedy pass keeps them
+    code, out, ip, thr = sys.argv[2], sys.argv[3], sys.argv[4], np.float32(sys.argv[5])
+    within = scores(code, ip, ip)
+    earlier = scores(code, ip, sys.argv[6]) if len(sys.argv) > 6 else np.full((len(within), 0), -np.inf, np.float32)
+    kept = []
+    for i in range(len(within)):
+        if not (earlier[i] >= thr).any() and not any(within[i, a] >= thr for a in kept):
+            kept.append(i)
+    assert 0 < len(kept) < len(within), len(kept)
+    fr = frames(out)
+    got = rows(out, "emb")
+    assert np.array_equal(got, rows(ip, "emb")[kept]), (len(got), len(kept))
+    if code == "int8":
+        assert np.array_equal(rows(out, "emb_scale"), rows(ip, "emb_scale")[kept])
+    keys = [k for f in fr if f["name"] == "key" for k in t.to_numpy(f)]
+    assert keys == ["row%d" % i for i in kept], keys[:5]
 elif cmd == "quantile":  # quantile OUT P: the P quantile of the matrix's scores
     sim = np.concatenate([t.to_numpy(f) for f in frames(sys.argv[2]) if f["name"] == "sim"])
     print(repr(float(np.quantile(sim, float(sys.argv[3])))))
@@ -180,6 +196,33 @@ EOF
     # no frame of the input passes with --threshold
     run tq-cat --info < p1.tq
     [[ "$output" != *note* ]]
+}
+
+@test "--dedup over codes: the greedy pass of the exact scores, rows kept as codes with their scales" {
+    ref
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to bit < db.tq > db1.tq
+    tq-quantize --to int8 < q.tq > q8.tq
+    tq-simmat --metric dot < db8.tq > m8.tq
+    T=$(py codes.py quantile m8.tq 0.9)
+    tq-simmat --dedup "$T" --metric dot < db8.tq > d8.tq
+    py codes.py dedup int8 d8.tq db8.tq "$T"
+    tq-simmat --dedup -28 --metric hamming < db1.tq > d1.tq
+    py codes.py dedup bit d1.tq db1.tq -28
+    # against a database of codes as well
+    tq-simmat --dedup "$T" --metric dot --db q8.tq < db8.tq > e8.tq
+    py codes.py dedup int8 e8.tq db8.tq "$T" q8.tq
+    # other batches, other threads: the same rows
+    py "$TESTS_DIR/lib/quantref.py" make db400.tq 1 400 64 400 0.05
+    tq-quantize --to int8 < db400.tq | tq-simmat --dedup "$T" --metric dot --threads 1 |
+        tq-cat -t tsv --name key > a.tsv
+    tq-cat -t tsv --name key < d8.tq > b.tsv
+    diff a.tsv b.tsv
+    # codes compared by their own metric; kinds do not mix
+    run --separate-stderr tq-simmat --dedup 0.5 < db8.tq
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"--metric dot"* ]]
+    run --separate-stderr tq-simmat --dedup 0.5 --metric dot --db db.tq < db8.tq
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
 }
 
 @test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {
