@@ -60,27 +60,54 @@ static float row_amax(const float *r, int64_t d, int simd, int *finite)
     return amax;
 }
 
+/* Why row r cannot be coded (NULL: it can). */
+static const char *row_bad(tq_quant_code c, const float *r, int64_t d, int simd)
+{
+    int finite;
+    float amax = row_amax(r, d, simd, &finite);
+    if (!finite)
+        return "a NaN or an infinity";
+    /* f16 values, and the f16 scales of the ggml blocks (amax / 127 for
+     * q8_0, up to amax / 8 for q4_0) must stay finite */
+    if ((c == TQ_QUANT_F16 && amax >= F16_LIMIT) ||
+        (c == TQ_QUANT_Q8_0 && amax / 127.0f >= F16_LIMIT) ||
+        (c == TQ_QUANT_Q4_0 && amax / 8.0f >= F16_LIMIT))
+        return "a value beyond the range of f16";
+    return NULL;
+}
+
+typedef struct bad_job {
+    tq_quant_code c;
+    const float *x;
+    int64_t d;
+    int simd;
+    int64_t first; /* the first bad row found, INT64_MAX: none */
+} bad_job;
+
+static void bad_rows(void *ctx, int64_t begin, int64_t end)
+{
+    bad_job *j = ctx;
+    for (int64_t i = begin; i < end && i < __atomic_load_n(&j->first, __ATOMIC_RELAXED); i++)
+        if (row_bad(j->c, j->x + i * j->d, j->d, j->simd)) {
+            int64_t f = __atomic_load_n(&j->first, __ATOMIC_RELAXED);
+            while (i < f && !__atomic_compare_exchange_n(&j->first, &f, i, 0, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED))
+                ;
+            return;
+        }
+}
+
 int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
                          const char **why)
 {
-    int simd = tq_quant_have_avx2();
-    for (int64_t i = 0; i < n; i++) {
-        int finite;
-        float amax = row_amax(x + i * d, d, simd, &finite);
-        if (!finite) {
-            *why = "a NaN or an infinity";
-            return i;
-        }
-        /* f16 values, and the f16 scales of the ggml blocks (amax / 127 for
-         * q8_0, up to amax / 8 for q4_0) must stay finite */
-        if ((c == TQ_QUANT_F16 && amax >= F16_LIMIT) ||
-            (c == TQ_QUANT_Q8_0 && amax / 127.0f >= F16_LIMIT) ||
-            (c == TQ_QUANT_Q4_0 && amax / 8.0f >= F16_LIMIT)) {
-            *why = "a value beyond the range of f16";
-            return i;
-        }
-    }
-    return -1;
+    /* on the pool (a serial pass was a third of tq-quantize's time); the
+     * first bad row is the least found, whatever the threads */
+    bad_job j = {c, x, d, tq_quant_have_avx2(), INT64_MAX};
+    tq_parallel_for(n, d ? 16384 / d + 1 : n + 1, bad_rows, &j);
+    if (j.first == INT64_MAX)
+        return -1;
+    *why = row_bad(c, x + j.first * d, d, j.simd);
+    return j.first;
 }
 
 /* ---- int8 per row ---- */

@@ -185,6 +185,20 @@ static void test_bad_rows(void)
     CHECK(tq_quant_bad_row(TQ_QUANT_Q8_0, x, 4, 32, &why) == -1, "q8_0 holds 6e6");
     float r[4] = {0, 1, 2, 0.5f};
     CHECK(tq_quant_ranges_check(r, 2) == TQ_ERR_DATA, "a range with max < min");
+    /* the pool's chunks: the first bad row of many, with 1 and 2 threads */
+    enum { N = 20000, D = 64 };
+    float *y = malloc((size_t)N * D * sizeof *y);
+    for (int i = 0; i < N * D; i++)
+        y[i] = uniform();
+    y[(size_t)17777 * D + 3] = NAN, y[(size_t)9001 * D] = INFINITY, y[(size_t)12345 * D + 63] = NAN;
+    for (int t = 1; t <= 2; t++) {
+        tq_threads_set(t);
+        why = NULL;
+        CHECK(tq_quant_bad_row(TQ_QUANT_INT8, y, N, D, &why) == 9001 && why && strstr(why, "NaN"),
+              "%d threads: the first of three bad rows is 9001", t);
+    }
+    tq_threads_set(0);
+    free(y);
 }
 
 int main(void)
