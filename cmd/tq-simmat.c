@@ -254,9 +254,13 @@ int main(int argc, char **argv)
         tq_tool_fail(&t, st);
     if (rescore && s.mode != TQ_SIM_TOPK)
         tq_tool_usage(&t, "--rescore goes with --topk");
-    if (code == TQ_DTYPE_I8 && s.metric != TQ_SIM_DOT)
-        tq_tool_usage(&t, "int8 codes are searched with --metric dot (quantize normalized "
-                          "vectors for the cosine)");
+    if ((code == TQ_DTYPE_I8 || code == TQ_DTYPE_Q8_0 || code == TQ_DTYPE_Q4_0) &&
+        s.metric != TQ_SIM_DOT)
+        tq_tool_usage(&t, "%s codes are searched with --metric dot (quantize normalized "
+                          "vectors for the cosine)", tq_dtype_name(code));
+    if (code == TQ_DTYPE_Q4_0 && s.mode == TQ_SIM_DEDUP)
+        tq_tool_usage(&t, "--dedup against q4_0 rows: ggml pairs q4_0 rows with q8_0 queries "
+                          "only (dedup q8_0 codes, or floats)");
     if (code == TQ_DTYPE_BIT && s.metric != TQ_SIM_HAMMING)
         tq_tool_usage(&t, "bit codes are searched with --metric hamming");
     if (!code && s.metric == TQ_SIM_HAMMING && db)

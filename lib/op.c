@@ -236,11 +236,16 @@ static tq_status check_codes(const char *op, const tq_tensor *q, const tq_tensor
                              const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric)
 {
     int i8 = q->dtype == TQ_DTYPE_I8;
-    CHECK((i8 || q->dtype == TQ_DTYPE_BIT) && db->dtype == q->dtype,
-          "%s takes i8 or bit q and db of one dtype, not %s and %s", op,
-          tq_dtype_name(q->dtype), tq_dtype_name(db->dtype));
-    CHECK(i8 ? metric == TQ_METRIC_DOT : metric == TQ_METRIC_HAMMING,
-          "%s: %s codes take the metric %s", op, tq_dtype_name(q->dtype), i8 ? "dot" : "hamming");
+    int blocks = db->dtype == TQ_DTYPE_Q8_0 || db->dtype == TQ_DTYPE_Q4_0;
+    CHECK(blocks ? q->dtype == TQ_DTYPE_Q8_0
+                 : (i8 || q->dtype == TQ_DTYPE_BIT) && db->dtype == q->dtype,
+          "%s takes i8 or bit q and db of one dtype, or q8_0 q with q8_0 or q4_0 db, not %s "
+          "and %s", op, tq_dtype_name(q->dtype), tq_dtype_name(db->dtype));
+    CHECK(i8 || blocks ? metric == TQ_METRIC_DOT : metric == TQ_METRIC_HAMMING,
+          "%s: %s codes take the metric %s", op, tq_dtype_name(q->dtype),
+          i8 || blocks ? "dot" : "hamming");
+    CHECK(!blocks || q->dims[1] % TQ_QK == 0, "%s: q8_0 and q4_0 rows of a multiple of %d values",
+          op, TQ_QK);
     CHECK(i8 == (qscale != NULL) && i8 == (dbscale != NULL),
           "%s: scales go with i8 codes, and only with them", op);
     SAME_DEV(q, db);

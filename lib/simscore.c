@@ -167,15 +167,44 @@ float tq_codescore_i8(int32_t dot, float a, float b)
     return (float)r;
 }
 
-float tq_codescore(int i8, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
+/* ggml's reference dot product of a row of q8_0 or q4_0 blocks x with a
+ * row of q8_0 blocks q (ggml_vec_dot_q8_0_q8_0 / _q4_0_q8_0, generic C):
+ * each block's integer sum, then in f32 sumf += sumi * (dx * dq) for q8_0,
+ * sumf += sumi * dx * dq for q4_0, one rounding an operation. */
+static float blocks_score(tq_dtype xt, const unsigned char *x, const unsigned char *q, int64_t d)
+{
+    size_t xb = xt == TQ_DTYPE_Q4_0 ? 18 : 34;
+    float sumf = 0;
+    for (int64_t b = 0; b < d / TQ_QK; b++, x += xb, q += 34) {
+        uint16_t hx, hq;
+        memcpy(&hx, x, 2), memcpy(&hq, q, 2);
+        float dx = tq_f16_to_f32(hx), dq = tq_f16_to_f32(hq);
+        int sumi = 0;
+        if (xt == TQ_DTYPE_Q4_0) {
+            for (int j = 0; j < TQ_QK / 2; j++)
+                sumi += ((x[2 + j] & 15) - 8) * (int8_t)q[2 + j] +
+                        ((x[2 + j] >> 4) - 8) * (int8_t)q[2 + j + TQ_QK / 2];
+            sumf += (float)sumi * dx * dq;
+        } else {
+            for (int j = 0; j < TQ_QK; j++)
+                sumi += (int8_t)x[2 + j] * (int8_t)q[2 + j];
+            sumf += (float)sumi * (dx * dq);
+        }
+    }
+    return sumf;
+}
+
+float tq_codescore(tq_dtype dt, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
                    float sb)
 {
+    if (dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0)
+        return blocks_score(dt, a, b, d);
     int64_t s = 0;
-    if (i8)
+    if (dt == TQ_DTYPE_I8)
         for (int64_t p = 0; p < d; p++)
             s += (int64_t)(int8_t)a[p] * (int8_t)b[p];
     else
         for (int64_t p = 0; p < (d + 7) / 8; p++)
             s += __builtin_popcount((unsigned)(a[p] ^ b[p]));
-    return i8 ? tq_codescore_i8((int32_t)s, sa, sb) : (float)-s; /* 0, not -0 */
+    return dt == TQ_DTYPE_I8 ? tq_codescore_i8((int32_t)s, sa, sb) : (float)-s; /* 0, not -0 */
 }

@@ -7,6 +7,8 @@
 #ifndef TQ_SIMSCORE_H
 #define TQ_SIMSCORE_H
 
+#include "tq.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -23,12 +25,13 @@ double tq_simscore_l2(const float *a, const float *b, int64_t d);
 double tq_simscore_dot_portable(const float *a, const float *b, int64_t d);
 double tq_simscore_l2_portable(const float *a, const float *b, int64_t d);
 
-/* The score of a pair of tq-quantize's codes (tq_op_codetopk's): int8 (i8,
- * scales sa and sb) the integer dot product times sa times sb rounded once
- * to f32 (tq_codescore_i8 from the dot product), or bits (d of them, padded
- * to whole bytes with zeros) minus the number that differ. */
+/* The score of a pair of tq-quantize's codes (tq_op_codetopk's), of dtype
+ * dt: i8 (scales sa and sb) the integer dot product times sa times sb
+ * rounded once to f32 (tq_codescore_i8 from the dot product); bit (d of
+ * them, padded to whole bytes with zeros) minus the number that differ;
+ * q8_0 or q4_0 (a; b is q8_0) ggml's reference block dot product. */
 float tq_codescore_i8(int32_t dot, float a, float b);
-float tq_codescore(int i8, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
+float tq_codescore(tq_dtype dt, const unsigned char *a, const unsigned char *b, int64_t d, float sa,
                    float sb);
 
 /* The score of a pair: metric 0 (dot) a . b, metric 1 (L2) -||a - b||^2,

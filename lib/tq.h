@@ -382,7 +382,10 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
  * metric TQ_METRIC_DOT: score = the integer dot product of the codes times
  * qscale[i] times dbscale[j], rounded once to f32; or both bit (scales NULL),
  * metric TQ_METRIC_HAMMING: score = -(the number of differing bits), an
- * integer. vals, idx and idx_base as tq_op_simtopk; ties to the lower index;
+ * integer; or db q8_0 or q4_0 and q q8_0 (scales NULL, d a multiple of 32),
+ * metric TQ_METRIC_DOT: score = ggml's reference vec_dot of the row with the
+ * query (each block's integer sum, then sumf += sumi * (dx * dq) in f32 for
+ * q8_0, sumf += sumi * dx * dq for q4_0, block after block). vals, idx and idx_base as tq_op_simtopk; ties to the lower index;
  * the same results whatever the threads and the blocks. d <= 2^17 for i8. */
 tq_status tq_op_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
                          const tq_tensor *dbscale, tq_metric metric, int64_t idx_base,

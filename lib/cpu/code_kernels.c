@@ -153,3 +153,11 @@ int64_t tq_code_block_rows(size_t row_bytes)
     int64_t r = (int64_t)(((size_t)256 << 10) / (row_bytes ? row_bytes : 1)) / 24 * 24;
     return r < 24 ? 24 : r;
 }
+
+size_t tq_code_row_bytes(tq_dtype dt, int64_t d)
+{
+    return dt == TQ_DTYPE_I8     ? (size_t)d
+           : dt == TQ_DTYPE_BIT  ? (size_t)(d + 7) / 8
+           : dt == TQ_DTYPE_Q8_0 ? (size_t)(d / TQ_QK) * 34
+                                 : (size_t)(d / TQ_QK) * 18;
+}

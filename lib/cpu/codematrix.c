@@ -10,8 +10,9 @@ typedef struct job {
     const unsigned char *q, *x;
     const float *qs, *xs;
     int64_t ndb, d;
-    size_t rb; /* bytes of a row of codes */
-    int i8;
+    size_t rb, qb; /* bytes of a row of codes, of a query */
+    int i8, blocks; /* blocks: q8_0 or q4_0 rows, q8_0 queries */
+    tq_dtype dt;    /* the rows' */
     tq_code_kernels kern;
     float *out; /* [nq, ndb] */
 } job;
@@ -28,6 +29,13 @@ static void block_pairs(const job *j, int64_t begin, int64_t end, int64_t b0, in
 {
     int tiles = j->i8 ? j->kern.dot4 != NULL : 1;
     int64_t i = begin;
+    if (j->blocks) { /* ggml blocks: the reference score, pair by pair */
+        for (; i < end; i++)
+            for (int64_t r = b0; r < b1; r++)
+                j->out[i * j->ndb + r] = tq_codescore(j->dt, j->x + (size_t)r * j->rb,
+                                                      j->q + (size_t)i * j->qb, j->d, 0, 0);
+        return;
+    }
     for (; tiles && i + 4 <= end; i += 4) {
         const unsigned char *q4[4];
         for (int a = 0; a < 4; a++)
@@ -122,10 +130,12 @@ tq_status tq_cpu_codematrix(void *ctx, const tq_tensor *q, const tq_tensor *qsca
     job j = {
         .q = tq_tensor_host(q), .x = tq_tensor_host(db),
         .qs = qscale ? tq_tensor_host(qscale) : NULL, .xs = dbscale ? tq_tensor_host(dbscale) : NULL,
-        .ndb = db->dims[0], .d = q->dims[1], .i8 = q->dtype == TQ_DTYPE_I8,
+        .ndb = db->dims[0], .d = q->dims[1], .i8 = q->dtype == TQ_DTYPE_I8, .dt = db->dtype,
         .out = tq_tensor_host(out),
     };
-    j.rb = j.i8 ? (size_t)j.d : (size_t)(j.d + 7) / 8;
+    j.blocks = j.dt == TQ_DTYPE_Q8_0 || j.dt == TQ_DTYPE_Q4_0;
+    j.rb = tq_code_row_bytes(j.dt, j.d);
+    j.qb = tq_code_row_bytes(q->dtype, j.d);
     int64_t nq = q->dims[0];
     if (nq == 0 || j.ndb == 0)
         return TQ_OK;

@@ -32,8 +32,9 @@ typedef struct job {
     const unsigned char *q, *x;
     const float *qs, *xs;
     int64_t nq, ndb, d, k, base;
-    size_t rb;            /* bytes of a row of codes */
-    int i8;
+    size_t rb, qb;        /* bytes of a row of codes, of a query */
+    int i8, blocks;       /* blocks: q8_0 or q4_0 rows, q8_0 queries */
+    tq_dtype dt;          /* the rows' */
     tq_code_kernels kern;
     float *v;
     int64_t *ix;
@@ -57,6 +58,15 @@ static void offer_dot(job *j, int64_t i, int64_t r, int32_t dot)
 static void block_pairs(job *j, int64_t begin, int64_t end, int64_t b0, int64_t b1)
 {
     int64_t i = begin;
+    if (j->blocks) { /* ggml blocks: the reference score, pair by pair */
+        for (; i < end; i++)
+            for (int64_t r = b0; r < b1; r++)
+                offer(j->v + i * j->k, j->ix + i * j->k, j->k,
+                      tq_codescore(j->dt, j->x + (size_t)r * j->rb, j->q + (size_t)i * j->qb,
+                                   j->d, 0, 0),
+                      j->base + r);
+        return;
+    }
     /* tiles of 4 queries by 4 rows; the lists see the rows in index order
      * all the same, so the tiles change no result */
     for (; j->i8 && j->kern.dot4 && i + 4 <= end; i += 4) {
@@ -172,10 +182,12 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
         .q = tq_tensor_host(q), .x = tq_tensor_host(db),
         .qs = qscale ? tq_tensor_host(qscale) : NULL, .xs = dbscale ? tq_tensor_host(dbscale) : NULL,
         .nq = q->dims[0], .ndb = db->dims[0], .d = q->dims[1], .k = vals->dims[1],
-        .base = idx_base, .i8 = q->dtype == TQ_DTYPE_I8,
+        .base = idx_base, .i8 = q->dtype == TQ_DTYPE_I8, .dt = db->dtype,
         .v = tq_tensor_host(vals), .ix = tq_tensor_host(idx),
     };
-    j.rb = j.i8 ? (size_t)j.d : (size_t)(j.d + 7) / 8;
+    j.blocks = j.dt == TQ_DTYPE_Q8_0 || j.dt == TQ_DTYPE_Q4_0;
+    j.rb = tq_code_row_bytes(j.dt, j.d);
+    j.qb = tq_code_row_bytes(q->dtype, j.d);
     if (j.k == 0 || j.nq == 0 || j.ndb == 0)
         return TQ_OK;
     tq_code_kernels_pick(&j.kern);

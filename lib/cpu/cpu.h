@@ -80,6 +80,8 @@ typedef struct tq_code_kernels {
     int scores; /* 1: and so does tq_i8_scores (FMA as well) */
 } tq_code_kernels;
 void tq_code_kernels_pick(tq_code_kernels *k);
+/* Bytes of a row of d values of a code dtype (i8, bit, q8_0, q4_0). */
+size_t tq_code_row_bytes(tq_dtype dt, int64_t d);
 int64_t tq_code_block_rows(size_t row_bytes);
 
 /* code_strips.c (x86-64): int8 rows by AVX2, a block of rows packed in strips

@@ -18,6 +18,11 @@ static int ends_with(const char *s, const char *suffix)
     return n > m && !strcmp(s + n - m, suffix);
 }
 
+static int is_code(tq_dtype dt)
+{
+    return dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_BIT || dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0;
+}
+
 /* The vector frame of a stream: NAME, or the first rank 2 frame that is not
  * a key, a scale or ranges, and is floats or codes. */
 int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
@@ -26,10 +31,30 @@ int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
         return !strcmp(f->name, name);
     return f->rank == 2 && strcmp(f->name, "key") && !ends_with(f->name, "_scale") &&
            !ends_with(f->name, "_ranges") &&
-           (tq_dtype_is_float(f->dtype) || f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT);
+           (tq_dtype_is_float(f->dtype) || is_code(f->dtype));
 }
 
-static int is_code(tq_dtype dt) { return dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_BIT; }
+
+/* Bytes of a row of d values of a code. */
+static size_t row_bytes(tq_dtype dt, int64_t d)
+{
+    uint64_t b = 0;
+    int64_t dims[2] = {1, d};
+    tq_dtype_payload_bytes(dt, 2, dims, &b);
+    return (size_t)b;
+}
+
+/* The queries' code: the database's, but q8_0 for ggml's blocks (q4_0 rows
+ * meet q8_0 queries, as in ggml's dot products); and the metric. */
+static tq_dtype query_code(const tq_sim *s)
+{
+    return s->code == TQ_DTYPE_Q4_0 ? TQ_DTYPE_Q8_0 : s->code;
+}
+
+static tq_metric code_metric(const tq_sim *s)
+{
+    return s->code == TQ_DTYPE_BIT ? TQ_METRIC_HAMMING : TQ_METRIC_DOT;
+}
 
 tq_status tq_sim_codes_probe(const char *path, const char *label, const char *name, tq_dtype *code)
 {
@@ -72,13 +97,13 @@ static tq_status keep_scale(pending *p, tq_frame *f)
 }
 
 /* Checks a codes frame against the database's kind and its pending scales. */
-static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *p)
+static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *p, tq_dtype want)
 {
-    if (f->rank != 2 || f->dtype != s->code)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the database holds %s "
-                                    "codes [n, d]",
+    if (f->rank != 2 || f->dtype != want)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where %s codes [n, d] are "
+                                    "wanted (the database holds %s)",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
-                       tq_dtype_name(s->code));
+                       tq_dtype_name(want), tq_dtype_name(s->code));
     if (s->db.n && f->dims[1] != s->db.d)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
                        (unsigned long long)f->index, f->name, (long long)f->dims[1],
@@ -121,10 +146,10 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, cons
             s->code = f->dtype;
             s->db.d = f->rank == 2 ? f->dims[1] : 0;
         }
-        if ((st = check_codes(s, f, &p)))
+        if ((st = check_codes(s, f, &p, s->code)))
             break;
         int64_t n = f->dims[0];
-        size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+        size_t rb = row_bytes(s->code, s->db.d);
         if (s->db.n + n > cap) {
             cap = cap ? cap : 1024;
             while (cap < s->db.n + n)
@@ -170,7 +195,7 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, cons
     /* the shard's rows on the device */
     s->s0 = s->db.n * s->shard_i / s->shard_n;
     s->s1 = s->db.n * (s->shard_i + 1) / s->shard_n;
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    size_t rb = row_bytes(s->code, s->db.d);
     int64_t dims[2] = {s->s1 - s->s0, s->db.d};
     st = tq_tensor_new(s->dev, s->code, 2, dims, &s->cxt);
     if (!st)
@@ -211,14 +236,14 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const floa
 {
     int64_t d = s->db.d, k = s->k * (qf && s->rescore.x ? s->rescore_m : 1);
     int64_t qd[2] = {n, d}, kd[2] = {n, k};
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    size_t rb = row_bytes(query_code(s), d);
     tq_tensor *qt = NULL, *qst = NULL, *vt = NULL, *it = NULL;
     float *v = malloc((size_t)(n * k + 1) * 4);
     int64_t *ix = malloc((size_t)(n * k + 1) * 8);
     tq_status st = !v || !ix ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
     for (int64_t i = 0; !st && i < n * k; i++)
         v[i] = -INFINITY, ix[i] = -1;
-    if (!st && !(st = tq_tensor_new(s->dev, s->code, 2, qd, &qt)) &&
+    if (!st && !(st = tq_tensor_new(s->dev, query_code(s), 2, qd, &qt)) &&
         !(st = tq_tensor_upload(qt, q, (size_t)n * rb)) && s->code == TQ_DTYPE_I8 &&
         !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, qd, &qst)))
         st = tq_tensor_upload(qst, qs, (size_t)n * 4);
@@ -227,7 +252,7 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const floa
         !(st = tq_tensor_upload(vt, v, (size_t)(n * k) * 4)) &&
         !(st = tq_tensor_upload(it, ix, (size_t)(n * k) * 8)) &&
         !(st = tq_op_codetopk(qt, qst, s->cxt, s->cst,
-                              s->code == TQ_DTYPE_I8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, s->s0,
+                              code_metric(s), s->s0,
                               vt, it)) &&
         !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
         st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
@@ -246,16 +271,16 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const floa
 static tq_status code_scores(tq_sim *s, const void *q, const float *qs, int64_t n, float *out)
 {
     int64_t d = s->db.d, nd = s->s1 - s->s0, qd[2] = {n, d}, od[2] = {n, nd};
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    size_t rb = row_bytes(query_code(s), d);
     tq_tensor *qt = NULL, *qst = NULL, *ot = NULL;
-    tq_status st = tq_tensor_new(s->dev, s->code, 2, qd, &qt);
+    tq_status st = tq_tensor_new(s->dev, query_code(s), 2, qd, &qt);
     if (!st)
         st = tq_tensor_upload(qt, q, (size_t)n * rb);
     if (!st && s->code == TQ_DTYPE_I8 && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 1, qd, &qst)))
         st = tq_tensor_upload(qst, qs, (size_t)n * 4);
     if (!st && !(st = tq_tensor_new(s->dev, TQ_DTYPE_F32, 2, od, &ot)) &&
         !(st = tq_op_codematrix(qt, qst, s->cxt, s->cst,
-                                s->code == TQ_DTYPE_I8 ? TQ_METRIC_DOT : TQ_METRIC_HAMMING, ot)))
+                                code_metric(s), ot)))
         st = tq_tensor_download(ot, out, (size_t)(n * nd) * 4);
     tq_tensor_free(qt), tq_tensor_free(qst), tq_tensor_free(ot);
     return st;
@@ -266,7 +291,7 @@ static tq_status run_full(tq_sim *s, const unsigned char *q, const float *qs, in
                           float *buf, tq_writer *w)
 {
     int64_t nd = s->s1 - s->s0, rows = tq_sim_slice_rows(nd);
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    size_t rb = row_bytes(query_code(s), s->db.d);
     char meta[64];
     size_t ml = (size_t)snprintf(meta, sizeof meta, "metric=%s", tq_sim_metric_name(s->metric)) + 1;
     for (int64_t i0 = 0; i0 < n; i0 += rows) {
@@ -288,7 +313,7 @@ static tq_status run_threshold(tq_sim *s, const unsigned char *q, const float *q
                                float *buf, tq_sim_pairs *p, const tq_sim_rows *qk, tq_writer *w)
 {
     int64_t nd = s->s1 - s->s0, rows = tq_sim_slice_rows(nd), r0 = s->q_seen;
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)s->db.d : (size_t)(s->db.d + 7) / 8;
+    size_t rb = row_bytes(query_code(s), s->db.d);
     float thr = (float)s->threshold;
     p->n = 0;
     for (int64_t i0 = 0; i0 < n; i0 += rows) {
@@ -332,7 +357,7 @@ static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsi
     tq_status st = tq_frame_data(f, &data);
     if (st)
         return st;
-    size_t rb = s->code == TQ_DTYPE_I8 ? (size_t)d : (size_t)(d + 7) / 8;
+    size_t rb = row_bytes(query_code(s), d);
     float *nf = realloc(*qf, (size_t)(n * d + 1) * 4);
     if (nf)
         *qf = nf;
@@ -345,7 +370,9 @@ static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsi
     p->v = ns, p->n = n;
     if (n > 0 && d > 0 && (st = tq_convert(TQ_DTYPE_F32, *qf, f->dtype, data, (size_t)(n * d), 0)))
         return st;
-    tq_quant_code c = s->code == TQ_DTYPE_I8 ? TQ_QUANT_INT8 : TQ_QUANT_BIT;
+    tq_quant_code c = s->code == TQ_DTYPE_I8    ? TQ_QUANT_INT8
+                      : s->code == TQ_DTYPE_BIT ? TQ_QUANT_BIT
+                                                : TQ_QUANT_Q8_0;
     const char *why;
     int64_t bad = tq_quant_bad_row(c, *qf, n, d, &why);
     if (bad >= 0)
@@ -399,8 +426,10 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
             break;
         }
         const void *data;
-        if (tq_dtype_is_float(f->dtype) && f->rank == 2) {
-            /* float queries: quantized here, as tq-quantize would */
+        if ((tq_dtype_is_float(f->dtype) ||
+             (f->dtype == TQ_DTYPE_Q4_0 && query_code(s) == TQ_DTYPE_Q8_0)) && f->rank == 2) {
+            /* float queries: quantized here, as tq-quantize would (q4_0
+             * queries decoded first: ggml's q4_0 rows meet q8_0 only) */
             if ((st = quantize_queries(s, f, &qf, &qc, &p)) ||
                 (st = run_mode(s, qc, p.v, qf, f->dims[0], buf, &pairs, &qk, out)))
                 break;
@@ -411,7 +440,7 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
                              (unsigned long long)f->index, f->name);
                 break;
             }
-            if ((st = check_codes(s, f, &p)) || (st = tq_frame_data(f, &data)) ||
+            if ((st = check_codes(s, f, &p, query_code(s))) || (st = tq_frame_data(f, &data)) ||
                 (st = run_mode(s, data, p.v, NULL, f->dims[0], buf, &pairs, &qk, out)))
                 break;
         }

@@ -126,9 +126,17 @@ static tq_status write_kept(tq_writer *w, const char *name, tq_dtype dt, int ran
 /* Bytes of a row of the batch: f32 values, or codes. */
 static size_t row_bytes(const tq_sim *s)
 {
-    return s->code == TQ_DTYPE_I8 ? (size_t)s->db.d
-           : s->code == TQ_DTYPE_BIT ? (size_t)(s->db.d + 7) / 8
-                                      : (size_t)s->db.d * 4;
+    uint64_t b = 0;
+    int64_t dims[2] = {1, s->db.d};
+    tq_dtype_payload_bytes(s->code ? s->code : TQ_DTYPE_F32, 2, dims, &b);
+    return (size_t)b;
+}
+
+/* The codes dedup compares as codes: tq-quantize's int8 and bits, and q8_0
+ * (ggml has no dot product of two q4_0 rows). */
+static tq_dtype code_of(tq_dtype dt)
+{
+    return dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_BIT || dt == TQ_DTYPE_Q8_0 ? dt : 0;
 }
 
 /* The exact score of batch rows i and j. */
@@ -140,7 +148,7 @@ static float pair_score(const dd *z, int64_t i, int64_t j)
         return tq_simscore(s->metric == TQ_SIM_L2, z->q + i * d, z->q + j * d, d);
     size_t rb = row_bytes(s);
     int i8 = s->code == TQ_DTYPE_I8;
-    return tq_codescore(i8, z->qc + i * rb, z->qc + j * rb, d, i8 ? z->qs[i] : 0,
+    return tq_codescore(s->code, z->qc + i * rb, z->qc + j * rb, d, i8 ? z->qs[i] : 0,
                         i8 ? z->qs[j] : 0);
 }
 
@@ -160,8 +168,7 @@ static tq_status best_earlier(dd *z, tq_tensor *qt, tq_tensor *qst, int64_t n, f
         !(st = tq_tensor_new(s->dev, TQ_DTYPE_I64, 2, kd, &it)) &&
         !(st = tq_tensor_upload(vt, best, (size_t)n * 4)))
         st = tq_tensor_upload(it, bi, (size_t)n * 8);
-    tq_metric m = s->code == TQ_DTYPE_I8  ? TQ_METRIC_DOT
-                  : s->code               ? TQ_METRIC_HAMMING
+    tq_metric m = s->code == TQ_DTYPE_BIT  ? TQ_METRIC_HAMMING
                   : s->metric == TQ_SIM_L2 ? TQ_METRIC_L2
                                            : TQ_METRIC_DOT;
     int64_t base = 0;
@@ -262,9 +269,9 @@ static tq_status decide(dd *z, int64_t n, int64_t *kept_out)
  * input's kind is known at its first batch). */
 static tq_status check_metric(const tq_sim *s, const tq_frame *f)
 {
-    if (s->code == TQ_DTYPE_I8 && s->metric != TQ_SIM_DOT)
-        return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": int8 codes are compared with --metric dot",
-                       (unsigned long long)f->index, f->name);
+    if ((s->code == TQ_DTYPE_I8 || s->code == TQ_DTYPE_Q8_0) && s->metric != TQ_SIM_DOT)
+        return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": %s codes are compared with --metric dot",
+                       (unsigned long long)f->index, f->name, tq_dtype_name(s->code));
     if (s->code == TQ_DTYPE_BIT && s->metric != TQ_SIM_HAMMING)
         return tq_fail(TQ_ERR_USAGE, "frame %llu \"%s\": bit codes are compared with --metric "
                                      "hamming", (unsigned long long)f->index, f->name);
@@ -292,7 +299,11 @@ static const held *scales_of(const dd *z, const char *name, int64_t n)
 static tq_status load_batch(dd *z, tq_frame *f)
 {
     tq_sim *s = z->s;
-    tq_dtype fcode = f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT ? f->dtype : 0;
+    tq_dtype fcode = code_of(f->dtype);
+    if (f->dtype == TQ_DTYPE_Q4_0)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": q4_0 rows cannot be compared with each "
+                                    "other (ggml pairs q4_0 with q8_0 only): dedup q8_0 codes, or "
+                                    "floats", (unsigned long long)f->index, f->name);
     if (f->rank != 2 || fcode != s->code || (!fcode && !tq_dtype_is_float(f->dtype)))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the rows are %s%s",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
@@ -353,7 +364,7 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
                 break;
             continue;
         }
-        tq_dtype fcode = f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_BIT ? f->dtype : 0;
+        tq_dtype fcode = code_of(f->dtype);
         if (!s->db.name[0]) { /* the first batch fixes the name, the kind and the width */
             snprintf(s->db.name, sizeof s->db.name, "%s", f->name);
             s->db.d = f->rank == 2 ? f->dims[1] : 0;

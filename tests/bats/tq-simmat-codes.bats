@@ -107,6 +107,51 @@ elif cmd == "dedup":  # dedup CODE OUT IN T [DB]: the rows kept, in order, as th
         assert np.array_equal(rows(out, "emb_scale"), rows(ip, "emb_scale")[kept])
     keys = [k for f in fr if f["name"] == "key" for k in t.to_numpy(f)]
     assert keys == ["row%d" % i for i in kept], keys[:5]
+elif cmd == "blocks":  # blocks CODE OUT Q DB MODE [K|T]: ggml's reference dot products
+    import quantref as r
+    code, out, qp, dp, mode = sys.argv[2:7]
+    def blocks(path, name="emb"):
+        fr = [f for f in frames(path) if f["name"] == name]
+        raw = np.frombuffer(b"".join(f["raw"] for f in fr), np.uint8)
+        d = fr[0]["dims"][1]
+        if fr[0]["dtype"] in ("q8_0", "q4_0"):
+            dt, bb = fr[0]["dtype"], 34 if fr[0]["dtype"] == "q8_0" else 18
+        else:  # float queries, quantized to q8_0 as ggml quantizes activations
+            dt, bb, raw = "q8_0", 34, r.q8_0(np.concatenate([t.to_numpy(f) for f in fr]).astype(np.float32))
+        b = raw.reshape(-1, d // 32, bb)
+        scale = b[:, :, :2].copy().view(np.float16)[:, :, 0].astype(np.float32)
+        if dt == "q8_0":
+            v = b[:, :, 2:].view(np.int8).astype(np.int64)
+        else:
+            v = np.concatenate([(b[:, :, 2:] & 15), (b[:, :, 2:] >> 4)], axis=2).astype(np.int64) - 8
+        return dt, v, scale
+    xt, xv, xd = blocks(dp)
+    qt, qv, qd = blocks(qp)
+    if qt == "q4_0":  # q4_0 queries: decoded, then quantized to q8_0
+        qt, qv, qd = "q8_0", None, None
+        dec = [f for f in frames(qp) if f["name"] == "emb"]
+        x = np.concatenate([np.frombuffer(f["raw"], np.uint8) for f in dec])
+        d = dec[0]["dims"][1]
+        b = x.reshape(-1, d // 32, 18)
+        sc = b[:, :, :2].copy().view(np.float16)[:, :, 0].astype(np.float32)
+        vals = np.concatenate([(b[:, :, 2:] & 15), (b[:, :, 2:] >> 4)], axis=2).astype(np.float32) - 8
+        f = (vals * sc[:, :, None]).astype(np.float32).reshape(len(b), d)
+        bq = r.q8_0(f).reshape(-1, d // 32, 34)
+        qd = bq[:, :, :2].copy().view(np.float16)[:, :, 0].astype(np.float32)
+        qv = bq[:, :, 2:].view(np.int8).astype(np.int64)
+    sumi = np.einsum("ibk,jbk->ijb", qv, xv)
+    score = np.zeros(sumi.shape[:2], np.float32)
+    for b in range(sumi.shape[2]):
+        si = sumi[:, :, b].astype(np.float32)
+        if xt == "q8_0":
+            score = score + si * (xd[None, :, b] * qd[:, None, b])
+        else:
+            score = score + (si * xd[None, :, b]) * qd[:, None, b]
+    if mode == "topk":
+        check(out, *topk(score, int(sys.argv[7])))
+    else:
+        sim = np.concatenate([t.to_numpy(f) for f in frames(out) if f["name"] == "sim"])
+        assert np.array_equal(sim.view(np.uint32), score.view(np.uint32)), np.argwhere(sim != score)[:5]
 elif cmd == "quantile":  # quantile OUT P: the P quantile of the matrix's scores
     sim = np.concatenate([t.to_numpy(f) for f in frames(sys.argv[2]) if f["name"] == "sim"])
     print(repr(float(np.quantile(sim, float(sys.argv[3])))))
@@ -223,6 +268,47 @@ EOF
     [ "$status" -eq 2 ] && [[ "$stderr" == *"--metric dot"* ]]
     run --separate-stderr tq-simmat --dedup 0.5 --metric dot --db db.tq < db8.tq
     [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "q8_0 and q4_0 rows: ggml's reference dot products with q8_0 queries, in every mode" {
+    ref
+    py "$TESTS_DIR/lib/quantref.py" make db64.tq 1 300 64 120 0.05
+    py "$TESTS_DIR/lib/quantref.py" make q64.tq 2 25 64 10 0.05
+    for c in q8_0 q4_0; do
+        tq-quantize --to "$c" < db64.tq > dbc.tq
+        tq-quantize --to "$c" < q64.tq > qc.tq
+        # float queries (quantized to q8_0 here), q8_0 ones, and the code's own
+        tq-simmat --db dbc.tq --metric dot -k 6 < q64.tq > out.tq
+        py codes.py blocks "$c" out.tq q64.tq dbc.tq topk 6
+        tq-quantize --to q8_0 < q64.tq > q8.tq
+        tq-simmat --db dbc.tq --metric dot -k 6 < q8.tq | cmp - out.tq
+        tq-simmat --db dbc.tq --metric dot -k 6 < qc.tq > out2.tq
+        py codes.py blocks "$c" out2.tq qc.tq dbc.tq topk 6
+        tq-simmat --db dbc.tq --metric dot < q8.tq > m.tq
+        py codes.py blocks "$c" m.tq q8.tq dbc.tq matrix
+        tq-simmat --db dbc.tq --metric dot -k 6 --threads 1 < q8.tq | cmp - out.tq
+    done
+    # dedup of q8_0 rows: the greedy pass on the same scores; q4_0 refused
+    tq-quantize --to q8_0 < db64.tq > db8.tq
+    tq-simmat --metric dot < db8.tq > m8.tq
+    T=$(py codes.py quantile m8.tq 0.9)
+    tq-simmat --dedup "$T" --metric dot < db8.tq | tq-cat -t tsv --name key > a.tsv
+    py -c '
+import sys, numpy as np, tqstream as t
+fr = t.read(open("m8.tq", "rb").read())
+m = np.concatenate([t.to_numpy(f) for f in fr if f["name"] == "sim"])
+kept = []
+for i in range(len(m)):
+    if not any(m[i, a] >= np.float32(sys.argv[1]) for a in kept):
+        kept.append(i)
+assert 0 < len(kept) < len(m)
+got = open("a.tsv").read().split()[1:]
+assert got == ["row%d" % i for i in kept], (got[:5], kept[:5])' "$T"
+    tq-quantize --to q4_0 < db64.tq > db4.tq
+    run --separate-stderr tq-simmat --dedup 1 --metric dot < db4.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *q4_0* ]] && [ "${#stderr_lines[@]}" -eq 1 ]
+    run --separate-stderr tq-simmat --db db4.tq -k 3 < q64.tq
+    [ "$status" -eq 2 ] && [[ "$stderr" == *"--metric dot"* ]]
 }
 
 @test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {

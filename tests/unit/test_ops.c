@@ -2317,6 +2317,93 @@ static void code_rounding_case(void)
     gt_free(gq), gt_free(gqs), gt_free(gx), gt_free(gxs), gt_free(go);
 }
 
+/* ggml's reference block dot product, written out here: row x (q8_0 or
+ * q4_0 blocks) with query y (q8_0): each block's integer sum, then in f32
+ * sumf += sumi * (dx * dy) (q8_0) or sumf += sumi * dx * dy (q4_0). */
+static float ref_block_score(tq_dtype xt, const unsigned char *x, const unsigned char *y, int64_t d)
+{
+    float sumf = 0;
+    for (int64_t b = 0; b < d / 32; b++) {
+        const unsigned char *xb = x + b * (xt == TQ_DTYPE_Q4_0 ? 18 : 34), *yb = y + b * 34;
+        uint16_t hx = (uint16_t)(xb[0] | xb[1] << 8), hy = (uint16_t)(yb[0] | yb[1] << 8);
+        float dx = tq_f16_to_f32(hx), dy = tq_f16_to_f32(hy);
+        int sumi = 0;
+        for (int j = 0; j < 32; j++) {
+            int xv = xt == TQ_DTYPE_Q4_0 ? (j < 16 ? xb[2 + j] & 15 : xb[2 + j - 16] >> 4) - 8
+                                         : (int8_t)xb[2 + j];
+            sumi += xv * (int8_t)yb[2 + j];
+        }
+        if (xt == TQ_DTYPE_Q4_0) {
+            float t = (float)sumi * dx;
+            sumf += t * dy;
+        } else {
+            float p = dx * dy;
+            sumf += (float)sumi * p;
+        }
+    }
+    return sumf;
+}
+
+/* Random blocks: finite f16 scales of either sign, any codes (q8_0's -128
+ * too). */
+static void make_blocks(tq_dtype dt, unsigned char *p, int64_t rows, int64_t d)
+{
+    size_t bb = dt == TQ_DTYPE_Q4_0 ? 18 : 34;
+    for (int64_t b = 0; b < rows * (d / 32); b++) {
+        unsigned char *blk = p + (size_t)b * bb;
+        uint16_t h = tq_f32_to_f16((rnd() & 1 ? -1.0f : 1.0f) * (float)randf(1e-4, 2.0));
+        blk[0] = (unsigned char)h, blk[1] = (unsigned char)(h >> 8);
+        for (size_t j = 2; j < bb; j++)
+            blk[j] = (unsigned char)rnd();
+    }
+}
+
+/* codetopk and codematrix over q8_0 or q4_0 rows with q8_0 queries: every
+ * score the reference's bits, the lists ranked by them. */
+static void codeblocks_case(tq_dtype xt, int64_t nq, int64_t ndb, int64_t d, int64_t k)
+{
+    size_t xb = (size_t)(d / 32) * (xt == TQ_DTYPE_Q4_0 ? 18 : 34), qb = (size_t)(d / 32) * 34;
+    unsigned char *q = malloc((size_t)nq * qb + 1), *x = malloc((size_t)ndb * xb + 1);
+    float *out = malloc((size_t)(nq * ndb + 1) * 4), *ref = malloc((size_t)(ndb + 1) * 4);
+    float *v = malloc((size_t)(nq * k + 1) * 4);
+    int64_t *ix = malloc((size_t)(nq * k + 1) * 8), *order = malloc((size_t)(ndb + 1) * 8);
+    make_blocks(TQ_DTYPE_Q8_0, q, nq, d);
+    make_blocks(xt, x, ndb, d);
+    char what[128];
+    snprintf(what, sizeof what, "codetopk/codematrix %s db %lld, q8_0 q[%lld,%lld], k=%lld",
+             tq_dtype_name(xt), (long long)ndb, (long long)nq, (long long)d, (long long)k);
+    int64_t qd[2] = {nq, d}, xd[2] = {ndb, d}, od[2] = {nq, ndb}, kd[2] = {nq, k};
+    for (int64_t i = 0; i < nq * k; i++)
+        v[i] = -INFINITY, ix[i] = -1;
+    gt *gq = gt_new(TQ_DTYPE_Q8_0, 2, qd, q), *gx = gt_new(xt, 2, xd, x);
+    gt *go = gt_new(TQ_DTYPE_F32, 2, od, NULL);
+    gt *gv = gt_new(TQ_DTYPE_F32, 2, kd, v), *gi = gt_new(TQ_DTYPE_I64, 2, kd, ix);
+    tq_status st = tq_op_codematrix(gq->t, NULL, gx->t, NULL, TQ_METRIC_DOT, go->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    st = tq_op_codetopk(gq->t, NULL, gx->t, NULL, TQ_METRIC_DOT, 0, gv->t, gi->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(go, out, what);
+    gt_get(gv, v, what);
+    gt_get(gi, ix, what);
+    int64_t bad = 0, badk = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        for (int64_t j = 0; j < ndb; j++) {
+            ref[j] = ref_block_score(xt, x + (size_t)j * xb, q + (size_t)i * qb, d);
+            order[j] = j;
+            bad += memcmp(&ref[j], &out[i * ndb + j], 4) != 0;
+        }
+        cmp_row = ref;
+        qsort(order, (size_t)ndb, sizeof *order, rank_cmp);
+        for (int64_t r = 0; r < k; r++)
+            badk += r < ndb ? ix[i * k + r] != order[r] || memcmp(&v[i * k + r], &ref[order[r]], 4)
+                            : ix[i * k + r] != -1;
+    }
+    CHECK(bad == 0 && badk == 0, "%s: %s: %lld matrix scores and %lld list entries differ from "
+                                 "ggml's reference", dev_name, what, (long long)bad, (long long)badk);
+    gt_free(gq), gt_free(gx), gt_free(go), gt_free(gv), gt_free(gi);
+    free(q), free(x), free(out), free(ref), free(v), free(ix), free(order);
+}
+
 static void test_codetopk(void)
 {
     static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
@@ -2341,6 +2428,10 @@ static void test_codetopk(void)
         codematrix_case(i8, 3, 0, 8, 0);
     }
     code_rounding_case();
+    codeblocks_case(TQ_DTYPE_Q8_0, 13, 500, 96, 7);
+    codeblocks_case(TQ_DTYPE_Q4_0, 13, 500, 96, 7);
+    codeblocks_case(TQ_DTYPE_Q4_0, 5, 3, 384, 9); /* k beyond the database */
+    codeblocks_case(TQ_DTYPE_Q8_0, 1, 1, 32, 1);
     /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
     for (int i8 = 0; i8 < 2; i8++) {
         int64_t nq = 300, ndb = 5000, d = 96, k = 7;
