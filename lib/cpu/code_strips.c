@@ -209,7 +209,133 @@ void tq_i8_strips_dots(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int3
 
 void tq_i8_strips_free(tq_i8_strips *S)
 {
-    free(S->pk), free(S->q), free(S->xs);
+    free(S->pk), free(S->q), free(S->xs), free(S->qd), free(S->xd), free(S->xv);
     memset(S, 0, sizeof *S);
+}
+
+/* ---- ggml's blocks: the strips, and a scale a block of 32 ---- */
+
+/* A row of q8_0 or q4_0 blocks as d int8 values; scale b of the row at
+ * sc[b * stride]. */
+static void decode_blocks(tq_dtype dt, const unsigned char *row, int64_t d, int8_t *v, float *sc,
+                          size_t stride)
+{
+    size_t bb = dt == TQ_DTYPE_Q4_0 ? 18 : 34;
+    for (int64_t b = 0; b < d / TQ_QK; b++, row += bb, v += TQ_QK) {
+        uint16_t h;
+        memcpy(&h, row, 2);
+        sc[(size_t)b * stride] = tq_f16_to_f32(h);
+        if (dt == TQ_DTYPE_Q4_0)
+            for (int j = 0; j < TQ_QK / 2; j++) {
+                v[j] = (int8_t)((row[2 + j] & 15) - 8);
+                v[j + TQ_QK / 2] = (int8_t)((row[2 + j] >> 4) - 8);
+            }
+        else
+            memcpy(v, row + 2, TQ_QK);
+    }
+}
+
+int tq_blk_strips_new(tq_i8_strips *S, const unsigned char *q, size_t qrb, int64_t nq, int64_t d,
+                      int64_t block)
+{
+    int64_t nb = d / TQ_QK, strips = (block + 7) / 8;
+    int8_t *v = malloc((size_t)(nq * d) + 1);
+    float *qd = malloc((size_t)(nq * nb) * 4 + 1);
+    if (!v || !qd) {
+        free(v), free(qd);
+        memset(S, 0, sizeof *S);
+        return -1;
+    }
+    for (int64_t i = 0; i < nq; i++)
+        decode_blocks(TQ_DTYPE_Q8_0, q + (size_t)i * qrb, d, v + i * d, qd + i * nb, 1);
+    int st = tq_i8_strips_new(S, (const unsigned char *)v, (size_t)d, nq, d, block);
+    free(v);
+    if (st) {
+        free(qd);
+        return -1;
+    }
+    S->qd = qd, S->nb = nb;
+    S->xv = malloc((size_t)(block * d) + 1);
+    S->xd = malloc((size_t)(strips * 8 * nb) * 4 + 1);
+    if (!S->xv || !S->xd) {
+        tq_i8_strips_free(S);
+        return -1;
+    }
+    return 0;
+}
+
+int tq_blk_strips_pack(tq_i8_strips *S, tq_dtype dt, const unsigned char *x, size_t xrb,
+                       int64_t rows)
+{
+    int64_t d = S->d, nb = S->nb;
+    for (int64_t r = 0; r < (rows + 7) / 8 * 8; r++) {
+        float *sc = S->xd + (size_t)((r / 8) * nb) * 8 + r % 8; /* [strip][block][8 rows] */
+        if (r < rows)
+            decode_blocks(dt, x + (size_t)r * xrb, d, S->xv + r * d, sc, 8);
+        else
+            for (int64_t b = 0; b < nb; b++)
+                sc[b * 8] = 0;
+    }
+    return pack_strips(S->xv, (size_t)d, rows, d, S->pk);
+}
+
+/* out[8 s + lane] = ggml's dot of the strip's rows with the query, NS strips:
+ * each block's integer sums as in TILE_BODY, then lane by lane the f32
+ * operations of the reference, in its order (no FMA). */
+#define BLK_BODY(NS)                                                                               \
+    do {                                                                                           \
+        const __m256i ones = _mm256_set1_epi16(1);                                                 \
+        __m256 f[NS];                                                                              \
+        for (int s = 0; s < NS; s++)                                                               \
+            f[s] = _mm256_setzero_ps();                                                            \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            __m256i c[NS];                                                                         \
+            for (int s = 0; s < NS; s++)                                                           \
+                c[s] = _mm256_setzero_si256();                                                     \
+            for (int64_t g = 8 * b; g < 8 * b + 8; g++) {                                          \
+                int32_t qw, aw;                                                                    \
+                memcpy(&qw, q + 4 * g, 4);                                                         \
+                memcpy(&aw, qabs + 4 * g, 4);                                                      \
+                __m256i sg = _mm256_set1_epi32(qw), ab = _mm256_set1_epi32(aw);                    \
+                for (int s = 0; s < NS; s++) {                                                     \
+                    __m256i x = _mm256_loadu_si256((const __m256i *)(pk + ((size_t)s * g4 + g) * 32)); \
+                    c[s] = _mm256_add_epi32(                                                       \
+                        c[s], _mm256_madd_epi16(_mm256_maddubs_epi16(ab, _mm256_sign_epi8(x, sg)), \
+                                                ones));                                            \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 dq = _mm256_set1_ps(qd[b]);                                                     \
+            for (int s = 0; s < NS; s++) {                                                         \
+                __m256 si = _mm256_cvtepi32_ps(c[s]);                                              \
+                __m256 dx = _mm256_loadu_ps(xd + ((size_t)s * nb + b) * 8);                        \
+                f[s] = _mm256_add_ps(f[s], q4 ? _mm256_mul_ps(_mm256_mul_ps(si, dx), dq)           \
+                                              : _mm256_mul_ps(si, _mm256_mul_ps(dx, dq)));         \
+            }                                                                                      \
+        }                                                                                          \
+        for (int s = 0; s < NS; s++)                                                               \
+            _mm256_storeu_ps(out + s * 8, f[s]);                                                   \
+    } while (0)
+
+#define BLK_ARGS                                                                                   \
+    const int8_t *q, const unsigned char *qabs, const float *qd, const int8_t *pk,                 \
+        const float *xd, int64_t g4, int64_t nb, int q4, float *out
+__attribute__((target("avx2"))) static void blk3(BLK_ARGS) { BLK_BODY(3); }
+__attribute__((target("avx2"))) static void blk2(BLK_ARGS) { BLK_BODY(2); }
+__attribute__((target("avx2"))) static void blk1(BLK_ARGS) { BLK_BODY(1); }
+
+void tq_blk_strips_scores(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int q4, float *out)
+{
+    int64_t g4 = GROUPS(S->d), nb = S->nb;
+    const int8_t *q = S->q + (size_t)i * S->qstride;
+    const unsigned char *qa = S->qa + (size_t)i * S->qstride;
+    const int8_t *pk = S->pk + (size_t)(r0 / 8) * (size_t)g4 * 32;
+    const float *xd = S->xd + (size_t)((r0 / 8) * nb) * 8, *qd = S->qd + i * nb;
+    int strips = (n + 7) / 8;
+    if (strips >= 3)
+        blk3(q, qa, qd, pk, xd, g4, nb, q4, out);
+    else if (strips == 2)
+        blk2(q, qa, qd, pk, xd, g4, nb, q4, out);
+    else
+        blk1(q, qa, qd, pk, xd, g4, nb, q4, out);
 }
 #endif

@@ -145,6 +145,21 @@ static void block_strips(job *j, tq_i8_strips *S, int64_t begin, int64_t end, in
         }
     }
 }
+
+/* Rows [b0, b1) of ggml's blocks, packed in S, for queries [begin, end):
+ * 24 scores at a time (the reference's bits), offered. */
+static void block_blk(job *j, tq_i8_strips *S, int64_t begin, int64_t end, int64_t b0, int64_t b1)
+{
+    int64_t rows = b1 - b0;
+    for (int64_t i = begin; i < end; i++)
+        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
+            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
+            float sc[24];
+            tq_blk_strips_scores(S, i - begin, r0, n, j->dt == TQ_DTYPE_Q4_0, sc);
+            for (int r = 0; r < n; r++)
+                offer(j->v + i * j->k, j->ix + i * j->k, j->k, sc[r], j->base + b0 + r0 + r);
+        }
+}
 #endif
 
 static void run_queries(void *ctx, int64_t begin, int64_t end)
@@ -153,14 +168,23 @@ static void run_queries(void *ctx, int64_t begin, int64_t end)
     int64_t block = tq_code_block_rows(j->rb);
 #if defined(__x86_64__)
     tq_i8_strips S;
-    int use = j->i8 && j->kern.strips &&
-              !tq_i8_strips_new(&S, j->q + (size_t)begin * j->rb, j->rb, end - begin, j->d, block);
+    int use = j->kern.strips &&
+              (j->i8 ? !tq_i8_strips_new(&S, j->q + (size_t)begin * j->rb, j->rb, end - begin,
+                                         j->d, block)
+                     : j->blocks && !tq_blk_strips_new(&S, j->q + (size_t)begin * j->qb, j->qb,
+                                                       end - begin, j->d, block));
 #endif
     for (int64_t b0 = 0; b0 < j->ndb; b0 += block) {
         int64_t b1 = b0 + block < j->ndb ? b0 + block : j->ndb;
 #if defined(__x86_64__)
-        /* a block holding a -128 goes to the widening kernels */
-        if (use && tq_i8_strips_pack(&S, j->x + (size_t)b0 * j->rb, j->xs + b0, b1 - b0)) {
+        /* a block holding a -128 goes to the widening kernels (ggml's
+         * blocks: to the reference loop) */
+        const unsigned char *x = j->x + (size_t)b0 * j->rb;
+        if (use && j->blocks && tq_blk_strips_pack(&S, j->dt, x, j->rb, b1 - b0)) {
+            block_blk(j, &S, begin, end, b0, b1);
+            continue;
+        }
+        if (use && !j->blocks && tq_i8_strips_pack(&S, x, j->xs + b0, b1 - b0)) {
             block_strips(j, &S, begin, end, b0, b1);
             continue;
         }

@@ -99,6 +99,11 @@ typedef struct tq_i8_strips {
     double *xs;        /* the block's scales */
     size_t qstride;
     int64_t d;
+    /* ggml's blocks (tq_blk_strips_*): the queries' block scales [nq][nb],
+     * the block's rows decoded and their scales [strip][nb][8] */
+    float *qd, *xd;
+    int8_t *xv;
+    int64_t nb;
 } tq_i8_strips;
 int tq_i8_strips_new(tq_i8_strips *S, const unsigned char *q, size_t rb, int64_t nq, int64_t d,
                      int64_t block);
@@ -109,6 +114,15 @@ uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double w
  * multiple of 4), four at a time (AVX2 and FMA: the caller checks FMA). */
 void tq_i8_scores(const int32_t *dots, const double *xs, float qs, int n, float *out);
 void tq_i8_strips_free(tq_i8_strips *S);
+/* The same for ggml's blocks: q8_0 queries (rows qrb bytes apart) and q8_0
+ * or q4_0 rows (dt), decoded to int8 values and f32 block scales;
+ * tq_blk_strips_scores writes out[r] = ggml's reference dot product of row
+ * r0 + r (r < n <= 24) with query i (tq_codescore's bits), q4: q4_0 rows. */
+int tq_blk_strips_new(tq_i8_strips *S, const unsigned char *q, size_t qrb, int64_t nq, int64_t d,
+                      int64_t block);
+int tq_blk_strips_pack(tq_i8_strips *S, tq_dtype dt, const unsigned char *x, size_t xrb,
+                       int64_t rows);
+void tq_blk_strips_scores(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int q4, float *out);
 
 /* For the tests: 1 makes codetopk and codematrix use their portable C paths only. */
 void tq_cpu_codetopk_force_portable(int on);

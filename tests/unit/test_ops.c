@@ -2345,7 +2345,13 @@ static float ref_block_score(tq_dtype xt, const unsigned char *x, const unsigned
 }
 
 /* Random blocks: finite f16 scales of either sign, any codes (q8_0's -128
- * too). */
+ * too, unless no128: ggml's quantizer never writes it, and AVX2's strip
+ * kernel takes only blocks of rows without it). */
+static int no128;
+/* extreme: every block's sum large and odd, 7 x (31 x 127 + 126) = 28441
+ * (15 bits) for q4_0 rows: sumi x dx is then no longer exact, and the order
+ * of ggml's products shows */
+static int extreme;
 static void make_blocks(tq_dtype dt, unsigned char *p, int64_t rows, int64_t d)
 {
     size_t bb = dt == TQ_DTYPE_Q4_0 ? 18 : 34;
@@ -2354,7 +2360,9 @@ static void make_blocks(tq_dtype dt, unsigned char *p, int64_t rows, int64_t d)
         uint16_t h = tq_f32_to_f16((rnd() & 1 ? -1.0f : 1.0f) * (float)randf(1e-4, 2.0));
         blk[0] = (unsigned char)h, blk[1] = (unsigned char)(h >> 8);
         for (size_t j = 2; j < bb; j++)
-            blk[j] = (unsigned char)rnd();
+            blk[j] = extreme ? (dt == TQ_DTYPE_Q8_0 ? (j == 2 ? 126 : 127) : 0xff)
+                     : no128 && dt == TQ_DTYPE_Q8_0 ? (unsigned char)(rnd() % 255 - 127)
+                                                    : (unsigned char)rnd();
     }
 }
 
@@ -2432,6 +2440,14 @@ static void test_codetopk(void)
     codeblocks_case(TQ_DTYPE_Q4_0, 13, 500, 96, 7);
     codeblocks_case(TQ_DTYPE_Q4_0, 5, 3, 384, 9); /* k beyond the database */
     codeblocks_case(TQ_DTYPE_Q8_0, 1, 1, 32, 1);
+    no128 = 1;
+    codeblocks_case(TQ_DTYPE_Q8_0, 13, 500, 96, 7);
+    codeblocks_case(TQ_DTYPE_Q8_0, 6, 1000, 384, 10);
+    codeblocks_case(TQ_DTYPE_Q4_0, 6, 1000, 384, 10);
+    no128 = 0, extreme = 1;
+    codeblocks_case(TQ_DTYPE_Q4_0, 6, 1000, 384, 10);
+    codeblocks_case(TQ_DTYPE_Q8_0, 6, 1000, 384, 10);
+    extreme = 0;
     /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
     for (int i8 = 0; i8 < 2; i8++) {
         int64_t nq = 300, ndb = 5000, d = 96, k = 7;
@@ -2470,6 +2486,12 @@ static void test_codetopk(void)
         codematrix_case(1, 13, 500, 67, 3);
         codematrix_case(0, 13, 500, 67, 0);
         code_rounding_case();
+        no128 = 1;
+        codeblocks_case(TQ_DTYPE_Q8_0, 13, 500, 96, 7);
+        codeblocks_case(TQ_DTYPE_Q4_0, 13, 500, 96, 7);
+        no128 = 0, extreme = 1;
+        codeblocks_case(TQ_DTYPE_Q4_0, 5, 300, 96, 7);
+        extreme = 0;
         tq_cpu_codetopk_force_portable(0);
     }
 }
