@@ -84,6 +84,36 @@ void tq_code_kernels_pick(tq_code_kernels *k);
 size_t tq_code_row_bytes(tq_dtype dt, int64_t d);
 int64_t tq_code_block_rows(size_t row_bytes);
 
+/* code_walk.c: what codetopk and codematrix share. A job of queries q (qb
+ * bytes a row, int8 scales qs) against rows x (rb bytes a row, dtype dt,
+ * int8 scales xs); blocks: q8_0 or q4_0 rows with q8_0 queries. The caller
+ * embeds it first in its own job and gives its loops over one block of rows
+ * [b0, b1) for queries [begin, end): pairs (any rows) and strips (the rows
+ * packed in S: tq_i8_strips_dots or, for blocks, tq_blk_strips_scores; the
+ * loop of the rows' kind is kept).
+ * tq_code_job_run runs them on the pool, queries in chunks. */
+struct tq_i8_strips;
+typedef struct tq_code_job {
+    const unsigned char *q, *x;
+    const float *qs, *xs;
+    int64_t nq, ndb, d;
+    size_t rb, qb;
+    tq_dtype dt;
+    int i8, blocks;
+    tq_code_kernels kern;
+    void (*pairs)(void *job, int64_t begin, int64_t end, int64_t b0, int64_t b1);
+    void (*strips)(void *job, const struct tq_i8_strips *S, int64_t begin, int64_t end,
+                   int64_t b0, int64_t b1);
+} tq_code_job;
+typedef void (*tq_code_pairs_fn)(void *job, int64_t begin, int64_t end, int64_t b0, int64_t b1);
+typedef void (*tq_code_strips_fn)(void *job, const struct tq_i8_strips *S, int64_t begin,
+                                  int64_t end, int64_t b0, int64_t b1);
+/* strips_i8, strips_blk: the caller's strip loops for int8 and for blocks */
+void tq_code_job_init(tq_code_job *c, const tq_tensor *q, const tq_tensor *qscale,
+                      const tq_tensor *db, const tq_tensor *dbscale, tq_code_pairs_fn pairs,
+                      tq_code_strips_fn strips_i8, tq_code_strips_fn strips_blk);
+void tq_code_job_run(tq_code_job *c);
+
 /* code_strips.c (x86-64): int8 rows by AVX2, a block of rows packed in strips
  * of 8 against a chunk of queries. tq_i8_strips_new copies the chunk's nq
  * queries (rows rb bytes apart; 0, or -1 without memory); tq_i8_strips_pack

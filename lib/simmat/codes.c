@@ -406,16 +406,7 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
             continue; /* the scales are the query's, consumed with it */
         }
         if (strcmp(f->name, s->db.name)) {
-            /* the pairs of --threshold are no rows of the batch: its key
-             * frame gives key_i, no frame passes */
-            if (s->mode != TQ_SIM_THRESHOLD)
-                st = tq_writer_put(out, f);
-            else if (!strcmp(f->name, "key") && f->rank == 1) {
-                tq_sim_rows_free(&qk);
-                qk_rows = f->dims[0];
-                st = tq_sim_rows_keys(&qk, f, 0);
-            }
-            if (st)
+            if ((st = tq_sim_side_frame(s, f, out, &qk, &qk_rows)))
                 break;
             continue;
         }

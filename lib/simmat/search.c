@@ -321,6 +321,18 @@ tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_
 
 /* ---- the loop over the query stream ---- */
 
+tq_status tq_sim_side_frame(const tq_sim *s, tq_frame *f, tq_writer *w, tq_sim_rows *qk,
+                            int64_t *qk_rows)
+{
+    if (s->mode != TQ_SIM_THRESHOLD)
+        return tq_writer_put(w, f);
+    if (strcmp(f->name, "key") || f->rank != 1)
+        return TQ_OK;
+    tq_sim_rows_free(qk);
+    *qk_rows = f->dims[0];
+    return tq_sim_rows_keys(qk, f, 0);
+}
+
 tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out); /* dedup.c */
 
 tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
@@ -341,13 +353,7 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
         if (!tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name)) {
-            if (s->mode != TQ_SIM_THRESHOLD)
-                st = tq_writer_put(out, f);
-            else if (!strcmp(f->name, "key") && f->rank == 1) {
-                tq_sim_rows_free(&qk);
-                qk_rows = f->dims[0];
-                st = tq_sim_rows_keys(&qk, f, 0);
-            }
+            st = tq_sim_side_frame(s, f, out, &qk, &qk_rows);
             continue;
         }
         if ((st = tq_sim_frame_f32(f, &q, &qcap)))

@@ -88,6 +88,11 @@ typedef struct tq_sim_pairs {
 tq_status tq_sim_pairs_add(tq_sim_pairs *p, int64_t i, int64_t j, float v);
 tq_status tq_sim_pairs_write(tq_sim *s, const tq_sim_pairs *p, const tq_sim_rows *qk, int64_t r0,
                              tq_writer *w);
+/* A frame of the query stream other than the vectors: passed on, except
+ * with --threshold (whose pairs are no rows of the batch): there a key frame
+ * becomes the next batch's keys (*qk, *qk_rows) and the others are dropped. */
+tq_status tq_sim_side_frame(const tq_sim *s, tq_frame *f, tq_writer *w, tq_sim_rows *qk,
+                            int64_t *qk_rows);
 
 /* Writes the idx, score and db_key frames of n queries' top-k lists. */
 tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_t n, tq_writer *w);

@@ -128,15 +128,8 @@ elif cmd == "blocks":  # blocks CODE OUT Q DB MODE [K|T]: ggml's reference dot p
     xt, xv, xd = blocks(dp)
     qt, qv, qd = blocks(qp)
     if qt == "q4_0":  # q4_0 queries: decoded, then quantized to q8_0
-        qt, qv, qd = "q8_0", None, None
-        dec = [f for f in frames(qp) if f["name"] == "emb"]
-        x = np.concatenate([np.frombuffer(f["raw"], np.uint8) for f in dec])
-        d = dec[0]["dims"][1]
-        b = x.reshape(-1, d // 32, 18)
-        sc = b[:, :, :2].copy().view(np.float16)[:, :, 0].astype(np.float32)
-        vals = np.concatenate([(b[:, :, 2:] & 15), (b[:, :, 2:] >> 4)], axis=2).astype(np.float32) - 8
-        f = (vals * sc[:, :, None]).astype(np.float32).reshape(len(b), d)
-        bq = r.q8_0(f).reshape(-1, d // 32, 34)
+        f = (qv.astype(np.float32) * qd[:, :, None]).reshape(len(qv), -1)
+        bq = r.q8_0(f).reshape(len(qv), -1, 34)
         qd = bq[:, :, :2].copy().view(np.float16)[:, :, 0].astype(np.float32)
         qv = bq[:, :, 2:].view(np.int8).astype(np.int64)
     sumi = np.einsum("ibk,jbk->ijb", qv, xv)
@@ -155,21 +148,9 @@ elif cmd == "blocks":  # blocks CODE OUT Q DB MODE [K|T]: ggml's reference dot p
 elif cmd == "quantile":  # quantile OUT P: the P quantile of the matrix's scores
     sim = np.concatenate([t.to_numpy(f) for f in frames(sys.argv[2]) if f["name"] == "sim"])
     print(repr(float(np.quantile(sim, float(sys.argv[3])))))
-elif cmd == "int8":
+elif cmd in ("int8", "bit"):  # int8|bit OUT Q DB K: the top-k lists
     out, qp, dp, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-    q, qs = rows(qp, "emb").astype(np.int64), rows(qp, "emb_scale")
-    x, xs = rows(dp, "emb").astype(np.int64), rows(dp, "emb_scale")
-    dots = q @ x.T
-    score = np.empty(dots.shape, np.float32)
-    for i in range(dots.shape[0]):
-        for j in range(dots.shape[1]):
-            score[i, j] = f32_nearest(Fraction(int(dots[i, j])) * Fraction(float(qs[i])) * Fraction(float(xs[j])))
-    check(out, *topk(score, k))
-elif cmd == "bit":
-    out, qp, dp, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-    q, x = np.unpackbits(rows(qp, "emb"), axis=1), np.unpackbits(rows(dp, "emb"), axis=1)
-    dist = (q[:, None, :] != x[None, :, :]).sum(axis=2)
-    check(out, *topk(-dist.astype(np.float32), k))
+    check(out, *topk(scores(cmd, qp, dp), k))
 EOF
 }
 
