@@ -1,10 +1,11 @@
 /* codes.c: tq-simmat over quantized vectors, tq-quantize's int8 codes with a
- * scale a row (the frame NAME_scale before each batch of NAME) or sign bits:
- * the database's codes are read whole, the queries batch by batch, and each
- * batch's top-k comes from tq_op_codetopk, its full matrix and the pairs over
- * a threshold from tq_op_codematrix: the same exact scores (integer dot
- * products scaled and rounded once, or minus Hamming distances), ties to
- * the lower index. */
+ * scale a row (the frame NAME_scale before each batch of NAME), sign bits, or
+ * ggml's q8_0/q4_0 blocks (met by q8_0 queries): the database's codes are
+ * read whole, the queries batch by batch, and each batch's top-k comes from
+ * tq_op_codetopk, its full matrix and the pairs over a threshold from
+ * tq_op_codematrix: the same scores (integer dot products scaled and rounded
+ * once, minus Hamming distances, or ggml's block dot products), ties to the
+ * lower index. --dedup over codes is dedup.c's. */
 #include "../internal.h"
 #include "../simscore.h"
 #include "quant/quant.h"
@@ -33,7 +34,6 @@ int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
            !ends_with(f->name, "_ranges") &&
            (tq_dtype_is_float(f->dtype) || is_code(f->dtype));
 }
-
 
 /* Bytes of a row of d values of a code. */
 static size_t row_bytes(tq_dtype dt, int64_t d)

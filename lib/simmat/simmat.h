@@ -98,14 +98,16 @@ tq_status tq_sim_side_frame(const tq_sim *s, tq_frame *f, tq_writer *w, tq_sim_r
 tq_status tq_sim_topk_write(tq_sim *s, const float *v, const int64_t *ix, int64_t n, tq_writer *w);
 
 /* Quantized vectors (codes.c): tq-quantize's int8 codes with their scales
- * (NAME_scale before each batch), searched by metric dot, or sign bits, by
- * hamming. tq_sim_codes_probe says whether the database at path holds codes
- * (*code i8 or bit) or float vectors (0); load reads them (and their keys)
- * into s; run answers --topk for the query stream (codes of the same kind,
- * or float vectors, quantized here as tq-quantize would), exactly, through
- * tq_op_codetopk; with s->rescore loaded (float queries only), the best
- * rescore_m x k candidates of each query are ranked again by the exact f32
- * dot product with the rows of s->rescore. */
+ * (NAME_scale before each batch), searched by metric dot, sign bits, by
+ * hamming, or ggml's q8_0/q4_0 blocks, by dot with q8_0 queries.
+ * tq_sim_codes_probe says whether the database at path holds codes (*code
+ * i8, bit, q8_0 or q4_0) or float vectors (0); load reads them (and their
+ * keys) into s; run answers --topk, the full matrix or --threshold for the
+ * query stream (codes of the queries' kind, or float vectors, quantized here
+ * as tq-quantize would), through tq_op_codetopk and tq_op_codematrix; with
+ * s->rescore loaded (--topk, float queries only), the best rescore_m x k
+ * candidates of each query are ranked again by the exact f32 dot product with
+ * the rows of s->rescore. --dedup over codes is tq_sim_dedup's. */
 /* Puts "LABEL: " before the current message unless the reader's message
  * starts with it already; returns st. */
 tq_status tq_sim_fail_label(tq_status st, const char *label);
