@@ -15,6 +15,8 @@
 #   int8        top-10 of 1,000 queries in 1,000,000 x 384 int8 rows: against
 #               tq's own f32 search of the same rows (target >= 2.5x) and FAISS
 #               IndexScalarQuantizer QT_8bit, inner product (target: faster).
+#   q8_0, q4_0  top-10 of the same queries in the same rows as ggml's blocks,
+#               against the f32 search (reported, no target).
 set -euo pipefail
 BIN=${1:?usage: bench-quantize.sh BINDIR [SCALE]}
 SCALE=${2:-1}
@@ -149,4 +151,11 @@ PY
 )
 [ "$t_sq" != "-" ] && printf 'int8 top-10: FAISS IndexScalarQuantizer QT_8bit %.3f s, ratio %s (target > 1)\n' \
     "$t_sq" "$(ratio "$t_sq" "$t_8")"
+# ---- q8_0 and q4_0 top-10: ggml's block dot products, the same rows ----
+for c in q8_0 q4_0; do
+    tq-quantize --to "$c" "$work/e.tq" > "$work/e_$c.tq"
+    t_c=$(best3 "tq-simmat --threads $threads --db '$work/e_$c.tq' --metric dot -k 10 < '$work/eq.tq' > /dev/null")
+    printf '%s top-10, %d x 384, 1000 float queries (quantized to q8_0): tq-simmat %.3f s, tq-simmat f32 %.3f s, ratio %s (no target)\n' \
+        "$c" "$ndb" "$t_c" "$t_32" "$(ratio "$t_32" "$t_c")"
+done
 echo "near-duplicate prefilter (int8/bit bound): not built yet"

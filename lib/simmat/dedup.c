@@ -5,8 +5,9 @@
  * new batch is searched against them all (simtopk, k = 1); inside a batch the
  * rows are decided in order against the batch's kept rows by exact scores.
  * Both use the exact scores, so the decisions do not depend on batch sizes.
- * Codes (tq-quantize's int8 with scales, or bits) are compared as codes, by
- * codetopk and the same exact scores, and pass as codes with their scales.
+ * Codes (tq-quantize's int8 with scales, bits, or ggml's q8_0) are compared
+ * as codes, by codetopk and the same scores, and pass as codes (with their
+ * scales).
  * Memory: 4 x d bytes per kept row (codes: their bytes), plus the frames of
  * one batch. */
 #include "../internal.h"
