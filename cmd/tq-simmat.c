@@ -312,6 +312,12 @@ int main(int argc, char **argv)
     if (!st && !cst)
         tq_tool_log(&t, TQ_LOG_INFO, "%lld query rows in %.3f s%s", (long long)s.q_seen,
                     tq_tool_now() - t0, "");
+    if (!st && !cst && s.mode == TQ_SIM_THRESHOLD && !code && s.screen_dh)
+        tq_tool_log(&t, TQ_LOG_INFO, "%lld pairs; an int8 screen of the first %lld values let "
+                    "%lld through to the exact score", (long long)s.pairs, (long long)s.screen_dh,
+                    (long long)s.screened);
+    else if (!st && !cst && s.mode == TQ_SIM_THRESHOLD && !code)
+        tq_tool_log(&t, TQ_LOG_INFO, "%lld pairs; the matrix product screened them", (long long)s.pairs);
     if (!st && !cst && s.mode == TQ_SIM_DEDUP)
         tq_tool_log(&t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s.kept,
                     (long long)s.dropped);

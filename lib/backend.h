@@ -42,6 +42,9 @@ typedef struct tq_backend_ops {
     tq_status (*codematrix)(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
                             const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                             tq_tensor *out);
+    tq_status (*codescreen)(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
+                            const tq_tensor *qterms, const tq_tensor *db,
+                            const tq_tensor *dbscale, const tq_tensor *dbterms, tq_tensor *out);
     /* rowprod: what prepare leaves in *state (may be NULL) comes back to
      * rowprod and release; a backend without prepare gets state NULL. */
     tq_status (*rowprod_prepare)(void *ctx, const tq_tensor *db, void **state);

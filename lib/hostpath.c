@@ -247,6 +247,19 @@ tq_status tq_host_codematrix(const tq_tensor *q, const tq_tensor *qscale, const 
     return RUN(h, tq_op_codematrix(hq, hqs, hd, hds, metric, ho));
 }
 
+tq_status tq_host_codescreen(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *qterms,
+                             const tq_tensor *db, const tq_tensor *dbscale,
+                             const tq_tensor *dbterms, tq_tensor *out)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, q->dev, "codescreen");
+    const tq_tensor *hq = tq_hostpath_in(&h, q), *hd = tq_hostpath_in(&h, db);
+    const tq_tensor *hqs = tq_hostpath_in(&h, qscale), *hds = tq_hostpath_in(&h, dbscale);
+    const tq_tensor *hqa = tq_hostpath_in(&h, qterms), *hxb = tq_hostpath_in(&h, dbterms);
+    tq_tensor *ho = tq_hostpath_out(&h, out, 0);
+    return RUN(h, tq_op_codescreen(hq, hqs, hqa, hd, hds, hxb, ho));
+}
+
 typedef struct host_rowprod {
     tq_tensor *db;   /* host copy of the database */
     tq_rowprod *p;   /* the CPU's prepared product */

@@ -57,6 +57,9 @@ tq_status tq_host_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq
                            tq_tensor *vals, tq_tensor *idx);
 tq_status tq_host_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
                              const tq_tensor *dbscale, tq_metric metric, tq_tensor *out);
+tq_status tq_host_codescreen(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *qterms,
+                             const tq_tensor *db, const tq_tensor *dbscale,
+                             const tq_tensor *dbterms, tq_tensor *out);
 /* rowprod through the host: prepare keeps a host copy of db and the CPU's
  * prepared state; rowprod copies q in and out back. */
 tq_status tq_host_rowprod_prepare(const tq_tensor *db, void **state);

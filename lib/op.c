@@ -298,6 +298,38 @@ tq_status tq_op_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq
     return CALL(q, codematrix, q, qscale, db, dbscale, metric, out);
 }
 
+tq_status tq_op_codescreen(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *qterms,
+                           const tq_tensor *db, const tq_tensor *dbscale, const tq_tensor *dbterms,
+                           tq_tensor *out)
+{
+    CHECK(q->dtype == TQ_DTYPE_I8 && db->dtype == TQ_DTYPE_I8 && qscale && dbscale,
+          "codescreen takes i8 q and db with their scales");
+    tq_status st = check_codes("codescreen", q, qscale, db, dbscale, TQ_METRIC_DOT);
+    if (st)
+        return st;
+    F32(qterms, "codescreen qterms");
+    F32(dbterms, "codescreen dbterms");
+    SAME_DEV(q, qterms);
+    SAME_DEV(q, dbterms);
+    SAME_DEV(q, out);
+    CHECK(qterms->rank == 2 && dbterms->rank == 2 && qterms->dims[0] == q->dims[0] &&
+              dbterms->dims[0] == db->dims[0] && qterms->dims[1] == dbterms->dims[1] &&
+              qterms->dims[1] >= 1 && qterms->dims[1] <= 8,
+          "codescreen: terms must be [%lld, m] and [%lld, m], 1 <= m <= 8", (long long)q->dims[0],
+          (long long)db->dims[0]);
+    CHECK(out->dtype == TQ_DTYPE_I32 && out->rank == 2 && out->dims[0] == q->dims[0] &&
+              out->dims[1] == (db->dims[0] + 31) / 32,
+          "codescreen: out must be i32 [%lld, %lld]", (long long)q->dims[0],
+          (long long)(db->dims[0] + 31) / 32);
+    return CALL(q, codescreen, q, qscale, qterms, db, dbscale, dbterms, out);
+}
+
+int tq_op_codescreen_native(const tq_device *dev)
+{
+    const tq_backend *b = dev->backend;
+    return b->ops.codescreen && (b->kind == TQ_BACKEND_CPU || !tq_device_host_forced());
+}
+
 struct tq_rowprod {
     const tq_tensor *db;
     void *state; /* the backend's, from rowprod_prepare, or the host path's */

@@ -397,6 +397,25 @@ tq_status tq_op_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_t
 tq_status tq_op_codematrix(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,
                            const tq_tensor *dbscale, tq_metric metric, tq_tensor *out);
 
+/* A screen for pairs above a threshold, from int8 codes: q and db i8 [nq, d]
+ * and [ndb, d] (d <= 2^17) with scales qscale f32 [nq] and dbscale f32
+ * [ndb], and terms qterms f32 [nq, m] and dbterms f32 [ndb, m] (m <= 8). The
+ * value of query i and row r is
+ *     qscale[i] dbscale[r] (q_i . x_r) + sum_k qterms[i, k] dbterms[r, k]
+ * (the integer dot product of the codes); out i32 [nq, ceil(ndb / 32)] gets
+ * bit r % 32 of word r / 32 of row i set for every pair whose exact value is
+ * >= 0 (the caller makes that mean "may score at or above the threshold"),
+ * clear for every pair whose value is below -2^-30 M_i (M_i: |qscale[i]|
+ * max|dbscale| 2^14 d + sum_k |qterms[i, k]| max|dbterms[., k]|), and any
+ * value in between for the rest; padding bits 0. A value that is NaN leaves
+ * its bit clear. */
+tq_status tq_op_codescreen(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *qterms,
+                           const tq_tensor *db, const tq_tensor *dbscale, const tq_tensor *dbterms,
+                           tq_tensor *out);
+/* Whether dev runs codescreen itself (1), or on the host (0): a capability
+ * picks the screen where it pays, the device's matrix product elsewhere. */
+int tq_op_codescreen_native(const tq_device *dev);
+
 /* Products with one database many times (the full similarity matrix):
  * tq_rowprod_new prepares db f32 [n, d] once (the CPU packs it for its
  * micro-kernel), then each tq_op_rowprod writes out f32 [m, n] = alpha * q .

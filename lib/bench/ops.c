@@ -12,7 +12,7 @@
 enum {
     OP_MATMUL, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
-    OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX
+    OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
 
 /* Fixed sides of the ops whose n is one dimension. */
@@ -73,6 +73,10 @@ const tqb_opdef tqb_ops[] = {
     [OP_CODETOPK] = {"codetopk", "top-10 of int8 q[256,256] against int8 db[n,256] with scales",
                      {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
     [OP_CODEMATRIX] = {"codematrix", "out[256,n]: every score of int8 q[256,256] and db[n,256]",
+                       {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
+    /* random terms: a value within 2^-30 of 0, where devices may differ, is
+     * too rare to meet */
+    [OP_CODESCREEN] = {"codescreen", "the pass bits of int8 q[256,256] and db[n,256], 4 terms a row",
                        {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
 };
 const int tqb_nops = (int)(sizeof tqb_ops / sizeof tqb_ops[0]);
@@ -210,6 +214,7 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
             (st = mk(in, 3, TQ_DTYPE_I64, 2, SIM_Q, SIM_K, 0, &seed)))
             return st;
         return simtopk_reset(in);
+    case OP_CODESCREEN:
     case OP_CODEMATRIX:
     case OP_CODETOPK:
         if ((st = mk_i8(in, 0, SIM_Q, SIM_D, &seed)) ||
@@ -221,6 +226,14 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->bytes = 1.0 * (SIM_Q * SIM_D + n * SIM_D) + 4.0 * n;
         snprintf(in->shape, sizeof in->shape, "[%d,%d]x[%lld,%d]", SIM_Q, SIM_D, (long long)n,
                  SIM_D);
+        if (in->op == &tqb_ops[OP_CODESCREEN]) {
+            in->out[0] = 6;
+            in->bytes += 16.0 * (SIM_Q + n) + 4.0 * SIM_Q * ((n + 31) / 32);
+            if ((st = mk(in, 4, TQ_DTYPE_F32, 2, SIM_Q, 4, 1, &seed)) ||
+                (st = mk(in, 5, TQ_DTYPE_F32, 2, n, 4, 1, &seed)))
+                return st;
+            return mk(in, 6, TQ_DTYPE_I32, 2, SIM_Q, (n + 31) / 32, 0, &seed);
+        }
         if (in->op == &tqb_ops[OP_CODEMATRIX]) {
             in->out[0] = 4;
             in->bytes += 4.0 * SIM_Q * n;
@@ -390,6 +403,8 @@ tq_status tqb_inst_run(tqb_inst *in)
         return tq_op_codetopk(t[0], t[1], t[2], t[3], TQ_METRIC_DOT, 0, t[4], t[5]);
     case OP_CODEMATRIX:
         return tq_op_codematrix(t[0], t[1], t[2], t[3], TQ_METRIC_DOT, t[4]);
+    case OP_CODESCREEN:
+        return tq_op_codescreen(t[0], t[1], t[4], t[2], t[3], t[5], t[6]);
     }
     return tq_fail(TQ_ERR_USAGE, "unknown op");
 }

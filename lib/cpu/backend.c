@@ -116,6 +116,7 @@ const tq_backend tq_backend_cpu = {
             .simtopk = tq_cpu_simtopk,
             .codetopk = tq_cpu_codetopk,
             .codematrix = tq_cpu_codematrix,
+            .codescreen = tq_cpu_codescreen,
             .rowprod_prepare = tq_cpu_rowprod_prepare,
             .rowprod = tq_cpu_rowprod,
             .rowprod_release = tq_cpu_rowprod_release,

@@ -64,6 +64,10 @@ tq_status tq_cpu_codetopk(void *ctx, const tq_tensor *q, const tq_tensor *qscale
 tq_status tq_cpu_codematrix(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
                             const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric,
                             tq_tensor *out);
+/* codescreen.c */
+tq_status tq_cpu_codescreen(void *ctx, const tq_tensor *q, const tq_tensor *qscale,
+                            const tq_tensor *qterms, const tq_tensor *db, const tq_tensor *dbscale,
+                            const tq_tensor *dbterms, tq_tensor *out);
 /* code_kernels.c: the pair kernels of codetopk and codematrix, chosen by
  * CPUID (dot4/ham4: 4 queries by 4 rows, out[4 a + b]; dot4 NULL: none; the
  * int8 score from a dot product is simscore.h's tq_codescore_i8), and the

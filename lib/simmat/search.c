@@ -187,41 +187,58 @@ tq_status tq_sim_pairs_add(tq_sim_pairs *p, int64_t i, int64_t j, float v)
 static tq_status write_keys(tq_writer *w, const char *name, const tq_sim_rows *r,
                             const int64_t *idx, int64_t base, int rank, const int64_t *dims);
 
-/* qk: the keys of the batch's rows (key_dtype TQ_DTYPE_INVALID: none). */
-static tq_status run_threshold(tq_sim *s, slices *t, const float *q, int64_t n, tq_writer *w,
-                               tq_sim_pairs *p, const tq_sim_rows *qk)
+/* The pairs of query rows [i0, i0 + rows) of the batch q (its first row is
+ * input row r0) by the matrix product: it ranks, within a proven margin, and
+ * the exact score decides. */
+static tq_status product_pairs(tq_sim *s, slices *t, const float *q, int64_t i0, int64_t rows,
+                               int64_t r0, tq_sim_pairs *p)
 {
-    int64_t nd = s->s1 - s->s0, d = s->db.d, r0 = s->q_seen;
+    int64_t nd = s->s1 - s->s0, d = s->db.d;
     int metric = s->metric == TQ_SIM_L2;
     float thr = (float)s->threshold;
-    p->n = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += t->rows) {
-        int64_t rows = n - i0 < t->rows ? n - i0 : t->rows;
-        tq_status st = slice_product(t, q + i0 * d, rows);
-        if (st)
-            return st;
-        for (int64_t g = r0 + i0; g < r0 + i0 + rows; g++) {
-            const float *c = t->ch + (g - r0 - i0) * nd, *qr = q + (g - r0) * d;
-            float qq = (float)tq_simscore_dot(qr, qr, d);
-            double m = tq_simscore_margin(metric, d, sqrt(qq) * (1 + 1e-6), t->xmax * (1 + 1e-6));
-            /* the product's value, bounded below the exact score by m */
-            double lo = (double)thr + (metric ? (double)qq : 0.0) - m;
-            lo -= 0x1p-22 * (fabs((double)thr) + (metric ? (double)qq : 0.0));
-            float tl = !(lo > -(double)FLT_MAX) ? -INFINITY : (float)lo;
-            if ((double)tl > lo)
-                tl = nextafterf(tl, -INFINITY);
-            int64_t j = s->self ? g + 1 - s->s0 : 0; /* i < j for the input with itself */
-            for (j = j < 0 ? 0 : j; j < nd; j++) {
-                float a = metric ? c[j] - t->xsq[j] : c[j];
-                if (a < tl)
-                    continue;
-                float v = tq_simscore(metric, qr, s->db.x + (s->s0 + j) * d, d);
-                if (v >= thr && (st = tq_sim_pairs_add(p, g, s->s0 + j, v)))
-                    return st;
-            }
+    tq_status st = slice_product(t, q + i0 * d, rows);
+    if (st)
+        return st;
+    for (int64_t g = r0 + i0; g < r0 + i0 + rows; g++) {
+        const float *c = t->ch + (g - r0 - i0) * nd, *qr = q + (g - r0) * d;
+        float qq = (float)tq_simscore_dot(qr, qr, d);
+        double m = tq_simscore_margin(metric, d, sqrt(qq) * (1 + 1e-6), t->xmax * (1 + 1e-6));
+        /* the product's value, bounded below the exact score by m */
+        double lo = (double)thr + (metric ? (double)qq : 0.0) - m;
+        lo -= 0x1p-22 * (fabs((double)thr) + (metric ? (double)qq : 0.0));
+        float tl = !(lo > -(double)FLT_MAX) ? -INFINITY : (float)lo;
+        if ((double)tl > lo)
+            tl = nextafterf(tl, -INFINITY);
+        int64_t j = s->self ? g + 1 - s->s0 : 0; /* i < j for the input with itself */
+        for (j = j < 0 ? 0 : j; j < nd; j++) {
+            float a = metric ? c[j] - t->xsq[j] : c[j];
+            if (a < tl)
+                continue;
+            float v = tq_simscore(metric, qr, s->db.x + (s->s0 + j) * d, d);
+            if (v >= thr && (st = tq_sim_pairs_add(p, g, s->s0 + j, v)))
+                return st;
         }
     }
-    return tq_sim_pairs_write(s, p, qk, r0, w);
+    return TQ_OK;
+}
+
+/* qk: the keys of the batch's rows (key_dtype TQ_DTYPE_INVALID: none); sc:
+ * the int8 screen, or NULL. Either way the same pairs, in the same order. */
+static tq_status run_threshold(tq_sim *s, slices *t, tq_sim_screen *sc, const float *q, int64_t n,
+                               tq_writer *w, tq_sim_pairs *p, const tq_sim_rows *qk)
+{
+    int64_t r0 = s->q_seen, step = sc ? tq_sim_screen_rows() : t->rows;
+    tq_status st = TQ_OK;
+    p->n = 0;
+    for (int64_t i0 = 0; !st && i0 < n; i0 += step) {
+        int64_t rows = n - i0 < step ? n - i0 : step;
+        int done = 0;
+        if (sc)
+            st = tq_sim_screen_run(s, sc, q + i0 * s->db.d, rows, r0 + i0, p, &done);
+        for (int64_t k = 0; !st && !done && k < rows; k += t->rows)
+            st = product_pairs(s, t, q, i0 + k, rows - k < t->rows ? rows - k : t->rows, r0, p);
+    }
+    return st ? st : tq_sim_pairs_write(s, p, qk, r0, w);
 }
 
 tq_status tq_sim_pairs_write(tq_sim *s, const tq_sim_pairs *p, const tq_sim_rows *qk, int64_t r0,
@@ -342,8 +359,11 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     slices t;
     memset(&t, 0, sizeof t);
     tq_status st = TQ_OK;
+    tq_sim_screen *sc = NULL;
     if (s->mode == TQ_SIM_FULL || s->mode == TQ_SIM_THRESHOLD)
         st = slices_open(&t, s);
+    if (!st)
+        st = tq_sim_screen_open(s, &sc);
     float *q = NULL;
     size_t qcap = 0;
     tq_sim_pairs p = {0};
@@ -375,13 +395,14 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
             st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
                          (unsigned long long)f->index, f->name, (long long)n, (long long)qk_rows);
         else {
-            st = run_threshold(s, &t, q, n, out, &p, &qk);
+            st = run_threshold(s, &t, sc, q, n, out, &p, &qk);
             tq_sim_rows_free(&qk);
             qk_rows = -1;
         }
         s->q_seen += n;
     }
     slices_close(&t);
+    tq_sim_screen_free(sc);
     free(q);
     free(p.i), free(p.j), free(p.v);
     tq_sim_rows_free(&qk);

@@ -48,6 +48,8 @@ typedef struct tq_sim {
     tq_sim_rows rescore;   /* --rescore: the database in f32 (no keys needed) */
     int64_t rescore_m;     /* --rescore-k: candidates a query = m k */
     int64_t pairs, kept, dropped;
+    int64_t screen_dh;     /* --threshold's int8 screen: its head length (0: none) */
+    int64_t screened;      /* the pairs it let through */
 } tq_sim;
 
 /* Loads every row of the stream at PATH (a TQ file; LABEL names it in
@@ -88,6 +90,19 @@ typedef struct tq_sim_pairs {
 tq_status tq_sim_pairs_add(tq_sim_pairs *p, int64_t i, int64_t j, float v);
 tq_status tq_sim_pairs_write(tq_sim *s, const tq_sim_pairs *p, const tq_sim_rows *qk, int64_t r0,
                              tq_writer *w);
+
+/* --threshold over float vectors where the device runs tq_op_codescreen
+ * itself (screen.c): open leaves *sc NULL where the matrix product's path is
+ * the one (another mode, codes, no native screen, a database row not
+ * finite); run adds the pairs of n queries q (rows g0.. of the input, at most
+ * tq_sim_screen_rows()) in the order and with the scores of that path, or
+ * leaves *done 0 (a query not finite) for the caller to take them. */
+typedef struct tq_sim_screen tq_sim_screen;
+tq_status tq_sim_screen_open(tq_sim *s, tq_sim_screen **sc);
+void tq_sim_screen_free(tq_sim_screen *sc);
+int64_t tq_sim_screen_rows(void);
+tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n, int64_t g0,
+                            tq_sim_pairs *p, int *done);
 /* A frame of the query stream other than the vectors: passed on, except
  * with --threshold (whose pairs are no rows of the batch): there a key frame
  * becomes the next batch's keys (*qk, *qk_rows) and the others are dropped. */

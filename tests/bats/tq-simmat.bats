@@ -176,6 +176,39 @@ open("nokeys.tq","wb").write(t.array_frame("emb", x))'
     py "$TESTS_DIR/lib/simref.py" threshold n.tq nokeys.tq nokeys.tq cosine 0.9 self
 }
 
+@test "threshold: the int8 screen keeps every pair, on rows with near-duplicates, every metric" {
+    # 1000 rows of 96 in clusters (pairs at 0.7-0.99), scaled (dot, l2): on
+    # the CPU the screen decides which pairs get their exact score; the
+    # float64 reference finds every pair above the threshold (simref.py's
+    # tolerance), so a pair the screen wrongly drops fails here. A NaN row
+    # (database) or query turns the screen off for it: the matrix product's
+    # path, the same pairs.
+    py -c '
+import numpy as np, tqstream as t
+rng = np.random.default_rng(9)
+c = rng.standard_normal((150, 96)).astype(np.float32)
+x = c[rng.integers(0, 150, 1000)] + rng.uniform(0.1, 0.9, (1000, 1)).astype(np.float32) * rng.standard_normal((1000, 96)).astype(np.float32)
+x *= rng.uniform(0.05, 0.2, (1000, 1)).astype(np.float32)
+open("c.tq", "wb").write(b"".join(t.array_frame("emb", x[b:b + 300]) for b in range(0, 1000, 300)))
+x[417, 5] = np.nan
+open("cn.tq", "wb").write(t.array_frame("emb", x))'
+    for args in "cosine 0.8" "dot 2" "l2 -0.5"; do
+        set -- $args
+        tq-simmat -v --metric "$1" --threshold "$2" < c.tq > out.tq 2> err
+        grep -q "an int8 screen of the first [0-9]* values let" err
+        py "$TESTS_DIR/lib/simref.py" threshold out.tq c.tq c.tq "$1" "$2" self
+        tq-simmat --metric "$1" --threshold "$2" --db c.tq < c.tq > db.tq
+        py "$TESTS_DIR/lib/simref.py" threshold db.tq c.tq c.tq "$1" "$2" db
+    done
+    # cosine at 0.95 on these rows: the screen reads the first quarter of each row
+    tq-simmat -v --threshold 0.95 < c.tq 2>&1 >/dev/null | grep -q "first 24 values"
+    tq-simmat -v --threshold 0.8 < cn.tq > n.tq 2> err
+    grep -q "the matrix product screened them" err
+    py "$TESTS_DIR/lib/simref.py" threshold n.tq cn.tq cn.tq cosine 0.8 self
+    tq-simmat --threshold 0.8 --db c.tq < cn.tq > nq.tq
+    py "$TESTS_DIR/lib/simref.py" threshold nq.tq cn.tq c.tq cosine 0.8 db
+}
+
 @test "dedup: the greedy reference keeps the same rows, keys aligned" {
     tq-simmat --dedup 0.3 < db.tq > out.tq
     py "$TESTS_DIR/lib/simref.py" dedup out.tq db.tq cosine 0.3

@@ -2071,6 +2071,7 @@ static void test_plain_variants(const char *spec, uint64_t seed)
  * (lib/hostpath.c). Here every op of a device takes it, and must give what
  * the references want, and the device must say which ops went that way. */
 static void test_codetopk(void); /* below, with the other codetopk cases */
+static void test_codescreen(void);
 
 static void test_host_path(const char *spec, uint64_t seed)
 {
@@ -2093,9 +2094,10 @@ static void test_host_path(const char *spec, uint64_t seed)
     test_rowprod("host path");
     test_attention();
     test_codetopk();
+    test_codescreen();
     const char *ops = tq_device_host_ops(dev);
     static const char *want[] = {"matmul", "rownorm", "softmax", "topk", "gather", "convert",
-                                 "simtopk", "rowprod", "attention"};
+                                 "simtopk", "rowprod", "attention", "codescreen"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CHECK(strstr(ops, want[i]), "%s: host path list \"%s\" lacks %s", spec, ops, want[i]);
     tq_device_close(dev);
@@ -2496,6 +2498,105 @@ static void test_codetopk(void)
     }
 }
 
+/* codescreen against a double reference: a pair whose value is >= 0 must be
+ * set, one below -2^-30 M (the op's stated band) clear. kind 0: random codes,
+ * scales and terms; kind 1: dyadic values, so that the reference is exact, and
+ * the term of row r makes the value of query r % nq exactly 0 (the edge: it
+ * must be set); kind 3: codes of [-127, 127] and a -128 (the widening
+ * kernel). */
+static void codescreen_case(int64_t nq, int64_t ndb, int64_t d, int m, int kind)
+{
+    unsigned char *q = calloc((size_t)nq * (size_t)d + 1, 1), *x = calloc((size_t)ndb * (size_t)d + 1, 1);
+    float *qs = malloc((size_t)(nq + 1) * 4), *xs = malloc((size_t)(ndb + 1) * 4);
+    float *qa = malloc((size_t)(nq * m + 1) * 4), *xb = malloc((size_t)(ndb * m + 1) * 4);
+    int64_t words = (ndb + 31) / 32;
+    int32_t *out = malloc((size_t)(nq * words + 1) * 4);
+    make_codes(1, kind, q, qs, nq, x, xs, ndb, d);
+    for (int64_t i = 0; i < nq * m; i++)
+        qa[i] = kind == 1 ? (float)(int)(rnd() % 5) : randf(-1, 1);
+    for (int64_t r = 0; r < ndb * m; r++)
+        xb[r] = kind == 1 ? (float)((int)(rnd() % 9) - 4) * 0.25f : randf(-1, 1);
+    const int8_t *qc = (const int8_t *)q, *xc = (const int8_t *)x;
+    if (kind == 1 && nq)
+        for (int64_t r = 0; r < ndb; r++) { /* query i = r % nq: value 0, its last term 1 */
+            int64_t i = r % nq;
+            int64_t dot = 0;
+            for (int64_t t = 0; t < d; t++)
+                dot += qc[i * d + t] * xc[r * d + t];
+            double v = (double)dot * qs[i] * xs[r];
+            qa[i * m + m - 1] = 1;
+            for (int k = 0; k < m - 1; k++)
+                v += (double)qa[i * m + k] * xb[r * m + k];
+            xb[r * m + m - 1] = (float)-v; /* exact: v is a multiple of 2^-14 below 2^20 */
+        }
+    char what[128];
+    snprintf(what, sizeof what, "codescreen q[%lld,%lld] db %lld m %d kind %d", (long long)nq,
+             (long long)d, (long long)ndb, m, kind);
+    int64_t qd[2] = {nq, d}, xd[2] = {ndb, d}, ad[2] = {nq, m}, bd[2] = {ndb, m}, od[2] = {nq, words};
+    gt *gq = gt_new(TQ_DTYPE_I8, 2, qd, q), *gqs = gt_new(TQ_DTYPE_F32, 1, qd, qs);
+    gt *gx = gt_new(TQ_DTYPE_I8, 2, xd, x), *gxs = gt_new(TQ_DTYPE_F32, 1, xd, xs);
+    gt *gqa = gt_new(TQ_DTYPE_F32, 2, ad, qa), *gxb = gt_new(TQ_DTYPE_F32, 2, bd, xb);
+    gt *go = gt_new(TQ_DTYPE_I32, 2, od, NULL);
+    tq_status st = tq_op_codescreen(gq->t, gqs->t, gqa->t, gx->t, gxs->t, gxb->t, go->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(go, out, what);
+    double xsmax = 0, xbmax[8] = {0};
+    for (int64_t r = 0; r < ndb; r++) {
+        xsmax = fmax(xsmax, fabs(xs[r]));
+        for (int k = 0; k < m; k++)
+            xbmax[k] = fmax(xbmax[k], fabs(xb[r * m + k]));
+    }
+    int64_t missed = 0, extra = 0, pad = 0, edges = 0, first = -1;
+    for (int64_t i = 0; i < nq; i++) {
+        double big = fabs(qs[i]) * xsmax * 16384.0 * (double)d;
+        for (int k = 0; k < m; k++)
+            big += fabs(qa[i * m + k]) * xbmax[k];
+        for (int64_t r = 0; r < words * 32; r++) {
+            int bit = (int)((uint32_t)out[i * words + r / 32] >> (r % 32) & 1);
+            if (r >= ndb) {
+                pad += bit;
+                continue;
+            }
+            int64_t dot = 0;
+            for (int64_t t = 0; t < d; t++)
+                dot += qc[i * d + t] * xc[r * d + t];
+            /* double: error below 2^-50 big, far inside the band (exact for kind 1) */
+            double v = (double)dot * ((double)qs[i] * xs[r]);
+            for (int k = 0; k < m; k++)
+                v += (double)qa[i * m + k] * xb[r * m + k];
+            edges += kind == 1 && v == 0;
+            if (v >= 0 && !bit && !missed++)
+                first = i * ndb + r;
+            if (v < -0x1p-30 * big && bit && !extra++ && first < 0)
+                first = i * ndb + r;
+        }
+    }
+    CHECK(!missed && !extra && !pad, "%s: %s: %lld pairs of value >= 0 unset, %lld below the band "
+          "set, %lld padding bits set (first pair %lld)", dev_name, what, (long long)missed,
+          (long long)extra, (long long)pad, (long long)first);
+    CHECK(kind != 1 || nq == 0 || edges >= ndb, "%s: %s: only %lld pairs of value 0", dev_name, what,
+          (long long)edges);
+    gt_free(gq), gt_free(gqs), gt_free(gx), gt_free(gxs), gt_free(gqa), gt_free(gxb), gt_free(go);
+    free(q), free(x), free(qs), free(xs), free(qa), free(xb), free(out);
+}
+
+static void test_codescreen(void)
+{
+    codescreen_case(1, 1, 1, 1, 0);
+    codescreen_case(37, 700, 96, 4, 0);
+    codescreen_case(20, 1000, 67, 3, 1);
+    codescreen_case(13, 530, 384, 8, 1);
+    codescreen_case(9, 300, 40, 5, 3);
+    codescreen_case(0, 10, 8, 2, 0);
+    codescreen_case(3, 0, 8, 2, 0);
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU) { /* the portable kernels */
+        tq_cpu_codetopk_force_portable(1);
+        codescreen_case(13, 530, 96, 4, 1);
+        codescreen_case(9, 300, 40, 5, 0);
+        tq_cpu_codetopk_force_portable(0);
+    }
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -2533,6 +2634,7 @@ int main(void)
         test_rowprod_same_bits();
         test_attention();
         test_codetopk();
+        test_codescreen();
         tq_device_close(dev);
         /* plain shader variants exist on Vulkan only; the host path is one
          * mechanism for every backend: checked on the first device it serves */

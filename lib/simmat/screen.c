@@ -1,0 +1,344 @@
+/* screen.c: the int8 screen of --threshold over float vectors. A pair can
+ * reach the threshold only if an upper bound of its score does; the bound is
+ * cheap (int8 codes of the rows' first dh values, tq_op_codescreen), and only
+ * the pairs it lets through get their exact score (simscore.h), the very
+ * score that decides without the screen. So the pairs and their bytes are
+ * those of the matrix-product path; only the time differs.
+ *
+ * The bound. Split a row x into its head h (the first dh values) and tail t,
+ * and code the head: c = round(h / s), s = max|h| / 127, e = h - s c. For rows
+ * x and y,
+ *     x . y = s_x s_y (c_x . c_y) + s_x c_x . e_y + e_x . h_y + t_x . t_y
+ *          <= s_x s_y (c_x . c_y) + P_x E_y + E_x H_y + T_x T_y
+ * (Cauchy-Schwarz; P = |s c|, E = |e|, H = |h|, T = |t|, all rounded up to
+ * f32). The score rounds to f32 from a double sum: a score >= thr needs
+ * x . y >= thr - 2^-22 |thr| - 2^-30 |x| |y| (dot; for l2, -|x - y|^2 =
+ * 2 x . y - |x|^2 - |y|^2 the same way), which the terms of
+ * tq_op_codescreen carry. Every number above is exact or rounded away from
+ * the pair, so no pair that scores >= thr is screened out. */
+#include "simmat.h"
+
+#include "../internal.h"
+#include "../simscore.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+enum { SAMPLE_Q = 64, SAMPLE_X = 2048, SLICE = 1024 };
+
+struct tq_sim_screen {
+    int64_t dh, d;
+    int m;                      /* terms a row: 5 (dot, cosine) or 6 (l2) */
+    int metric;                 /* simscore's: 1 for l2 */
+    double thr;
+    tq_tensor *xc, *xs, *xb;    /* the shard's rows: head codes, scales, terms */
+    tq_tensor *qc, *qs, *qa, *out; /* a slice of queries, and its bits */
+    int8_t *hc;                 /* host side of a slice */
+    float *hs, *ha;
+    int32_t *hm;
+    int64_t words;              /* of out's rows, at most */
+};
+
+static float up(double v)
+{
+    float f = (float)v;
+    return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
+
+/* Row x's head codes c[dh], scale *s and terms t[m]: side 0 a query's, 1 a
+ * database row's (see the bound above). 0 if every number is finite. */
+static int encode(const tq_sim_screen *sc, const float *x, int side, int8_t *c, float *s, float *t)
+{
+    int64_t d = sc->d, dh = sc->dh;
+    double amax = 0, hh = 0, tt = 0, pp = 0, ee = 0;
+    for (int64_t i = 0; i < dh; i++)
+        amax = fmax(amax, fabs((double)x[i]));
+    float scale = (float)(amax / 127);
+    if (scale == 0 || !isfinite(scale))
+        scale = amax > 0 ? (float)amax : 1; /* subnormal, zero or huge heads: still a bound */
+    for (int64_t i = 0; i < dh; i++) {
+        double v = x[i], q = nearbyint(v / scale);
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        c[i] = (int8_t)q;
+        double sq = q * scale, e = v - sq; /* exact: s q has 31 bits, e fits double */
+        hh += v * v, pp += sq * sq, ee += e * e;
+    }
+    for (int64_t i = dh; i < d; i++)
+        tt += (double)x[i] * x[i];
+    /* over and under the double sums' rounding (below 2^-36 for d <= 2^17) */
+    const double grow = 1 + 0x1p-32, shrink = 1 - 0x1p-32;
+    double H = sqrt(hh) * grow, T = sqrt(tt) * grow, P = sqrt(pp) * grow, E = sqrt(ee) * grow;
+    double N = sqrt(hh + tt) * grow, xx = (hh + tt) * shrink;
+    *s = scale;
+    if (side == 0) {
+        t[0] = up(P), t[1] = up(E), t[2] = up(T), t[3] = up(0x1p-30 * N), t[4] = 1;
+        if (sc->metric)
+            t[5] = up(-0.5 * xx * (1 - 0x1p-30)); /* -|x|^2 / 2, a little less */
+    } else {
+        double lo = sc->thr - 0x1p-22 * fabs(sc->thr);
+        t[0] = up(E), t[1] = up(H), t[2] = up(T), t[3] = up(N);
+        if (sc->metric)
+            t[4] = up(-0.5 * lo - 0.5 * xx * (1 - 0x1p-30)), t[5] = 1;
+        else
+            t[4] = up(-lo);
+    }
+    int ok = isfinite(*s);
+    for (int k = 0; k < sc->m; k++)
+        ok &= isfinite(t[k]);
+    return ok ? 0 : -1;
+}
+
+typedef struct encode_job {
+    const tq_sim_screen *sc;
+    const float *x;
+    int side;
+    int8_t *c;
+    float *s, *t;
+    int bad;
+} encode_job;
+
+static void encode_rows(void *ctx, int64_t begin, int64_t end)
+{
+    encode_job *j = ctx;
+    const tq_sim_screen *sc = j->sc;
+    int bad = 0;
+    for (int64_t i = begin; i < end; i++)
+        bad |= encode(sc, j->x + i * sc->d, j->side, j->c + i * sc->dh, j->s + i, j->t + i * sc->m);
+    if (bad)
+        __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
+}
+
+/* Encodes n rows x on the pool into c, s, t; -1 if a number is not finite. */
+static int encode_all(const tq_sim_screen *sc, const float *x, int64_t n, int side, int8_t *c,
+                      float *s, float *t)
+{
+    encode_job j = {sc, x, side, c, s, t, 0};
+    tq_parallel_for(n, 256, encode_rows, &j);
+    return j.bad ? -1 : 0;
+}
+
+/* Uploads n rows of host data into a new tensor of dims {n, w} (w 0: rank 1). */
+static tq_status put(tq_device *dev, tq_dtype dt, int64_t n, int64_t w, const void *data,
+                     tq_tensor **t)
+{
+    int64_t dims[2] = {n, w};
+    tq_status st = tq_tensor_new(dev, dt, w ? 2 : 1, dims, t);
+    if (!st && data && n)
+        st = tq_tensor_upload(*t, data, (size_t)(n * (w ? w : 1)) * (dt == TQ_DTYPE_I8 ? 1 : 4));
+    return st;
+}
+
+/* The screen's bits for nq encoded queries (host arrays) against the
+ * shard's rows [c0, c1) (c0 a multiple of 16: views start on 16 bytes);
+ * *bits points at them, words a row apart. */
+static tq_status screen(tq_sim_screen *sc, int64_t nq, int64_t c0, int64_t c1, const int32_t **bits,
+                        int64_t *words)
+{
+    int64_t nc = c1 - c0, w = (nc + 31) / 32, dh = sc->dh, m = sc->m;
+    int64_t qd[2] = {nq, dh}, sd[1] = {nq}, ad[2] = {nq, m}, od[2] = {nq, w};
+    int64_t xd[2] = {nc, dh}, xsd[1] = {nc}, bd[2] = {nc, m};
+    tq_tensor *v[10] = {0};
+    tq_status st = tq_tensor_view(sc->qc, 0, TQ_DTYPE_I8, 2, qd, &v[0]);
+    if (!st)
+        st = tq_tensor_view(sc->qs, 0, TQ_DTYPE_F32, 1, sd, &v[1]);
+    if (!st)
+        st = tq_tensor_view(sc->qa, 0, TQ_DTYPE_F32, 2, ad, &v[2]);
+    if (!st)
+        st = tq_tensor_view(sc->xc, (size_t)(c0 * dh), TQ_DTYPE_I8, 2, xd, &v[3]);
+    if (!st)
+        st = tq_tensor_view(sc->xs, (size_t)c0 * 4, TQ_DTYPE_F32, 1, xsd, &v[4]);
+    if (!st)
+        st = tq_tensor_view(sc->xb, (size_t)(c0 * m) * 4, TQ_DTYPE_F32, 2, bd, &v[5]);
+    if (!st)
+        st = tq_tensor_view(sc->out, 0, TQ_DTYPE_I32, 2, od, &v[6]);
+    if (!st)
+        st = tq_tensor_upload(v[0], sc->hc, (size_t)(nq * dh));
+    if (!st)
+        st = tq_tensor_upload(v[1], sc->hs, (size_t)nq * 4);
+    if (!st)
+        st = tq_tensor_upload(v[2], sc->ha, (size_t)(nq * m) * 4);
+    if (!st)
+        st = tq_op_codescreen(v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+    const int32_t *host = st ? NULL : tq_tensor_host(v[6]);
+    if (!st && !host)
+        st = tq_tensor_download(v[6], sc->hm, (size_t)(nq * w) * 4);
+    for (int i = 0; i < 7; i++)
+        tq_tensor_free(v[i]);
+    *bits = host ? host : sc->hm, *words = w;
+    return st;
+}
+
+void tq_sim_screen_free(tq_sim_screen *sc)
+{
+    if (!sc)
+        return;
+    tq_tensor_free(sc->xc), tq_tensor_free(sc->xs), tq_tensor_free(sc->xb);
+    tq_tensor_free(sc->qc), tq_tensor_free(sc->qs), tq_tensor_free(sc->qa), tq_tensor_free(sc->out);
+    free(sc->hc), free(sc->hs), free(sc->ha), free(sc->hm);
+    free(sc);
+}
+
+/* Sets sc's head length and terms and allocates its host slice for `rows`
+ * rows; -1 without memory. */
+static int shape(tq_sim_screen *sc, int64_t dh, int64_t rows)
+{
+    sc->dh = dh;
+    free(sc->hc), free(sc->hs), free(sc->ha);
+    sc->hc = malloc((size_t)(rows * dh) + 16);
+    sc->hs = malloc((size_t)rows * 4 + 16);
+    sc->ha = malloc((size_t)(rows * sc->m) * 4 + 16);
+    return sc->hc && sc->hs && sc->ha ? 0 : -1;
+}
+
+/* The head length: of d/4, d/2 and d (multiples of 4), the one whose screen
+ * costs least on a sample of the rows (its own work, dh, plus the exact
+ * scores of the pairs it lets through, about 4 d each). *bad: the sample
+ * holds a row that is not finite (then no screen). */
+static tq_status pick_head(tq_sim_screen *sc, const tq_sim *s, int *bad)
+{
+    int64_t n = s->s1 - s->s0, d = sc->d;
+    int64_t nq = n < SAMPLE_Q ? n : SAMPLE_Q, nx = n < SAMPLE_X ? n : SAMPLE_X;
+    int64_t cand[3] = {(d / 4 + 3) / 4 * 4, (d / 2 + 3) / 4 * 4, d}, best = d;
+    double best_cost = INFINITY;
+    float *rows = malloc((size_t)((nq + nx) * d) * 4 + 16);
+    tq_status st = rows ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
+    /* evenly spread rows: queries and rows of the sample */
+    for (int64_t i = 0; !st && i < nq + nx; i++) {
+        int64_t r = i < nq ? i * n / nq : (i - nq) * n / nx;
+        memcpy(rows + i * d, s->db.x + (s->s0 + r) * d, (size_t)d * 4);
+    }
+    *bad = 0;
+    for (int c = 0; !st && c < 3 && !*bad; c++) {
+        if (c < 2 && (cand[c] >= d || cand[c] < 16 || (c == 1 && cand[1] == cand[0])))
+            continue;
+        tq_sim_screen t = *sc;
+        memset(&t.xc, 0, sizeof t - offsetof(tq_sim_screen, xc));
+        if (shape(&t, cand[c], nq + nx)) {
+            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+        } else if (encode_all(&t, rows, nq, 0, t.hc, t.hs, t.ha) ||
+                   encode_all(&t, rows + nq * d, nx, 1, t.hc + nq * t.dh, t.hs + nq, t.ha + nq * t.m)) {
+            *bad = 1;
+        } else {
+            t.words = (nx + 31) / 32;
+            int64_t od[2] = {nq, t.words};
+            const int32_t *bits = NULL;
+            int64_t words = 0, pass = 0;
+            st = put(s->dev, TQ_DTYPE_I8, nx, t.dh, t.hc + nq * t.dh, &t.xc);
+            if (!st)
+                st = put(s->dev, TQ_DTYPE_F32, nx, 0, t.hs + nq, &t.xs);
+            if (!st)
+                st = put(s->dev, TQ_DTYPE_F32, nx, t.m, t.ha + nq * t.m, &t.xb);
+            if (!st)
+                st = put(s->dev, TQ_DTYPE_I8, nq, t.dh, NULL, &t.qc);
+            if (!st)
+                st = put(s->dev, TQ_DTYPE_F32, nq, 0, NULL, &t.qs);
+            if (!st)
+                st = put(s->dev, TQ_DTYPE_F32, nq, t.m, NULL, &t.qa);
+            if (!st)
+                st = tq_tensor_new(s->dev, TQ_DTYPE_I32, 2, od, &t.out);
+            if (!st && !(t.hm = malloc((size_t)(nq * t.words) * 4 + 16)))
+                st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+            if (!st)
+                st = screen(&t, nq, 0, nx, &bits, &words);
+            for (int64_t i = 0; !st && i < nq * words; i++)
+                pass += __builtin_popcount((uint32_t)bits[i]);
+            double cost = (double)t.dh + 4.0 * (double)d * (double)pass / (double)(nq * nx);
+            if (!st && cost < best_cost)
+                best_cost = cost, best = t.dh;
+        }
+        tq_tensor_free(t.xc), tq_tensor_free(t.xs), tq_tensor_free(t.xb);
+        tq_tensor_free(t.qc), tq_tensor_free(t.qs), tq_tensor_free(t.qa), tq_tensor_free(t.out);
+        free(t.hc), free(t.hs), free(t.ha), free(t.hm);
+    }
+    free(rows);
+    sc->dh = best;
+    return st;
+}
+
+tq_status tq_sim_screen_open(tq_sim *s, tq_sim_screen **out)
+{
+    *out = NULL;
+    int64_t n = s->s1 - s->s0, d = s->db.d;
+    if (s->mode != TQ_SIM_THRESHOLD || s->code || n == 0 || d == 0 || d > (1 << 17) ||
+        !tq_op_codescreen_native(s->dev))
+        return TQ_OK; /* the matrix product's path */
+    tq_sim_screen *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    sc->d = d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
+    sc->thr = (double)(float)s->threshold; /* what the exact scores meet */
+    int bad = 0;
+    tq_status st = pick_head(sc, s, &bad);
+    int64_t rows = SLICE;
+    if (!st && !bad && shape(sc, sc->dh, n > rows ? n : rows))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    /* the database's encoding (in the host slice, for now as big as it) */
+    if (!st && !bad)
+        bad = encode_all(sc, s->db.x + s->s0 * d, n, 1, sc->hc, sc->hs, sc->ha) != 0;
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_I8, n, sc->dh, sc->hc, &sc->xc);
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_F32, n, 0, sc->hs, &sc->xs);
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_F32, n, sc->m, sc->ha, &sc->xb);
+    if (!st && !bad && shape(sc, sc->dh, rows))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    sc->words = (n + 31) / 32;
+    int64_t od[2] = {rows, sc->words};
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_I8, rows, sc->dh, NULL, &sc->qc);
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_F32, rows, 0, NULL, &sc->qs);
+    if (!st && !bad)
+        st = put(s->dev, TQ_DTYPE_F32, rows, sc->m, NULL, &sc->qa);
+    if (!st && !bad)
+        st = tq_tensor_new(s->dev, TQ_DTYPE_I32, 2, od, &sc->out);
+    if (!st && !bad && !(sc->hm = malloc((size_t)(rows * sc->words) * 4 + 16)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (st || bad) { /* a row not finite: the matrix product's path */
+        tq_sim_screen_free(sc);
+        return st;
+    }
+    s->screen_dh = sc->dh;
+    *out = sc;
+    return TQ_OK;
+}
+
+int64_t tq_sim_screen_rows(void) { return SLICE; }
+
+tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n, int64_t g0,
+                            tq_sim_pairs *p, int *done)
+{
+    int64_t d = sc->d, nd = s->s1 - s->s0;
+    *done = 0;
+    if (encode_all(sc, q, n, 0, sc->hc, sc->hs, sc->ha))
+        return TQ_OK; /* a query not finite: the caller's path */
+    /* without --db, only j > i: the rows from the slice's first i + 1 */
+    int64_t c0 = s->self ? g0 + 1 - s->s0 : 0;
+    c0 = c0 < 0 ? 0 : c0 > nd ? nd : c0;
+    c0 &= ~(int64_t)15;
+    const int32_t *bits;
+    int64_t words;
+    tq_status st = screen(sc, n, c0, nd, &bits, &words);
+    float thr = (float)s->threshold;
+    for (int64_t i = 0; !st && i < n; i++) {
+        int64_t g = g0 + i;
+        const float *qr = q + i * d;
+        for (int64_t w = 0; !st && w < words; w++) {
+            uint32_t b = (uint32_t)bits[i * words + w];
+            while (b && !st) {
+                int64_t j = s->s0 + c0 + w * 32 + __builtin_ctz(b);
+                b &= b - 1;
+                if (s->self && j <= g)
+                    continue;
+                s->screened++;
+                float v = tq_simscore(sc->metric, qr, s->db.x + j * d, d);
+                if (v >= thr)
+                    st = tq_sim_pairs_add(p, g, j, v);
+            }
+        }
+    }
+    *done = !st;
+    return st;
+}
