@@ -321,6 +321,9 @@ int main(int argc, char **argv)
     if (!st && !cst && s.mode == TQ_SIM_DEDUP)
         tq_tool_log(&t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s.kept,
                     (long long)s.dropped);
+    if (!st && !cst && s.mode == TQ_SIM_DEDUP && s.screen_dh)
+        tq_tool_log(&t, TQ_LOG_INFO, "an int8 screen of the first %lld values let %lld pairs "
+                    "through to the exact score", (long long)s.screen_dh, (long long)s.screened);
     tq_reader_close(in);
     tq_sim_free(&s);
     tq_tool_device_done(&t, s.dev);

@@ -42,6 +42,8 @@ typedef struct dd {
     unsigned char *qc; /* codes (s->code): the batch's rows */
     float *qs;         /* int8: their scales */
     unsigned char *keep;
+    tq_sim_screen *screen; /* float rows on a device with the int8 screen */
+    int screen_tried;      /* at the first batch only: it must see every row */
 } dd;
 
 static tq_status hold(dd *z, tq_frame *f)
@@ -237,9 +239,16 @@ static tq_status decide(dd *z, int64_t n, int64_t *kept_out)
     int64_t *ki = malloc((size_t)(n + 1) * 8);
     tq_tensor *qt = NULL, *qst = NULL;
     tq_status st = !best || !ki ? tq_fail(TQ_ERR_NOMEM, "out of memory") : TQ_OK;
-    for (int64_t i = 0; !st && i < n; i++)
+    if (z->screen && !tq_sim_screen_dedup_fits(z->q, n, d)) { /* simtopk's path from here on */
+        tq_sim_screen_free(z->screen);
+        z->screen = NULL;
+    }
+    int64_t kept = 0;
+    if (!st && z->screen)
+        st = tq_sim_screen_dedup(s, z->screen, z->q, n, z->keep, ki, &kept);
+    for (int64_t i = 0; !st && !z->screen && i < n; i++)
         best[i] = -INFINITY;
-    if (!st && ((s->code ? s->cxt : s->dbt) || z->nc)) {
+    if (!st && !z->screen && ((s->code ? s->cxt : s->dbt) || z->nc)) {
         if (!(st = tq_tensor_new(s->dev, s->code ? s->code : TQ_DTYPE_F32, 2, qd, &qt)) &&
             !(st = tq_tensor_upload(qt, s->code ? (const void *)z->qc : (const void *)z->q,
                                     (size_t)n * row_bytes(s))) &&
@@ -249,8 +258,7 @@ static tq_status decide(dd *z, int64_t n, int64_t *kept_out)
             st = best_earlier(z, qt, qst, n, best);
         tq_tensor_free(qt), tq_tensor_free(qst);
     }
-    int64_t kept = 0;
-    for (int64_t i = 0; !st && i < n; i++) {
+    for (int64_t i = 0; !st && !z->screen && i < n; i++) {
         /* an empty slot (idx -1) is no match; NaN never reaches the threshold */
         int dup = best[i] >= thr;
         for (int64_t a = 0; !dup && a < kept; a++)
@@ -261,6 +269,13 @@ static tq_status decide(dd *z, int64_t n, int64_t *kept_out)
     }
     if (!st && kept)
         st = keep_rows(z, ki, kept);
+    if (!st && kept && z->screen) { /* the screen's kept rows now lie in the chunk */
+        const float *rows = tq_tensor_host(z->c[z->nc - 1].t);
+        if (rows)
+            tq_sim_screen_dedup_moved(z->screen, rows, kept);
+        else
+            tq_sim_screen_free(z->screen), z->screen = NULL;
+    }
     free(best), free(ki);
     *kept_out = kept;
     return st;
@@ -376,6 +391,8 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
         if ((st = load_batch(&z, f)))
             break;
         int64_t n = f->dims[0], kept;
+        if (!s->code && !z.screen_tried++ && (st = tq_sim_screen_dedup_open(s, z.q, n, &z.screen)))
+            break;
         unsigned char *nk = realloc(z.keep, (size_t)n + 1);
         if (!nk) {
             st = tq_fail(TQ_ERR_NOMEM, "out of memory");
@@ -415,5 +432,6 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     free(z.q);
     free(z.qc), free(z.qs);
     free(z.keep);
+    tq_sim_screen_free(z.screen);
     return st == TQ_EOF ? TQ_OK : st;
 }

@@ -22,7 +22,6 @@
 #include "../simscore.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <string.h>
 
 enum { SAMPLE_Q = 64, SAMPLE_X = 2048, SLICE = 1024 };
@@ -38,6 +37,13 @@ struct tq_sim_screen {
     float *hs, *ha;
     int32_t *hm;
     int64_t words;              /* of out's rows, at most */
+    /* --dedup: the rows seen (--db and kept), coded as database rows, and
+     * where their f32 values are (for the exact score) */
+    int8_t *yc;
+    float *ys, *yt;
+    const float **yrow;
+    int64_t ny, ycap;
+    int64_t hm_cap;             /* words sc->hm holds (dedup) */
 };
 
 static float up(double v)
@@ -176,6 +182,7 @@ void tq_sim_screen_free(tq_sim_screen *sc)
     tq_tensor_free(sc->xc), tq_tensor_free(sc->xs), tq_tensor_free(sc->xb);
     tq_tensor_free(sc->qc), tq_tensor_free(sc->qs), tq_tensor_free(sc->qa), tq_tensor_free(sc->out);
     free(sc->hc), free(sc->hs), free(sc->ha), free(sc->hm);
+    free(sc->yc), free(sc->ys), free(sc->yt), free(sc->yrow);
     free(sc);
 }
 
@@ -195,9 +202,9 @@ static int shape(tq_sim_screen *sc, int64_t dh, int64_t rows)
  * costs least on a sample of the rows (its own work, dh, plus the exact
  * scores of the pairs it lets through, about 4 d each). *bad: the sample
  * holds a row that is not finite (then no screen). */
-static tq_status pick_head(tq_sim_screen *sc, const tq_sim *s, int *bad)
+static tq_status pick_head(tq_sim_screen *sc, tq_device *dev, const float *x, int64_t n, int *bad)
 {
-    int64_t n = s->s1 - s->s0, d = sc->d;
+    int64_t d = sc->d;
     int64_t nq = n < SAMPLE_Q ? n : SAMPLE_Q, nx = n < SAMPLE_X ? n : SAMPLE_X;
     int64_t cand[3] = {(d / 4 + 3) / 4 * 4, (d / 2 + 3) / 4 * 4, d}, best = d;
     double best_cost = INFINITY;
@@ -206,14 +213,13 @@ static tq_status pick_head(tq_sim_screen *sc, const tq_sim *s, int *bad)
     /* evenly spread rows: queries and rows of the sample */
     for (int64_t i = 0; !st && i < nq + nx; i++) {
         int64_t r = i < nq ? i * n / nq : (i - nq) * n / nx;
-        memcpy(rows + i * d, s->db.x + (s->s0 + r) * d, (size_t)d * 4);
+        memcpy(rows + i * d, x + r * d, (size_t)d * 4);
     }
     *bad = 0;
     for (int c = 0; !st && c < 3 && !*bad; c++) {
         if (c < 2 && (cand[c] >= d || cand[c] < 16 || (c == 1 && cand[1] == cand[0])))
             continue;
-        tq_sim_screen t = *sc;
-        memset(&t.xc, 0, sizeof t - offsetof(tq_sim_screen, xc));
+        tq_sim_screen t = {.d = d, .m = sc->m, .metric = sc->metric, .thr = sc->thr};
         if (shape(&t, cand[c], nq + nx)) {
             st = tq_fail(TQ_ERR_NOMEM, "out of memory");
         } else if (encode_all(&t, rows, nq, 0, t.hc, t.hs, t.ha) ||
@@ -224,19 +230,19 @@ static tq_status pick_head(tq_sim_screen *sc, const tq_sim *s, int *bad)
             int64_t od[2] = {nq, t.words};
             const int32_t *bits = NULL;
             int64_t words = 0, pass = 0;
-            st = put(s->dev, TQ_DTYPE_I8, nx, t.dh, t.hc + nq * t.dh, &t.xc);
+            st = put(dev, TQ_DTYPE_I8, nx, t.dh, t.hc + nq * t.dh, &t.xc);
             if (!st)
-                st = put(s->dev, TQ_DTYPE_F32, nx, 0, t.hs + nq, &t.xs);
+                st = put(dev, TQ_DTYPE_F32, nx, 0, t.hs + nq, &t.xs);
             if (!st)
-                st = put(s->dev, TQ_DTYPE_F32, nx, t.m, t.ha + nq * t.m, &t.xb);
+                st = put(dev, TQ_DTYPE_F32, nx, t.m, t.ha + nq * t.m, &t.xb);
             if (!st)
-                st = put(s->dev, TQ_DTYPE_I8, nq, t.dh, NULL, &t.qc);
+                st = put(dev, TQ_DTYPE_I8, nq, t.dh, NULL, &t.qc);
             if (!st)
-                st = put(s->dev, TQ_DTYPE_F32, nq, 0, NULL, &t.qs);
+                st = put(dev, TQ_DTYPE_F32, nq, 0, NULL, &t.qs);
             if (!st)
-                st = put(s->dev, TQ_DTYPE_F32, nq, t.m, NULL, &t.qa);
+                st = put(dev, TQ_DTYPE_F32, nq, t.m, NULL, &t.qa);
             if (!st)
-                st = tq_tensor_new(s->dev, TQ_DTYPE_I32, 2, od, &t.out);
+                st = tq_tensor_new(dev, TQ_DTYPE_I32, 2, od, &t.out);
             if (!st && !(t.hm = malloc((size_t)(nq * t.words) * 4 + 16)))
                 st = tq_fail(TQ_ERR_NOMEM, "out of memory");
             if (!st)
@@ -269,7 +275,7 @@ tq_status tq_sim_screen_open(tq_sim *s, tq_sim_screen **out)
     sc->d = d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
     sc->thr = (double)(float)s->threshold; /* what the exact scores meet */
     int bad = 0;
-    tq_status st = pick_head(sc, s, &bad);
+    tq_status st = pick_head(sc, s->dev, s->db.x + s->s0 * d, n, &bad);
     int64_t rows = SLICE;
     if (!st && !bad && shape(sc, sc->dh, n > rows ? n : rows))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
@@ -341,4 +347,171 @@ tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_
     }
     *done = !st;
     return st;
+}
+
+/* ---- --dedup: each slice of a batch against every row seen before it ---- */
+
+/* Rows the screen takes: finite, and small enough (|v| <= 2^40) that no
+ * term of theirs overflows f32. */
+static int rows_fit(const float *x, int64_t n, int64_t d)
+{
+    for (int64_t i = 0; i < n * d; i++)
+        if (!(fabsf(x[i]) <= 0x1p40f))
+            return 0;
+    return 1;
+}
+
+/* Appends n rows x (persistent or the batch's: see below) to the seen rows,
+ * coded as database rows; -1 without memory. */
+static int seen_add(tq_sim_screen *sc, const float *x, int64_t n)
+{
+    if (sc->ny + n > sc->ycap) {
+        int64_t cap = sc->ycap ? sc->ycap : 4096;
+        while (cap < sc->ny + n)
+            cap *= 2;
+        int8_t *c = realloc(sc->yc, (size_t)(cap * sc->dh) + 16);
+        if (c)
+            sc->yc = c;
+        float *ys = c ? realloc(sc->ys, (size_t)cap * 4 + 16) : NULL;
+        if (ys)
+            sc->ys = ys;
+        float *yt = ys ? realloc(sc->yt, (size_t)(cap * sc->m) * 4 + 16) : NULL;
+        if (yt)
+            sc->yt = yt;
+        const float **yr = yt ? realloc(sc->yrow, (size_t)cap * sizeof *yr + 16) : NULL;
+        if (!yr)
+            return -1;
+        sc->yrow = yr, sc->ycap = cap;
+    }
+    encode_all(sc, x, n, 1, sc->yc + sc->ny * sc->dh, sc->ys + sc->ny, sc->yt + sc->ny * sc->m);
+    for (int64_t i = 0; i < n; i++)
+        sc->yrow[sc->ny + i] = x + i * sc->d;
+    sc->ny += n;
+    return 0;
+}
+
+/* A tensor over host data (no copy where the device works in host memory,
+ * else a copy uploaded); *own: it was made here. */
+static tq_status host_tensor(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims, void *host,
+                             size_t bytes, tq_tensor **t)
+{
+    tq_status st = tq_tensor_wrap_host(dev, dt, rank, dims, host, t);
+    if (!st && !*t && !(st = tq_tensor_new(dev, dt, rank, dims, t)) && bytes)
+        st = tq_tensor_upload(*t, host, bytes);
+    return st;
+}
+
+/* The screen's bits of the nq coded queries against the seen rows, in
+ * sc->hm, words a row. */
+static tq_status screen_seen(tq_sim_screen *sc, tq_device *dev, int64_t nq, int64_t *words)
+{
+    int64_t ny = sc->ny, w = (ny + 31) / 32, dh = sc->dh, m = sc->m;
+    if (nq * w > sc->hm_cap) {
+        free(sc->hm);
+        sc->hm_cap = nq * w * 2;
+        if (!(sc->hm = malloc((size_t)sc->hm_cap * 4 + 16)))
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    int64_t qd[2] = {nq, dh}, ad[2] = {nq, m}, yd[2] = {ny, dh}, bd[2] = {ny, m}, od[2] = {nq, w};
+    tq_tensor *v[7] = {0};
+    tq_status st = host_tensor(dev, TQ_DTYPE_I8, 2, qd, sc->hc, (size_t)(nq * dh), &v[0]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_F32, 1, qd, sc->hs, (size_t)nq * 4, &v[1]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_F32, 2, ad, sc->ha, (size_t)(nq * m) * 4, &v[2]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_I8, 2, yd, sc->yc, (size_t)(ny * dh), &v[3]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_F32, 1, yd, sc->ys, (size_t)ny * 4, &v[4]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_F32, 2, bd, sc->yt, (size_t)(ny * m) * 4, &v[5]);
+    if (!st)
+        st = host_tensor(dev, TQ_DTYPE_I32, 2, od, sc->hm, 0, &v[6]);
+    if (!st)
+        st = tq_op_codescreen(v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+    if (!st && tq_tensor_host(v[6]) != sc->hm)
+        st = tq_tensor_download(v[6], sc->hm, (size_t)(nq * w) * 4);
+    for (int i = 0; i < 7; i++)
+        tq_tensor_free(v[i]);
+    *words = w;
+    return st;
+}
+
+tq_status tq_sim_screen_dedup_open(tq_sim *s, const float *x, int64_t n, tq_sim_screen **out)
+{
+    *out = NULL;
+    int64_t d = s->db.d, ndb = s->s1 - s->s0;
+    const float *db = s->db.x + s->s0 * d;
+    if (s->code || n == 0 || d == 0 || d > (1 << 17) || !tq_op_codescreen_native(s->dev) ||
+        !rows_fit(x, n, d) || (ndb && !rows_fit(db, ndb, d)))
+        return TQ_OK; /* simtopk's path */
+    tq_sim_screen *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    sc->d = d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
+    sc->thr = (double)(float)s->threshold;
+    int bad = 0;
+    tq_status st = ndb ? pick_head(sc, s->dev, db, ndb, &bad) : pick_head(sc, s->dev, x, n, &bad);
+    if (!st && !bad && (shape(sc, sc->dh, SLICE) || seen_add(sc, db, ndb)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (st || bad) {
+        tq_sim_screen_free(sc);
+        return st;
+    }
+    s->screen_dh = sc->dh;
+    *out = sc;
+    return TQ_OK;
+}
+
+int tq_sim_screen_dedup_fits(const float *x, int64_t n, int64_t d) { return rows_fit(x, n, d); }
+
+tq_status tq_sim_screen_dedup(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n,
+                              unsigned char *keep, int64_t *ki, int64_t *kept)
+{
+    int64_t d = sc->d, dh = sc->dh, m = sc->m;
+    float thr = (float)s->threshold;
+    tq_status st = TQ_OK;
+    *kept = 0;
+    for (int64_t a = 0; !st && a < n; a += SLICE) {
+        int64_t b = n - a < SLICE ? n : a + SLICE, ns0 = sc->ny, words = 0;
+        /* the slice's rows join the seen ones for now: a row meets the
+         * earlier kept rows of its slice there too */
+        if (seen_add(sc, q + a * d, b - a))
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        encode_all(sc, q + a * d, b - a, 0, sc->hc, sc->hs, sc->ha);
+        if ((st = screen_seen(sc, s->dev, b - a, &words)))
+            break;
+        int64_t k0 = *kept;
+        for (int64_t i = a; i < b; i++) {
+            const int32_t *bits = sc->hm + (i - a) * words;
+            int dup = 0;
+            for (int64_t w = 0; !dup && w < words; w++)
+                for (uint32_t v = (uint32_t)bits[w]; v && !dup; v &= v - 1) {
+                    int64_t j = w * 32 + __builtin_ctz(v), jj = a + (j - ns0);
+                    if (j >= ns0 && (jj >= i || !keep[jj]))
+                        continue; /* a later row of the slice, or a dropped one */
+                    s->screened++;
+                    dup = tq_simscore(sc->metric, q + i * d, sc->yrow[j], d) >= thr;
+                }
+            keep[i] = !dup;
+            if (!dup)
+                ki[(*kept)++] = i;
+        }
+        /* only the kept rows of the slice stay seen */
+        for (int64_t k = k0; k < *kept; k++) {
+            int64_t src = ns0 + (ki[k] - a), dst = ns0 + (k - k0);
+            memmove(sc->yc + dst * dh, sc->yc + src * dh, (size_t)dh);
+            sc->ys[dst] = sc->ys[src];
+            memmove(sc->yt + dst * m, sc->yt + src * m, (size_t)m * 4);
+            sc->yrow[dst] = sc->yrow[src];
+        }
+        sc->ny = ns0 + (*kept - k0);
+    }
+    return st;
+}
+
+void tq_sim_screen_dedup_moved(tq_sim_screen *sc, const float *rows, int64_t kept)
+{
+    for (int64_t k = 0; k < kept; k++)
+        sc->yrow[sc->ny - kept + k] = rows + k * sc->d;
 }

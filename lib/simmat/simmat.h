@@ -103,6 +103,20 @@ void tq_sim_screen_free(tq_sim_screen *sc);
 int64_t tq_sim_screen_rows(void);
 tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n, int64_t g0,
                             tq_sim_pairs *p, int *done);
+/* --dedup over float vectors with the same screen: dedup_open leaves *sc
+ * NULL where simtopk's path is the one (codes, no native screen, rows that
+ * are not finite or beyond 2^40, in x (the first batch's n rows) or --db);
+ * dedup decides the n rows q of a batch (keep, and the kept ones' indices
+ * ki) as that path would, each against the --db rows, the kept rows of earlier
+ * batches and the earlier kept rows of its own; dedup_fits says whether a
+ * batch's rows suit it (if not, the caller drops the screen for good);
+ * dedup_moved says where the batch's kept rows now lie (rows, one after
+ * another), since q is about to be reused. */
+tq_status tq_sim_screen_dedup_open(tq_sim *s, const float *x, int64_t n, tq_sim_screen **sc);
+int tq_sim_screen_dedup_fits(const float *x, int64_t n, int64_t d);
+tq_status tq_sim_screen_dedup(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n,
+                              unsigned char *keep, int64_t *ki, int64_t *kept);
+void tq_sim_screen_dedup_moved(tq_sim_screen *sc, const float *rows, int64_t kept);
 /* A frame of the query stream other than the vectors: passed on, except
  * with --threshold (whose pairs are no rows of the batch): there a key frame
  * becomes the next batch's keys (*qk, *qk_rows) and the others are dropped. */

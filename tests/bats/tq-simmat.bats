@@ -217,6 +217,30 @@ open("cn.tq", "wb").write(t.array_frame("emb", x))'
     py "$TESTS_DIR/lib/simref.py" dedup out2.tq db.tq cosine 0.35 q.tq
 }
 
+@test "dedup: the int8 screen keeps the greedy reference's rows, and stands down for a NaN" {
+    # clustered rows (many near-duplicates) in batches, with keys: the float64
+    # greedy reference keeps the same rows; a NaN row in the third batch turns
+    # the screen off from there (simtopk's path), the same rows again
+    py -c '
+import numpy as np, tqstream as t
+rng = np.random.default_rng(11)
+c = rng.standard_normal((120, 64)).astype(np.float32)
+x = c[rng.integers(0, 120, 900)] + rng.uniform(0.1, 0.9, (900, 1)).astype(np.float32) * rng.standard_normal((900, 64)).astype(np.float32)
+def write(path, x):
+    open(path, "wb").write(b"".join(t.array_frame("key", np.arange(b, b + 250, dtype=np.int64)[:len(x[b:b + 250])]) +
+                                    t.array_frame("emb", x[b:b + 250]) for b in range(0, 900, 250)))
+write("c.tq", x)
+x[600, 7] = np.nan
+write("cn.tq", x)'
+    tq-simmat -v --dedup 0.8 < c.tq > out.tq 2> err
+    grep -q "an int8 screen of the first [0-9]* values let" err
+    py "$TESTS_DIR/lib/simref.py" dedup out.tq c.tq cosine 0.8
+    tq-simmat --metric l2 --dedup -40 < c.tq > l2.tq
+    py "$TESTS_DIR/lib/simref.py" dedup l2.tq c.tq l2 -40
+    tq-simmat --dedup 0.8 < cn.tq > n.tq
+    py "$TESTS_DIR/lib/simref.py" dedup n.tq cn.tq cosine 0.8
+}
+
 @test "FAISS IndexFlatIP finds the same neighbours on 20000 x 384" {
     PYF=""
     for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do

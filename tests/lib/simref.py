@@ -154,7 +154,7 @@ def check_dedup(out, inp, metric, t, dbpath=None):
             s = scores(x[r:r + 1], np.array(kept), metric)[0]
             if (np.abs(s - t) <= TOL).any():
                 fail("test data too close to the threshold (pick another)")
-            if s.max() >= t:
+            if np.where(np.isnan(s), -np.inf, s).max() >= t:  # NaN never matches
                 continue
         kept.append(x[r])
         want.append(keys[r])
@@ -162,7 +162,7 @@ def check_dedup(out, inp, metric, t, dbpath=None):
     if got_keys != want:
         fail("kept keys %r..., expected %r..." % (got_keys[:10], want[:10]))
     xi = {k: r for r, k in enumerate(keys)}
-    if not np.array_equal(got_x, np.array([x[xi[k]] for k in want]).reshape(got_x.shape)):
+    if not np.array_equal(got_x, np.array([x[xi[k]] for k in want]).reshape(got_x.shape), equal_nan=True):
         fail("kept rows differ from the input rows")
 
 
