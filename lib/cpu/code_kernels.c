@@ -126,6 +126,73 @@ __attribute__((target("avx2"))) static void dot_i8_4x4_avx2(const int8_t *const 
     }
 }
 
+/* 2 queries by 4 rows, the first n32 bytes (a multiple of 32): each XOR's
+ * bits counted by nibble through a 16-entry table (vpshufb), byte counts
+ * summed in bytes for at most 31 steps (31 x 8 < 256), then in 64-bit
+ * lanes. acc[4 a + b] = distance(q[a], x[b]) over those bytes (n32 > 0). */
+__attribute__((target("avx2"))) static void hamming_2x4_avx2(const unsigned char *q0,
+                                                             const unsigned char *q1,
+                                                             const unsigned char *const *x,
+                                                             size_t n32, int64_t *acc)
+{
+    const __m256i lut = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2,
+                                         1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i low = _mm256_set1_epi8(15), zero = _mm256_setzero_si256();
+    for (size_t j0 = 0; j0 < n32; j0 += 31 * 32) {
+        size_t j1 = n32 - j0 < 31 * 32 ? n32 : j0 + 31 * 32;
+        __m256i c[8];
+        for (int t = 0; t < 8; t++)
+            c[t] = zero;
+        for (size_t j = j0; j < j1; j += 32) {
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)(q0 + j));
+            __m256i a1 = _mm256_loadu_si256((const __m256i *)(q1 + j));
+            for (int b = 0; b < 4; b++) {
+                __m256i xb = _mm256_loadu_si256((const __m256i *)(x[b] + j));
+                __m256i t0 = _mm256_xor_si256(a0, xb), t1 = _mm256_xor_si256(a1, xb);
+                __m256i n0 = _mm256_add_epi8(
+                    _mm256_shuffle_epi8(lut, _mm256_and_si256(t0, low)),
+                    _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(t0, 4), low)));
+                __m256i n1 = _mm256_add_epi8(
+                    _mm256_shuffle_epi8(lut, _mm256_and_si256(t1, low)),
+                    _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(t1, 4), low)));
+                c[b] = _mm256_add_epi8(c[b], n0);
+                c[4 + b] = _mm256_add_epi8(c[4 + b], n1);
+            }
+        }
+        /* each 64-bit lane of a sum of bytes is below 8 x 255 < 2^11: four
+         * pairs' lanes share a lane in 16-bit fields, summed at once */
+        for (int t = 0; t < 8; t += 4) {
+            __m256i s = _mm256_or_si256(
+                _mm256_or_si256(_mm256_sad_epu8(c[t], zero),
+                                _mm256_slli_epi64(_mm256_sad_epu8(c[t + 1], zero), 16)),
+                _mm256_or_si256(_mm256_slli_epi64(_mm256_sad_epu8(c[t + 2], zero), 32),
+                                _mm256_slli_epi64(_mm256_sad_epu8(c[t + 3], zero), 48)));
+            __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            uint64_t v = (uint64_t)_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)));
+            for (int u = 0; u < 4; u++) /* the first pass sets, the others add */
+                acc[t + u] = (j0 ? acc[t + u] : 0) + (int64_t)(v >> (16 * u) & 0xffff);
+        }
+    }
+}
+
+/* The 4 x 4 tile of hamming_4x4_c: two 2 x 4 halves (their 8 byte counters
+ * fill the registers), the bytes past the last 32 by POPCNT. */
+__attribute__((target("avx2,popcnt"))) static void hamming_4x4_avx2(const unsigned char *const *q,
+                                                                   const unsigned char *const *x,
+                                                                   size_t n, int64_t *out)
+{
+    size_t n32 = n / 32 * 32;
+    if (n32) {
+        hamming_2x4_avx2(q[0], q[1], x, n32, out);
+        hamming_2x4_avx2(q[2], q[3], x, n32, out + 8);
+    } else {
+        for (int t = 0; t < 16; t++)
+            out[t] = 0;
+    }
+    for (int t = 0; t < 16 && n32 < n; t++)
+        out[t] += hamming_c(q[t / 4] + n32, x[t % 4] + n32, n - n32);
+}
+
 __attribute__((target("popcnt"))) static int64_t hamming_popcnt(const unsigned char *a,
                                                                const unsigned char *b, size_t n)
 {
@@ -145,6 +212,8 @@ void tq_code_kernels_pick(tq_code_kernels *k)
         k->scores = __builtin_cpu_supports("fma");
     if (__builtin_cpu_supports("popcnt"))
         k->ham = hamming_popcnt, k->ham4 = hamming_4x4_popcnt;
+    if (__builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2"))
+        k->ham4 = hamming_4x4_avx2;
 #endif
 }
 

@@ -95,10 +95,18 @@ static void block_pairs(void *ctx, int64_t begin, int64_t end, int64_t b0, int64
             for (int b = 0; b < 4; b++)
                 x4[b] = j->c.x + (size_t)(r + b) * j->c.rb;
             j->c.kern.ham4(q4, x4, j->c.rb, dist);
-            for (int a = 0; a < 4; a++)
+            for (int a = 0; a < 4; a++) {
+                /* most rows are farther than the list's worst: an integer
+                 * test skips them (a tie still goes to offer, which decides) */
+                float w = j->v[(i + a) * j->k + j->k - 1];
+                int64_t lim = !(w > -0x1p62f) ? INT64_MAX /* -inf, NaN: offer decides */
+                              : w > 0x1p62f   ? -1
+                                              : (int64_t)-w;
                 for (int b = 0; b < 4; b++) /* 0, not -0 */
-                    offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
-                          (float)-dist[4 * a + b], j->base + r + b);
+                    if (dist[4 * a + b] <= lim)
+                        offer(j->v + (i + a) * j->k, j->ix + (i + a) * j->k, j->k,
+                              (float)-dist[4 * a + b], j->base + r + b);
+            }
         }
         for (; r < b1; r++)
             for (int a = 0; a < 4; a++)
