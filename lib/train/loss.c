@@ -17,11 +17,16 @@ static double logsumexp(const float *z, int64_t o, double *p)
     double mx = z[0], s = 0;
     for (int64_t j = 1; j < o; j++)
         mx = z[j] > mx ? z[j] : mx;
-    for (int64_t j = 0; j < o; j++)
-        s += exp(z[j] - mx);
+    /* each exp once: the terms wait in p (the same values, summed in order) */
+    for (int64_t j = 0; j < o; j++) {
+        double e = exp(z[j] - mx);
+        s += e;
+        if (p)
+            p[j] = e;
+    }
     if (p)
         for (int64_t j = 0; j < o; j++)
-            p[j] = exp(z[j] - mx) / s;
+            p[j] /= s;
     return mx + log(s);
 }
 
