@@ -53,6 +53,21 @@ static void walk(void *ctx, int64_t begin, int64_t end)
 #endif
 }
 
+#if defined(__x86_64__)
+void tq_i8_strips_tiles(const tq_i8_strips *S, int64_t begin, int64_t end, int64_t b0, int64_t b1,
+                        tq_i8_tile_fn tile, void *ctx)
+{
+    int64_t rows = b1 - b0;
+    for (int64_t i = begin; i < end; i += 4)
+        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
+            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
+            int32_t dots[4 * 24];
+            tq_i8_strips_dots(S, i - begin, r0, n, dots);
+            tile(ctx, S, dots, i, end - i < 4 ? (int)(end - i) : 4, b0, r0, n);
+        }
+}
+#endif
+
 void tq_code_job_run(tq_code_job *c)
 {
     if (c->nq == 0 || c->ndb == 0)

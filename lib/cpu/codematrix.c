@@ -71,26 +71,26 @@ static void block_pairs(void *ctx, int64_t begin, int64_t end, int64_t b0, int64
 }
 
 #if defined(__x86_64__)
+/* A tile's scores into the matrix. */
+static void tile(void *ctx, const tq_i8_strips *S, const int32_t *dots, int64_t i, int qn,
+                 int64_t b0, int64_t r0, int n)
+{
+    const job *j = ctx;
+    for (int a = 0; a < qn; a++) {
+        float *o = j->out + (i + a) * j->c.ndb + b0 + r0;
+        if (j->c.kern.scores)
+            tq_i8_scores(dots + 24 * a, S->xs + r0, j->c.qs[i + a], n, o);
+        else
+            for (int r = 0; r < n; r++)
+                o[r] = tq_codescore_i8(dots[24 * a + r], j->c.qs[i + a], j->c.xs[b0 + r0 + r]);
+    }
+}
+
 /* Rows [b0, b1), packed in S, for queries [begin, end), 4 by 24 at a time. */
 static void block_strips(void *ctx, const tq_i8_strips *S, int64_t begin, int64_t end,
                          int64_t b0, int64_t b1)
 {
-    const job *j = ctx;
-    int64_t rows = b1 - b0;
-    for (int64_t i = begin; i < end; i += 4)
-        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
-            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
-            int32_t dots[4 * 24];
-            tq_i8_strips_dots(S, i - begin, r0, n, dots);
-            for (int a = 0; a < 4 && i + a < end; a++) {
-                float *o = j->out + (i + a) * j->c.ndb + b0 + r0;
-                if (j->c.kern.scores)
-                    tq_i8_scores(dots + 24 * a, S->xs + r0, j->c.qs[i + a], n, o);
-                else
-                    for (int r = 0; r < n; r++)
-                        o[r] = tq_codescore_i8(dots[24 * a + r], j->c.qs[i + a], j->c.xs[b0 + r0 + r]);
-            }
-        }
+    tq_i8_strips_tiles(S, begin, end, b0, b1, tile, ctx);
 }
 
 /* Rows [b0, b1) of ggml's blocks, packed in S, for queries [begin, end). */

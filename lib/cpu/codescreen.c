@@ -110,23 +110,24 @@ __attribute__((target("avx2"))) static uint32_t pass_mask(const job *j, const in
     return m;
 }
 
+/* A tile's passing pairs into the bits. */
+static void tile(void *ctx, const tq_i8_strips *S, const int32_t *dots, int64_t i, int qn,
+                 int64_t b0, int64_t r0, int n)
+{
+    (void)S;
+    const job *j = ctx;
+    for (int a = 0; a < qn; a++) {
+        uint32_t m = pass_mask(j, dots + 24 * a, i + a, b0 + r0, n);
+        if (m)
+            set_bits(j->out + (i + a) * j->words, b0 + r0, m);
+    }
+}
+
 /* Rows [b0, b1), packed in S, for queries [begin, end), 4 by 24 at a time. */
 static void block_strips(void *ctx, const tq_i8_strips *S, int64_t begin, int64_t end,
                          int64_t b0, int64_t b1)
 {
-    const job *j = ctx;
-    int64_t rows = b1 - b0;
-    for (int64_t i = begin; i < end; i += 4)
-        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
-            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
-            int32_t dots[4 * 24];
-            tq_i8_strips_dots(S, i - begin, r0, n, dots);
-            for (int a = 0; a < 4 && i + a < end; a++) {
-                uint32_t m = pass_mask(j, dots + 24 * a, i + a, b0 + r0, n);
-                if (m)
-                    set_bits(j->out + (i + a) * j->words, b0 + r0, m);
-            }
-        }
+    tq_i8_strips_tiles(S, begin, end, b0, b1, tile, ctx);
 }
 #endif
 

@@ -127,29 +127,28 @@ static void block_pairs(void *ctx, int64_t begin, int64_t end, int64_t b0, int64
 }
 
 #if defined(__x86_64__)
+/* A tile: each query's dots screened at once against its list's worst
+ * score, the few that pass offered exactly. */
+static void tile(void *ctx, const tq_i8_strips *S, const int32_t *dots, int64_t i, int qn,
+                 int64_t b0, int64_t r0, int n)
+{
+    job *j = ctx;
+    for (int a = 0; a < qn; a++) {
+        const float *v = j->v + (i + a) * j->k;
+        uint32_t m = tq_i8_screen(dots + 24 * a, S->xs + r0, j->c.qs[i + a], v[j->k - 1], n);
+        for (; m; m &= m - 1) {
+            int r = __builtin_ctz(m);
+            offer_dot(j, i + a, b0 + r0 + r, dots[24 * a + r]);
+        }
+    }
+}
+
 /* Rows [b0, b1), packed in S->pk, for queries [begin, end): tiles of 4
- * queries by 24 rows, each query's dots screened at once against its list's
- * worst score, the few that pass offered exactly. */
+ * queries by 24 rows. */
 static void block_strips(void *ctx, const tq_i8_strips *S, int64_t begin, int64_t end, int64_t b0,
                          int64_t b1)
 {
-    job *j = ctx;
-    int64_t rows = b1 - b0;
-    for (int64_t i = begin; i < end; i += 4) {
-        for (int64_t r0 = 0; r0 < rows; r0 += 24) {
-            int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
-            int32_t dots[4 * 24];
-            tq_i8_strips_dots(S, i - begin, r0, n, dots);
-            for (int a = 0; a < 4 && i + a < end; a++) {
-                const float *v = j->v + (i + a) * j->k;
-                uint32_t m = tq_i8_screen(dots + 24 * a, S->xs + r0, j->c.qs[i + a], v[j->k - 1], n);
-                for (; m; m &= m - 1) {
-                    int r = __builtin_ctz(m);
-                    offer_dot(j, i + a, b0 + r0 + r, dots[24 * a + r]);
-                }
-            }
-        }
-    }
+    tq_i8_strips_tiles(S, begin, end, b0, b1, tile, ctx);
 }
 
 /* Rows [b0, b1) of ggml's blocks, packed in S, for queries [begin, end):

@@ -148,6 +148,14 @@ uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double w
  * multiple of 4), four at a time (AVX2 and FMA: the caller checks FMA). */
 void tq_i8_scores(const int32_t *dots, const double *xs, float qs, int n, float *out);
 void tq_i8_strips_free(tq_i8_strips *S);
+/* code_walk.c: the tiles of a block of rows [b0, b1) packed in S for queries
+ * [begin, end): tile gets dots[24 a + r] = query i + a . row b0 + r0 + r for
+ * a < qn (<= 4) and r < n (<= 24); the strip loops of codetopk, codematrix
+ * and codescreen. */
+typedef void (*tq_i8_tile_fn)(void *ctx, const tq_i8_strips *S, const int32_t *dots, int64_t i,
+                              int qn, int64_t b0, int64_t r0, int n);
+void tq_i8_strips_tiles(const tq_i8_strips *S, int64_t begin, int64_t end, int64_t b0, int64_t b1,
+                        tq_i8_tile_fn tile, void *ctx);
 /* The same for ggml's blocks: q8_0 queries (rows qrb bytes apart) and q8_0
  * or q4_0 rows (dt), decoded to int8 values and f32 block scales;
  * tq_blk_strips_scores writes out[r] = ggml's reference dot product of row
