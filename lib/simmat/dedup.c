@@ -412,6 +412,7 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
             st = write_kept(out, f->name, f->dtype, f->rank, f->dims, f->meta, f->meta_len, data,
                             f->raw_size, n, z.keep, kept);
         s->kept += kept;
+        s->q_seen += n;
         s->dropped += n - kept;
         if (st)
             break;
