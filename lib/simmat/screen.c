@@ -63,10 +63,12 @@ static int encode(const tq_sim_screen *sc, const float *x, int side, int8_t *c, 
     float scale = (float)(amax / 127);
     if (scale == 0 || !isfinite(scale))
         scale = amax > 0 ? (float)amax : 1; /* subnormal, zero or huge heads: still a bound */
+    int finite = 1;
     for (int64_t i = 0; i < dh; i++) {
         double v = x[i], q = nearbyint(v / scale);
         q = q > 127 ? 127 : q < -127 ? -127 : q;
-        c[i] = (int8_t)q;
+        finite &= q == q; /* a NaN or infinite value: the row is refused below */
+        c[i] = q == q ? (int8_t)q : 0;
         double sq = q * scale, e = v - sq; /* exact: s q has 31 bits, e fits double */
         hh += v * v, pp += sq * sq, ee += e * e;
     }
@@ -89,7 +91,7 @@ static int encode(const tq_sim_screen *sc, const float *x, int side, int8_t *c, 
         else
             t[4] = up(-lo);
     }
-    int ok = isfinite(*s);
+    int ok = finite && isfinite(*s);
     for (int k = 0; k < sc->m; k++)
         ok &= isfinite(t[k]);
     return ok ? 0 : -1;
