@@ -26,24 +26,24 @@
 
 enum { SAMPLE_Q = 64, SAMPLE_X = 2048, SLICE = 1024 };
 
+/* The rows screened against (--threshold: the shard's; --dedup: the --db
+ * rows and the kept ones) are coded once, as database rows, and kept on the
+ * host, where the device reads them in place (the screen runs where it is
+ * native, a device of host memory); a slice of queries is coded into hc, hs,
+ * ha and its bits come back in hm. */
 struct tq_sim_screen {
     int64_t dh, d;
     int m;                      /* terms a row: 5 (dot, cosine) or 6 (l2) */
     int metric;                 /* simscore's: 1 for l2 */
     double thr;
-    tq_tensor *xc, *xs, *xb;    /* the shard's rows: head codes, scales, terms */
-    tq_tensor *qc, *qs, *qa, *out; /* a slice of queries, and its bits */
-    int8_t *hc;                 /* host side of a slice */
+    int8_t *hc;                 /* a slice of queries: codes, scales, terms */
     float *hs, *ha;
-    int32_t *hm;
-    int64_t words;              /* of out's rows, at most */
-    /* --dedup: the rows seen (--db and kept), coded as database rows, and
-     * where their f32 values are (for the exact score) */
-    int8_t *yc;
+    int32_t *hm;                /* its bits, hm_cap words at most */
+    int64_t hm_cap;
+    int8_t *yc;                 /* the rows: codes, scales, terms, */
     float *ys, *yt;
-    const float **yrow;
+    const float **yrow;         /* and where their f32 values lie */
     int64_t ny, ycap;
-    int64_t hm_cap;             /* words sc->hm holds (dedup) */
 };
 
 static float up(double v)
@@ -126,233 +126,6 @@ static int encode_all(const tq_sim_screen *sc, const float *x, int64_t n, int si
     return j.bad ? -1 : 0;
 }
 
-/* Uploads n rows of host data into a new tensor of dims {n, w} (w 0: rank 1). */
-static tq_status put(tq_device *dev, tq_dtype dt, int64_t n, int64_t w, const void *data,
-                     tq_tensor **t)
-{
-    int64_t dims[2] = {n, w};
-    tq_status st = tq_tensor_new(dev, dt, w ? 2 : 1, dims, t);
-    if (!st && data && n)
-        st = tq_tensor_upload(*t, data, (size_t)(n * (w ? w : 1)) * (dt == TQ_DTYPE_I8 ? 1 : 4));
-    return st;
-}
-
-/* The screen's bits for nq encoded queries (host arrays) against the
- * shard's rows [c0, c1) (c0 a multiple of 16: views start on 16 bytes);
- * *bits points at them, words a row apart. */
-static tq_status screen(tq_sim_screen *sc, int64_t nq, int64_t c0, int64_t c1, const int32_t **bits,
-                        int64_t *words)
-{
-    int64_t nc = c1 - c0, w = (nc + 31) / 32, dh = sc->dh, m = sc->m;
-    int64_t qd[2] = {nq, dh}, sd[1] = {nq}, ad[2] = {nq, m}, od[2] = {nq, w};
-    int64_t xd[2] = {nc, dh}, xsd[1] = {nc}, bd[2] = {nc, m};
-    tq_tensor *v[10] = {0};
-    tq_status st = tq_tensor_view(sc->qc, 0, TQ_DTYPE_I8, 2, qd, &v[0]);
-    if (!st)
-        st = tq_tensor_view(sc->qs, 0, TQ_DTYPE_F32, 1, sd, &v[1]);
-    if (!st)
-        st = tq_tensor_view(sc->qa, 0, TQ_DTYPE_F32, 2, ad, &v[2]);
-    if (!st)
-        st = tq_tensor_view(sc->xc, (size_t)(c0 * dh), TQ_DTYPE_I8, 2, xd, &v[3]);
-    if (!st)
-        st = tq_tensor_view(sc->xs, (size_t)c0 * 4, TQ_DTYPE_F32, 1, xsd, &v[4]);
-    if (!st)
-        st = tq_tensor_view(sc->xb, (size_t)(c0 * m) * 4, TQ_DTYPE_F32, 2, bd, &v[5]);
-    if (!st)
-        st = tq_tensor_view(sc->out, 0, TQ_DTYPE_I32, 2, od, &v[6]);
-    if (!st)
-        st = tq_tensor_upload(v[0], sc->hc, (size_t)(nq * dh));
-    if (!st)
-        st = tq_tensor_upload(v[1], sc->hs, (size_t)nq * 4);
-    if (!st)
-        st = tq_tensor_upload(v[2], sc->ha, (size_t)(nq * m) * 4);
-    if (!st)
-        st = tq_op_codescreen(v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
-    const int32_t *host = st ? NULL : tq_tensor_host(v[6]);
-    if (!st && !host)
-        st = tq_tensor_download(v[6], sc->hm, (size_t)(nq * w) * 4);
-    for (int i = 0; i < 7; i++)
-        tq_tensor_free(v[i]);
-    *bits = host ? host : sc->hm, *words = w;
-    return st;
-}
-
-void tq_sim_screen_free(tq_sim_screen *sc)
-{
-    if (!sc)
-        return;
-    tq_tensor_free(sc->xc), tq_tensor_free(sc->xs), tq_tensor_free(sc->xb);
-    tq_tensor_free(sc->qc), tq_tensor_free(sc->qs), tq_tensor_free(sc->qa), tq_tensor_free(sc->out);
-    free(sc->hc), free(sc->hs), free(sc->ha), free(sc->hm);
-    free(sc->yc), free(sc->ys), free(sc->yt), free(sc->yrow);
-    free(sc);
-}
-
-/* Sets sc's head length and terms and allocates its host slice for `rows`
- * rows; -1 without memory. */
-static int shape(tq_sim_screen *sc, int64_t dh, int64_t rows)
-{
-    sc->dh = dh;
-    free(sc->hc), free(sc->hs), free(sc->ha);
-    sc->hc = malloc((size_t)(rows * dh) + 16);
-    sc->hs = malloc((size_t)rows * 4 + 16);
-    sc->ha = malloc((size_t)(rows * sc->m) * 4 + 16);
-    return sc->hc && sc->hs && sc->ha ? 0 : -1;
-}
-
-/* The head length: of d/4, d/2 and d (multiples of 4), the one whose screen
- * costs least on a sample of the rows (its own work, dh, plus the exact
- * scores of the pairs it lets through, about 4 d each). *bad: the sample
- * holds a row that is not finite (then no screen). */
-static tq_status pick_head(tq_sim_screen *sc, tq_device *dev, const float *x, int64_t n, int *bad)
-{
-    int64_t d = sc->d;
-    int64_t nq = n < SAMPLE_Q ? n : SAMPLE_Q, nx = n < SAMPLE_X ? n : SAMPLE_X;
-    int64_t cand[3] = {(d / 4 + 3) / 4 * 4, (d / 2 + 3) / 4 * 4, d}, best = d;
-    double best_cost = INFINITY;
-    float *rows = malloc((size_t)((nq + nx) * d) * 4 + 16);
-    tq_status st = rows ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
-    /* evenly spread rows: queries and rows of the sample */
-    for (int64_t i = 0; !st && i < nq + nx; i++) {
-        int64_t r = i < nq ? i * n / nq : (i - nq) * n / nx;
-        memcpy(rows + i * d, x + r * d, (size_t)d * 4);
-    }
-    *bad = 0;
-    for (int c = 0; !st && c < 3 && !*bad; c++) {
-        if (c < 2 && (cand[c] >= d || cand[c] < 16 || (c == 1 && cand[1] == cand[0])))
-            continue;
-        tq_sim_screen t = {.d = d, .m = sc->m, .metric = sc->metric, .thr = sc->thr};
-        if (shape(&t, cand[c], nq + nx)) {
-            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-        } else if (encode_all(&t, rows, nq, 0, t.hc, t.hs, t.ha) ||
-                   encode_all(&t, rows + nq * d, nx, 1, t.hc + nq * t.dh, t.hs + nq, t.ha + nq * t.m)) {
-            *bad = 1;
-        } else {
-            t.words = (nx + 31) / 32;
-            int64_t od[2] = {nq, t.words};
-            const int32_t *bits = NULL;
-            int64_t words = 0, pass = 0;
-            st = put(dev, TQ_DTYPE_I8, nx, t.dh, t.hc + nq * t.dh, &t.xc);
-            if (!st)
-                st = put(dev, TQ_DTYPE_F32, nx, 0, t.hs + nq, &t.xs);
-            if (!st)
-                st = put(dev, TQ_DTYPE_F32, nx, t.m, t.ha + nq * t.m, &t.xb);
-            if (!st)
-                st = put(dev, TQ_DTYPE_I8, nq, t.dh, NULL, &t.qc);
-            if (!st)
-                st = put(dev, TQ_DTYPE_F32, nq, 0, NULL, &t.qs);
-            if (!st)
-                st = put(dev, TQ_DTYPE_F32, nq, t.m, NULL, &t.qa);
-            if (!st)
-                st = tq_tensor_new(dev, TQ_DTYPE_I32, 2, od, &t.out);
-            if (!st && !(t.hm = malloc((size_t)(nq * t.words) * 4 + 16)))
-                st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-            if (!st)
-                st = screen(&t, nq, 0, nx, &bits, &words);
-            for (int64_t i = 0; !st && i < nq * words; i++)
-                pass += __builtin_popcount((uint32_t)bits[i]);
-            double cost = (double)t.dh + 4.0 * (double)d * (double)pass / (double)(nq * nx);
-            if (!st && cost < best_cost)
-                best_cost = cost, best = t.dh;
-        }
-        tq_tensor_free(t.xc), tq_tensor_free(t.xs), tq_tensor_free(t.xb);
-        tq_tensor_free(t.qc), tq_tensor_free(t.qs), tq_tensor_free(t.qa), tq_tensor_free(t.out);
-        free(t.hc), free(t.hs), free(t.ha), free(t.hm);
-    }
-    free(rows);
-    sc->dh = best;
-    return st;
-}
-
-tq_status tq_sim_screen_open(tq_sim *s, tq_sim_screen **out)
-{
-    *out = NULL;
-    int64_t n = s->s1 - s->s0, d = s->db.d;
-    if (s->mode != TQ_SIM_THRESHOLD || s->code || n == 0 || d == 0 || d > (1 << 17) ||
-        !tq_op_codescreen_native(s->dev))
-        return TQ_OK; /* the matrix product's path */
-    tq_sim_screen *sc = calloc(1, sizeof *sc);
-    if (!sc)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    sc->d = d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
-    sc->thr = (double)(float)s->threshold; /* what the exact scores meet */
-    int bad = 0;
-    tq_status st = pick_head(sc, s->dev, s->db.x + s->s0 * d, n, &bad);
-    int64_t rows = SLICE;
-    if (!st && !bad && shape(sc, sc->dh, n > rows ? n : rows))
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-    /* the database's encoding (in the host slice, for now as big as it) */
-    if (!st && !bad)
-        bad = encode_all(sc, s->db.x + s->s0 * d, n, 1, sc->hc, sc->hs, sc->ha) != 0;
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_I8, n, sc->dh, sc->hc, &sc->xc);
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_F32, n, 0, sc->hs, &sc->xs);
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_F32, n, sc->m, sc->ha, &sc->xb);
-    if (!st && !bad && shape(sc, sc->dh, rows))
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-    sc->words = (n + 31) / 32;
-    int64_t od[2] = {rows, sc->words};
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_I8, rows, sc->dh, NULL, &sc->qc);
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_F32, rows, 0, NULL, &sc->qs);
-    if (!st && !bad)
-        st = put(s->dev, TQ_DTYPE_F32, rows, sc->m, NULL, &sc->qa);
-    if (!st && !bad)
-        st = tq_tensor_new(s->dev, TQ_DTYPE_I32, 2, od, &sc->out);
-    if (!st && !bad && !(sc->hm = malloc((size_t)(rows * sc->words) * 4 + 16)))
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
-    if (st || bad) { /* a row not finite: the matrix product's path */
-        tq_sim_screen_free(sc);
-        return st;
-    }
-    s->screen_dh = sc->dh;
-    *out = sc;
-    return TQ_OK;
-}
-
-int64_t tq_sim_screen_rows(void) { return SLICE; }
-
-tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n, int64_t g0,
-                            tq_sim_pairs *p, int *done)
-{
-    int64_t d = sc->d, nd = s->s1 - s->s0;
-    *done = 0;
-    if (encode_all(sc, q, n, 0, sc->hc, sc->hs, sc->ha))
-        return TQ_OK; /* a query not finite: the caller's path */
-    /* without --db, only j > i: the rows from the slice's first i + 1 */
-    int64_t c0 = s->self ? g0 + 1 - s->s0 : 0;
-    c0 = c0 < 0 ? 0 : c0 > nd ? nd : c0;
-    c0 &= ~(int64_t)15;
-    const int32_t *bits;
-    int64_t words;
-    tq_status st = screen(sc, n, c0, nd, &bits, &words);
-    float thr = (float)s->threshold;
-    for (int64_t i = 0; !st && i < n; i++) {
-        int64_t g = g0 + i;
-        const float *qr = q + i * d;
-        for (int64_t w = 0; !st && w < words; w++) {
-            uint32_t b = (uint32_t)bits[i * words + w];
-            while (b && !st) {
-                int64_t j = s->s0 + c0 + w * 32 + __builtin_ctz(b);
-                b &= b - 1;
-                if (s->self && j <= g)
-                    continue;
-                s->screened++;
-                float v = tq_simscore(sc->metric, qr, s->db.x + j * d, d);
-                if (v >= thr)
-                    st = tq_sim_pairs_add(p, g, j, v);
-            }
-        }
-    }
-    *done = !st;
-    return st;
-}
-
-/* ---- --dedup: each slice of a batch against every row seen before it ---- */
-
 /* Rows the screen takes: finite, and small enough (|v| <= 2^40) that no
  * term of theirs overflows f32. */
 static int rows_fit(const float *x, int64_t n, int64_t d)
@@ -363,8 +136,9 @@ static int rows_fit(const float *x, int64_t n, int64_t d)
     return 1;
 }
 
-/* Appends n rows x (persistent or the batch's: see below) to the seen rows,
- * coded as database rows; -1 without memory. */
+/* Appends n rows x (persistent, or a --dedup batch's until they move) to
+ * the rows, coded as database rows: 0, -1 without memory, 1 (nothing added)
+ * if a number is not finite. */
 static int seen_add(tq_sim_screen *sc, const float *x, int64_t n)
 {
     if (sc->ny + n > sc->ycap) {
@@ -385,7 +159,8 @@ static int seen_add(tq_sim_screen *sc, const float *x, int64_t n)
             return -1;
         sc->yrow = yr, sc->ycap = cap;
     }
-    encode_all(sc, x, n, 1, sc->yc + sc->ny * sc->dh, sc->ys + sc->ny, sc->yt + sc->ny * sc->m);
+    if (encode_all(sc, x, n, 1, sc->yc + sc->ny * sc->dh, sc->ys + sc->ny, sc->yt + sc->ny * sc->m))
+        return 1;
     for (int64_t i = 0; i < n; i++)
         sc->yrow[sc->ny + i] = x + i * sc->d;
     sc->ny += n;
@@ -393,7 +168,7 @@ static int seen_add(tq_sim_screen *sc, const float *x, int64_t n)
 }
 
 /* A tensor over host data (no copy where the device works in host memory,
- * else a copy uploaded); *own: it was made here. */
+ * else a copy uploaded). */
 static tq_status host_tensor(tq_device *dev, tq_dtype dt, int rank, const int64_t *dims, void *host,
                              size_t bytes, tq_tensor **t)
 {
@@ -403,11 +178,12 @@ static tq_status host_tensor(tq_device *dev, tq_dtype dt, int rank, const int64_
     return st;
 }
 
-/* The screen's bits of the nq coded queries against the seen rows, in
- * sc->hm, words a row. */
-static tq_status screen_seen(tq_sim_screen *sc, tq_device *dev, int64_t nq, int64_t *words)
+/* The bits of the nq coded queries (hc, hs, ha) against the rows [c0, ny)
+ * (c0 a multiple of 16: a tensor starts on 16 bytes), in sc->hm, *words a
+ * row. */
+static tq_status screen(tq_sim_screen *sc, tq_device *dev, int64_t nq, int64_t c0, int64_t *words)
 {
-    int64_t ny = sc->ny, w = (ny + 31) / 32, dh = sc->dh, m = sc->m;
+    int64_t ny = sc->ny - c0, w = (ny + 31) / 32, dh = sc->dh, m = sc->m;
     if (nq * w > sc->hm_cap) {
         free(sc->hm);
         sc->hm_cap = nq * w * 2;
@@ -422,11 +198,11 @@ static tq_status screen_seen(tq_sim_screen *sc, tq_device *dev, int64_t nq, int6
     if (!st)
         st = host_tensor(dev, TQ_DTYPE_F32, 2, ad, sc->ha, (size_t)(nq * m) * 4, &v[2]);
     if (!st)
-        st = host_tensor(dev, TQ_DTYPE_I8, 2, yd, sc->yc, (size_t)(ny * dh), &v[3]);
+        st = host_tensor(dev, TQ_DTYPE_I8, 2, yd, sc->yc + c0 * dh, (size_t)(ny * dh), &v[3]);
     if (!st)
-        st = host_tensor(dev, TQ_DTYPE_F32, 1, yd, sc->ys, (size_t)ny * 4, &v[4]);
+        st = host_tensor(dev, TQ_DTYPE_F32, 1, yd, sc->ys + c0, (size_t)ny * 4, &v[4]);
     if (!st)
-        st = host_tensor(dev, TQ_DTYPE_F32, 2, bd, sc->yt, (size_t)(ny * m) * 4, &v[5]);
+        st = host_tensor(dev, TQ_DTYPE_F32, 2, bd, sc->yt + c0 * m, (size_t)(ny * m) * 4, &v[5]);
     if (!st)
         st = host_tensor(dev, TQ_DTYPE_I32, 2, od, sc->hm, 0, &v[6]);
     if (!st)
@@ -439,22 +215,84 @@ static tq_status screen_seen(tq_sim_screen *sc, tq_device *dev, int64_t nq, int6
     return st;
 }
 
-tq_status tq_sim_screen_dedup_open(tq_sim *s, const float *x, int64_t n, tq_sim_screen **out)
+static void release(tq_sim_screen *sc)
+{
+    free(sc->hc), free(sc->hs), free(sc->ha), free(sc->hm);
+    free(sc->yc), free(sc->ys), free(sc->yt), free(sc->yrow);
+}
+
+void tq_sim_screen_free(tq_sim_screen *sc)
+{
+    if (sc)
+        release(sc), free(sc);
+}
+
+/* A screen of head length dh with a slice of `rows` queries and no rows
+ * yet; -1 without memory. */
+static int shape(tq_sim_screen *sc, int64_t dh, int64_t rows)
+{
+    sc->dh = dh;
+    sc->hc = malloc((size_t)(rows * dh) + 16);
+    sc->hs = malloc((size_t)rows * 4 + 16);
+    sc->ha = malloc((size_t)(rows * sc->m) * 4 + 16);
+    return sc->hc && sc->hs && sc->ha ? 0 : -1;
+}
+
+/* The head length: of d/4, d/2 and d (multiples of 4), the one whose screen
+ * costs least on a sample of the rows x (its own work, dh, plus the exact
+ * scores of the pairs it lets through, about 4 d each). *bad: the sample
+ * holds a row that is not finite (then no screen). */
+static tq_status pick_head(tq_sim_screen *sc, tq_device *dev, const float *x, int64_t n, int *bad)
+{
+    int64_t d = sc->d;
+    int64_t nq = n < SAMPLE_Q ? n : SAMPLE_Q, nx = n < SAMPLE_X ? n : SAMPLE_X;
+    int64_t cand[3] = {(d / 4 + 3) / 4 * 4, (d / 2 + 3) / 4 * 4, d}, best = d;
+    double best_cost = INFINITY;
+    float *rows = malloc((size_t)((nq + nx) * d) * 4 + 16);
+    tq_status st = rows ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
+    /* evenly spread rows: queries and rows of the sample */
+    for (int64_t i = 0; !st && i < nq + nx; i++) {
+        int64_t r = i < nq ? i * n / nq : (i - nq) * n / nx;
+        memcpy(rows + i * d, x + r * d, (size_t)d * 4);
+    }
+    *bad = 0;
+    for (int c = 0; !st && c < 3 && !*bad; c++) {
+        if (c < 2 && (cand[c] >= d || cand[c] < 16 || (c == 1 && cand[1] == cand[0])))
+            continue;
+        tq_sim_screen t = {.d = d, .m = sc->m, .metric = sc->metric, .thr = sc->thr};
+        int64_t words = 0, pass = 0;
+        int added = shape(&t, cand[c], nq) ? -1 : seen_add(&t, rows + nq * d, nx);
+        if (added < 0)
+            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+        else if (added || encode_all(&t, rows, nq, 0, t.hc, t.hs, t.ha))
+            *bad = 1;
+        else if (!(st = screen(&t, dev, nq, 0, &words))) {
+            for (int64_t i = 0; i < nq * words; i++)
+                pass += __builtin_popcount((uint32_t)t.hm[i]);
+            double cost = (double)t.dh + 4.0 * (double)d * (double)pass / (double)(nq * nx);
+            if (cost < best_cost)
+                best_cost = cost, best = t.dh;
+        }
+        release(&t);
+    }
+    free(rows);
+    sc->dh = best;
+    return st;
+}
+
+/* A new screen for rows x (n of them, sampled for the head length); NULL
+ * in *out (and TQ_OK) where a sampled row is not finite. */
+static tq_status screen_new(tq_sim *s, const float *x, int64_t n, tq_sim_screen **out)
 {
     *out = NULL;
-    int64_t d = s->db.d, ndb = s->s1 - s->s0;
-    const float *db = s->db.x + s->s0 * d;
-    if (s->code || n == 0 || d == 0 || d > (1 << 17) || !tq_op_codescreen_native(s->dev) ||
-        !rows_fit(x, n, d) || (ndb && !rows_fit(db, ndb, d)))
-        return TQ_OK; /* simtopk's path */
     tq_sim_screen *sc = calloc(1, sizeof *sc);
     if (!sc)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    sc->d = d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
-    sc->thr = (double)(float)s->threshold;
+    sc->d = s->db.d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
+    sc->thr = (double)(float)s->threshold; /* what the exact scores meet */
     int bad = 0;
-    tq_status st = ndb ? pick_head(sc, s->dev, db, ndb, &bad) : pick_head(sc, s->dev, x, n, &bad);
-    if (!st && !bad && (shape(sc, sc->dh, SLICE) || seen_add(sc, db, ndb)))
+    tq_status st = pick_head(sc, s->dev, x, n, &bad);
+    if (!st && !bad && shape(sc, sc->dh, SLICE))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (st || bad) {
         tq_sim_screen_free(sc);
@@ -463,6 +301,81 @@ tq_status tq_sim_screen_dedup_open(tq_sim *s, const float *x, int64_t n, tq_sim_
     s->screen_dh = sc->dh;
     *out = sc;
     return TQ_OK;
+}
+
+tq_status tq_sim_screen_open(tq_sim *s, tq_sim_screen **out)
+{
+    *out = NULL;
+    int64_t n = s->s1 - s->s0, d = s->db.d;
+    const float *x = s->db.x + s->s0 * d;
+    if (s->mode != TQ_SIM_THRESHOLD || s->code || n == 0 || d == 0 || d > (1 << 17) ||
+        !tq_op_codescreen_native(s->dev))
+        return TQ_OK; /* the matrix product's path */
+    tq_status st = screen_new(s, x, n, out);
+    int added = st || !*out ? 0 : seen_add(*out, x, n);
+    if (added < 0)
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (added) { /* or a row not finite: the matrix product's path */
+        tq_sim_screen_free(*out);
+        *out = NULL, s->screen_dh = 0;
+    }
+    return st;
+}
+
+int64_t tq_sim_screen_rows(void) { return SLICE; }
+
+tq_status tq_sim_screen_run(tq_sim *s, tq_sim_screen *sc, const float *q, int64_t n, int64_t g0,
+                            tq_sim_pairs *p, int *done)
+{
+    int64_t d = sc->d, nd = s->s1 - s->s0;
+    *done = 0;
+    if (encode_all(sc, q, n, 0, sc->hc, sc->hs, sc->ha))
+        return TQ_OK; /* a query not finite: the caller's path */
+    /* without --db, only j > i: the rows from the slice's first i + 1 */
+    int64_t c0 = s->self ? g0 + 1 - s->s0 : 0;
+    c0 = c0 < 0 ? 0 : c0 > nd ? nd : c0;
+    c0 &= ~(int64_t)15;
+    int64_t words;
+    tq_status st = screen(sc, s->dev, n, c0, &words);
+    float thr = (float)s->threshold;
+    for (int64_t i = 0; !st && i < n; i++) {
+        int64_t g = g0 + i;
+        const float *qr = q + i * d;
+        for (int64_t w = 0; !st && w < words; w++) {
+            uint32_t b = (uint32_t)sc->hm[i * words + w];
+            while (b && !st) {
+                int64_t j = s->s0 + c0 + w * 32 + __builtin_ctz(b);
+                b &= b - 1;
+                if (s->self && j <= g)
+                    continue;
+                s->screened++;
+                float v = tq_simscore(sc->metric, qr, s->db.x + j * d, d);
+                if (v >= thr)
+                    st = tq_sim_pairs_add(p, g, j, v);
+            }
+        }
+    }
+    *done = !st;
+    return st;
+}
+
+/* ---- --dedup: each slice of a batch against every row seen before it ---- */
+
+tq_status tq_sim_screen_dedup_open(tq_sim *s, const float *x, int64_t n, tq_sim_screen **out)
+{
+    *out = NULL;
+    int64_t d = s->db.d, ndb = s->s1 - s->s0;
+    const float *db = s->db.x + s->s0 * d;
+    if (s->code || n == 0 || d == 0 || d > (1 << 17) || !tq_op_codescreen_native(s->dev) ||
+        !rows_fit(x, n, d) || (ndb && !rows_fit(db, ndb, d)))
+        return TQ_OK; /* simtopk's path */
+    tq_status st = ndb ? screen_new(s, db, ndb, out) : screen_new(s, x, n, out);
+    if (!st && *out && seen_add(*out, db, ndb)) { /* the rows fit: only memory can fail */
+        tq_sim_screen_free(*out);
+        *out = NULL;
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    return st;
 }
 
 int tq_sim_screen_dedup_fits(const float *x, int64_t n, int64_t d) { return rows_fit(x, n, d); }
@@ -478,10 +391,10 @@ tq_status tq_sim_screen_dedup(tq_sim *s, tq_sim_screen *sc, const float *q, int6
         int64_t b = n - a < SLICE ? n : a + SLICE, ns0 = sc->ny, words = 0;
         /* the slice's rows join the seen ones for now: a row meets the
          * earlier kept rows of its slice there too */
-        if (seen_add(sc, q + a * d, b - a))
+        if (seen_add(sc, q + a * d, b - a)) /* the rows fit: only memory can fail */
             return tq_fail(TQ_ERR_NOMEM, "out of memory");
         encode_all(sc, q + a * d, b - a, 0, sc->hc, sc->hs, sc->ha);
-        if ((st = screen_seen(sc, s->dev, b - a, &words)))
+        if ((st = screen(sc, s->dev, b - a, 0, &words)))
             break;
         int64_t k0 = *kept;
         for (int64_t i = a; i < b; i++) {
