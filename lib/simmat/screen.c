@@ -14,7 +14,8 @@
  * f32). The score rounds to f32 from a double sum: a score >= thr needs
  * x . y >= thr - 2^-22 |thr| - 2^-30 |x| |y| (dot; for l2, -|x - y|^2 =
  * 2 x . y - |x|^2 - |y|^2 the same way), which the terms of
- * tq_op_codescreen carry. Every number above is exact or rounded away from
+ * tq_op_codescreen carry; the 2^-30 |x| |y| rides on the tails' term, as
+ * (T_x + 2^-15 |x|) (T_y + 2^-15 |y|) >= T_x T_y + 2^-30 |x| |y|. Every number above is exact or rounded away from
  * the pair, so no pair that scores >= thr is screened out. */
 #include "simmat.h"
 
@@ -33,7 +34,7 @@ enum { SAMPLE_Q = 64, SAMPLE_X = 2048, SLICE = 1024 };
  * ha and its bits come back in hm. */
 struct tq_sim_screen {
     int64_t dh, d;
-    int m;                      /* terms a row: 5 (dot, cosine) or 6 (l2) */
+    int m;                      /* terms a row: 4 (dot, cosine) or 5 (l2) */
     int metric;                 /* simscore's: 1 for l2 */
     double thr;
     int8_t *hc;                 /* a slice of queries: codes, scales, terms */
@@ -80,16 +81,16 @@ static int encode(const tq_sim_screen *sc, const float *x, int side, int8_t *c, 
     double N = sqrt(hh + tt) * grow, xx = (hh + tt) * shrink;
     *s = scale;
     if (side == 0) {
-        t[0] = up(P), t[1] = up(E), t[2] = up(T), t[3] = up(0x1p-30 * N), t[4] = 1;
+        t[0] = up(P), t[1] = up(E), t[2] = up(T + 0x1p-15 * N), t[3] = 1;
         if (sc->metric)
-            t[5] = up(-0.5 * xx * (1 - 0x1p-30)); /* -|x|^2 / 2, a little less */
+            t[4] = up(-0.5 * xx * (1 - 0x1p-30)); /* -|x|^2 / 2, a little less */
     } else {
         double lo = sc->thr - 0x1p-22 * fabs(sc->thr);
-        t[0] = up(E), t[1] = up(H), t[2] = up(T), t[3] = up(N);
+        t[0] = up(E), t[1] = up(H), t[2] = up(T + 0x1p-15 * N);
         if (sc->metric)
-            t[4] = up(-0.5 * lo - 0.5 * xx * (1 - 0x1p-30)), t[5] = 1;
+            t[3] = up(-0.5 * lo - 0.5 * xx * (1 - 0x1p-30)), t[4] = 1;
         else
-            t[4] = up(-lo);
+            t[3] = up(-lo);
     }
     int ok = finite && isfinite(*s);
     for (int k = 0; k < sc->m; k++)
@@ -288,7 +289,7 @@ static tq_status screen_new(tq_sim *s, const float *x, int64_t n, tq_sim_screen 
     tq_sim_screen *sc = calloc(1, sizeof *sc);
     if (!sc)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    sc->d = s->db.d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 6 : 5;
+    sc->d = s->db.d, sc->metric = s->metric == TQ_SIM_L2, sc->m = sc->metric ? 5 : 4;
     sc->thr = (double)(float)s->threshold; /* what the exact scores meet */
     int bad = 0;
     tq_status st = pick_head(sc, s->dev, x, n, &bad);
