@@ -235,6 +235,8 @@ static tq_status run_threshold(tq_sim *s, slices *t, tq_sim_screen *sc, const fl
         int done = 0;
         if (sc)
             st = tq_sim_screen_run(s, sc, q + i0 * s->db.d, rows, r0 + i0, p, &done);
+        if (!st && !done && !t->s)
+            st = slices_open(t, s);
         for (int64_t k = 0; !st && !done && k < rows; k += t->rows)
             st = product_pairs(s, t, q, i0 + k, rows - k < t->rows ? rows - k : t->rows, r0, p);
     }
@@ -360,10 +362,11 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     memset(&t, 0, sizeof t);
     tq_status st = TQ_OK;
     tq_sim_screen *sc = NULL;
-    if (s->mode == TQ_SIM_FULL || s->mode == TQ_SIM_THRESHOLD)
+    st = tq_sim_screen_open(s, &sc);
+    /* with the screen, the matrix product only serves a slice of queries
+     * that is not finite: its buffers and prepared rows wait until then */
+    if (!st && (s->mode == TQ_SIM_FULL || (s->mode == TQ_SIM_THRESHOLD && !sc)))
         st = slices_open(&t, s);
-    if (!st)
-        st = tq_sim_screen_open(s, &sc);
     float *q = NULL;
     size_t qcap = 0;
     tq_sim_pairs p = {0};
