@@ -5,6 +5,7 @@
  * other frames stay aligned. Stream handling here; the layer in lib/attend. */
 #include "tool.h"
 #include "attend/attend.h"
+#include "quant/quant.h"
 
 #include <errno.h>
 #include <math.h>
@@ -76,37 +77,15 @@ typedef struct col {
     int64_t dims[TQ_MAX_RANK]; /* dims[0] summed over batches */
     void *data;
     size_t bytes, cap;
-    float *scale;       /* int8 rows (tq-quantize): NAME_scale, before them */
-    int64_t scale_n;    /* -1: none waiting */
+    tq_quant_side side; /* codes (tq-quantize): NAME_scale, NAME_ranges */
 } col;
-
-/* Keeps the scales of the next int8 batch of c (the frame NAME_scale). */
-static tq_status col_scale(col *c, tq_frame *f, const char *src)
-{
-    const void *data;
-    if (f->dtype != TQ_DTYPE_F32 || f->rank != 1)
-        return tq_fail(TQ_ERR_DATA, "%s: frame \"%s\" must be f32 [n]", src, f->name);
-    tq_status st = tq_frame_data(f, &data);
-    float *p = st ? NULL : realloc(c->scale, (size_t)(f->dims[0] + 1) * 4);
-    if (!st && !p)
-        st = tq_fail(TQ_ERR_NOMEM, "out of memory reading \"%s\"", f->name);
-    if (st)
-        return st;
-    memcpy(p, data, (size_t)f->dims[0] * 4);
-    c->scale = p, c->scale_n = f->dims[0];
-    return TQ_OK;
-}
 
 static tq_status col_add(col *c, tq_frame *f, const char *src)
 {
     int want_float = c->as == TQ_DTYPE_F32;
-    /* int8 rows with their scales read as their values, codes times scale */
-    int scaled = want_float && f->dtype == TQ_DTYPE_I8 && f->rank == 2;
-    if (scaled && c->scale_n != f->dims[0])
-        return tq_fail(TQ_ERR_DATA, "%s: frame \"%s\" is int8: it needs its scales, \"%s_scale\" "
-                                    "f32 [%lld] just before it (tq-quantize --to int8)",
-                       src, f->name, f->name, (long long)f->dims[0]);
-    if (scaled)
+    /* rows of codes (tq-quantize) read as their decoded values */
+    int coded = want_float && !tq_dtype_is_float(f->dtype) && tq_quant_decodable(f);
+    if (coded)
         ;
     else if (want_float ? !tq_dtype_is_float(f->dtype) : !tq_dtype_is_int(f->dtype))
         return tq_fail(TQ_ERR_DATA, "%s: frame \"%s\" must be %s, not %s", src, f->name,
@@ -120,8 +99,8 @@ static tq_status col_add(col *c, tq_frame *f, const char *src)
         c->dims[0] = 0;
         c->seen = 1;
     }
-    const void *data;
-    tq_status st = tq_frame_data(f, &data);
+    const void *data = NULL;
+    tq_status st = coded ? TQ_OK : tq_frame_data(f, &data);
     if (st)
         return st;
     size_t n = 1;
@@ -138,15 +117,13 @@ static tq_status col_add(col *c, tq_frame *f, const char *src)
         c->data = p;
         c->cap = cap;
     }
-    if ((st = tq_convert(c->as, (char *)c->data + c->bytes, f->dtype, data, n, 0)))
-        return st;
-    if (scaled) {
-        float *y = (float *)((char *)c->data + c->bytes);
-        for (int64_t i = 0; i < f->dims[0]; i++)
-            for (int64_t j = 0; j < f->dims[1]; j++)
-                y[i * f->dims[1] + j] *= c->scale[i];
-        c->scale_n = -1;
-    }
+    void *dst = (char *)c->data + c->bytes;
+    if (coded)
+        st = tq_quant_side_decode(&c->side, f, dst);
+    else
+        st = tq_convert(c->as, dst, f->dtype, data, n, 0);
+    if (st)
+        return tq_fail_context(st, "%s", src);
     c->bytes += add;
     c->dims[0] += f->dims[0];
     return TQ_OK;
@@ -215,12 +192,12 @@ static tq_status read_stream(state *s, tq_reader *r, const char *label, col **co
             int dup = 0;
             for (int j = 0; j < i; j++)
                 dup |= cols[j] == cols[i];
-            size_t nl = cols[i] ? strlen(cols[i]->name) : 0;
             if (cols[i] && !dup && !strcmp(f->name, cols[i]->name))
                 st = col_add(cols[i], f, label);
             else if (cols[i] && !dup && cols[i]->as == TQ_DTYPE_F32 &&
-                     !strncmp(f->name, cols[i]->name, nl) && !strcmp(f->name + nl, "_scale"))
-                st = col_scale(cols[i], f, label);
+                     tq_quant_side_of(f, cols[i]->name) &&
+                     (st = tq_quant_side_keep(&cols[i]->side, f)))
+                tq_fail_context(st, "%s", label);
         }
         if (!st && keep_rest) {
             int drop = 0;
@@ -396,7 +373,7 @@ int main(int argc, char **argv)
         tq_tool_fail(&t, st);
 #define SEQ_PICK(WHAT, OPT, GIVEN, DEF)                                                  \
     {.what = WHAT, .option = OPT, .given = GIVEN, .def = DEF, .rank_lo = 2, .rank_hi = 3,      \
-     .kind = tq_dtype_is_float, .fits = "rank 2 or 3 float"}
+     .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 or 3 float or code"}
     tq_pick pq = SEQ_PICK("queries", "--q", o.q, "emb");
     tq_tool_pick(&t, in, NULL, NULL, &pq);
     o.q = pq.name[0] ? pq.name : "emb";
@@ -407,8 +384,9 @@ int main(int argc, char **argv)
     }
     const char *kname = o.k ? o.k : o.self ? o.q : pk_.name[0] ? pk_.name : "k";
     const char *vname = o.v ? o.v : o.self ? (o.k ? o.k : o.q) : pv_.name[0] ? pv_.name : "v";
-    col cq = {.name = o.q, .as = TQ_DTYPE_F32, .scale_n = -1}, ck = {.name = kname, .as = TQ_DTYPE_F32, .scale_n = -1},
-        cv = {.name = vname, .as = TQ_DTYPE_F32, .scale_n = -1};
+    col cq = {.name = o.q, .as = TQ_DTYPE_F32}, ck = {.name = kname, .as = TQ_DTYPE_F32},
+        cv = {.name = vname, .as = TQ_DTYPE_F32};
+    tq_quant_side_init(&cq.side), tq_quant_side_init(&ck.side), tq_quant_side_init(&cv.side);
     col cg = {.name = o.group, .as = TQ_DTYPE_I64}, ckg = {.name = o.group, .as = TQ_DTYPE_I64};
     col clen = {.name = o.key_len, .as = TQ_DTYPE_I64}, cmask = {.name = o.key_mask, .as = TQ_DTYPE_I64};
     col *pk = !strcmp(kname, o.q) ? &cq : &ck;
@@ -495,7 +473,7 @@ int main(int argc, char **argv)
     st = tq_attend_run(dev, &j);
     /* the inputs are no longer needed: free them before writing */
     free(cq.data), free(ck.data), free(cv.data), free(cg.data), free(ckg.data);
-    free(cq.scale), free(ck.scale), free(cv.scale);
+    tq_quant_side_free(&cq.side), tq_quant_side_free(&ck.side), tq_quant_side_free(&cv.side);
     free(clen.data), free(cmask.data), free(qg), free(kg);
     tq_writer *wr = NULL;
     if (!st)

@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 #define EMB_PICK(WHAT, DEF)                                                                   \
     {.what = WHAT, .option = "--emb", .given = emb_given, .def = DEF, .rank_lo = 2,           \
      .rank_hi = 2,                                                                            \
-     .kind = tq_dtype_is_float, .fits = "rank 2 float"}
+     .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 float or code"}
     const char *emb_given = o.emb;
     tq_pick pe = EMB_PICK("candidates", "emb");
     tq_tool_pick(&t, r, NULL, NULL, &pe);

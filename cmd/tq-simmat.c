@@ -243,7 +243,7 @@ int main(int argc, char **argv)
     /* which frames: tq(7)'s one rule, for the database and for the queries */
 #define VEC_PICK(WHAT, DEF)                                                                   \
     {.what = WHAT, .option = "--name", .given = s.vec_name, .def = DEF, .rank_lo = 2,         \
-     .rank_hi = 2, .kind = tq_dtype_is_float, .fits = "rank 2 float"}
+     .rank_hi = 2, .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 float or code"}
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
     /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by

@@ -4,8 +4,42 @@
 #include "pick.h"
 #include "internal.h"
 
-static int fits(const tq_pick *p, const tq_frame *f)
+/* NAME_scale f32 [n] and NAME_ranges f32 [2, d] belong to the codes NAME
+ * (tq-quantize): never the frame a tool reads. */
+static int is_side(const tq_frame *f)
 {
+    size_t n = strlen(f->name);
+    return f->dtype == TQ_DTYPE_F32 &&
+           ((f->rank == 1 && n > 6 && !strcmp(f->name + n - 6, "_scale")) ||
+            (f->rank == 2 && f->dims[0] == 2 && n > 7 && !strcmp(f->name + n - 7, "_ranges")));
+}
+
+/* f is rank 2 codes: a code dtype, or int8/uint8 with a side frame of its
+ * name among the n frames looked at. */
+static int is_codes(const tq_reader *r, size_t n, const tq_frame *f)
+{
+    if (f->rank != 2)
+        return 0;
+    if (f->dtype == TQ_DTYPE_Q8_0 || f->dtype == TQ_DTYPE_Q4_0 || f->dtype == TQ_DTYPE_BIT)
+        return 1;
+    if (f->dtype != TQ_DTYPE_I8 && f->dtype != TQ_DTYPE_U8)
+        return 0;
+    size_t len = strlen(f->name);
+    for (size_t i = 0; i < n; i++) {
+        const tq_frame *g = tq_reader_ahead(r, i);
+        if (is_side(g) && !strncmp(g->name, f->name, len) && g->name[len] == '_' &&
+            (!strcmp(g->name + len, "_scale") || !strcmp(g->name + len, "_ranges")))
+            return 1;
+    }
+    return 0;
+}
+
+static int fits(const tq_pick *p, const tq_reader *r, size_t n, const tq_frame *f)
+{
+    if (is_side(f))
+        return 0;
+    if (p->codes && is_codes(r, n, f))
+        return 1;
     return f->rank >= p->rank_lo && f->rank <= p->rank_hi && (!p->kind || p->kind(f->dtype));
 }
 
@@ -32,7 +66,7 @@ tq_status tq_pick_frame(tq_reader *r, tq_pick *p)
             snprintf(p->why, sizeof p->why, "its default name");
             return TQ_OK;
         }
-        if (!fits(p, f))
+        if (!fits(p, r, n, f))
             continue;
         one = f;
         count++;

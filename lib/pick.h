@@ -15,6 +15,9 @@ typedef struct tq_pick {
     const char *def;      /* the documented default name, or NULL */
     int rank_lo, rank_hi; /* the ranks that fit */
     int (*kind)(tq_dtype); /* the dtypes that fit, or NULL: any */
+    int codes;            /* rank 2 codes of tq-quantize fit too: q8_0, q4_0,
+                             bit, and int8 or uint8 with their NAME_scale or
+                             NAME_ranges among the frames looked at */
     const char *fits;     /* the frames that fit, in words: "rank 2 float" */
     /* the answer */
     char name[TQ_MAX_NAME + 1]; /* "" when no frame fits: the tool's reader

@@ -46,6 +46,42 @@ void tq_quant_ranges_fold(float *ranges, const float *x, int64_t n, int64_t d);
 /* Checks ranges [2, d] read from a file: finite, minimum <= maximum. */
 tq_status tq_quant_ranges_check(const float *ranges, int64_t d);
 
+/* ---- codes read back as f32 rows (side.c) ---- */
+
+/* What a reader has met of the side frames of one name's codes: NAME_scale
+ * before each int8 batch, NAME_ranges once before the first batch of a ranges
+ * code. tq-quantize --to f32 and the tools that take vectors (tq-simmat,
+ * tq-score, tq-attend, tq-train) decode through it, so a code reads as the
+ * same values everywhere. */
+typedef struct tq_quant_side {
+    float *scale;     /* the scales waiting for the next int8 batch */
+    int64_t scale_n;  /* how many; -1: none waiting */
+    float *ranges;    /* [2, ranges_d] from the ranges frame on; NULL: none */
+    int64_t ranges_d;
+} tq_quant_side;
+
+void tq_quant_side_init(tq_quant_side *s);
+void tq_quant_side_free(tq_quant_side *s);
+/* 1 when f is NAME_scale, 2 when it is NAME_ranges, 0 otherwise. */
+int tq_quant_side_of(const tq_frame *f, const char *name);
+/* Keeps a side frame (its name tells which): scales f32 [n], ranges f32
+ * [2, d] (finite, minimum <= maximum); a second scale frame before the codes
+ * is an error. */
+tq_status tq_quant_side_keep(tq_quant_side *s, tq_frame *f);
+/* An error when scales wait for codes that never came (at the end of input). */
+tq_status tq_quant_side_end(const tq_quant_side *s, const char *name);
+/* The code of rows of dtype dt (int8: with scales if scaled, else ranges);
+ * TQ_QUANT_F32 for f32 and f64, which convert as they are. */
+tq_quant_code tq_quant_code_of(tq_dtype dt, int scaled);
+/* Rank 2 rows of a float dtype or of a code's (i8, u8, q8_0, q4_0, bit). */
+int tq_quant_decodable(const tq_frame *f);
+/* The rows of f as f32 into y [n, d]: floats converted, codes decoded as
+ * tq-quantize --to f32 decodes them (int8 with the scales kept just before,
+ * which it uses up, else with the ranges; uint8 with the ranges); a code
+ * whose side frame is missing or does not fit fails with one line. Runs on
+ * the thread pool: never call it from a pool job. */
+tq_status tq_quant_side_decode(tq_quant_side *s, tq_frame *f, float *y);
+
 /* ---- the stream filter (run.c) ---- */
 
 #define TQ_QUANT_MAX_NAMES 16

@@ -15,11 +15,7 @@ typedef struct slot {
     tq_quant_stat *stat;
     int64_t rows;           /* rows seen before the current batch */
     int ranges_written;
-    float *scale;           /* dequantize: the NAME_scale rows waiting for codes */
-    int64_t scale_n;
-    int has_scale;
-    float *ranges;          /* dequantize: NAME_ranges as read */
-    int64_t ranges_d;
+    tq_quant_side side;     /* dequantize: NAME_scale and NAME_ranges as read */
 } slot;
 
 typedef struct runner {
@@ -88,6 +84,7 @@ static slot *add_slot(runner *r, const char *name)
     st->cos_min = INFINITY;
     slot *s = &r->slots[r->nstats++];
     s->stat = st;
+    tq_quant_side_init(&s->side);
     return s;
 }
 
@@ -230,80 +227,20 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
     return TQ_OK;
 }
 
-/* Keeps a side frame of a chosen name (dequantizing): a copy of its values. */
-static tq_status keep_side(tq_frame *f, int scale, slot *s)
+/* Keeps a side frame of a chosen name (dequantizing). */
+static tq_status keep_side(tq_frame *f, slot *s)
 {
-    int ok = f->dtype == TQ_DTYPE_F32 && (scale ? f->rank == 1 : f->rank == 2 && f->dims[0] == 2);
-    if (!ok)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s must be f32 %s, not %s rank %d",
-                       (unsigned long long)f->index, f->name, scale ? "a scale frame" : "ranges",
-                       scale ? "[n]" : "[2, d]", tq_dtype_name(f->dtype), f->rank);
-    if (scale && s->has_scale)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": a second scale frame before any codes",
-                       (unsigned long long)f->index, f->name);
-    const void *data;
-    tq_status st = tq_frame_data(f, &data);
-    if (st)
-        return st;
-    size_t n = (size_t)(scale ? f->dims[0] : 2 * f->dims[1]);
-    float **dst = scale ? &s->scale : &s->ranges;
-    float *p = realloc(*dst, (n ? n : 1) * sizeof(float));
-    if (!p)
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    memcpy(p, data, n * sizeof(float));
-    *dst = p;
-    if (scale) {
-        s->scale_n = f->dims[0], s->has_scale = 1;
-    } else {
-        s->ranges_d = f->dims[1];
-        if ((st = tq_quant_ranges_check(p, s->ranges_d)))
-            return tq_fail_context(st, "frame %llu \"%s\"", (unsigned long long)f->index,
-                                   f->name);
-    }
     s->stat->bytes_in += f->raw_size;
-    return TQ_OK;
+    return tq_quant_side_keep(&s->side, f);
 }
 
 static tq_status dequantize_frame(runner *r, slot *s, tq_frame *f)
 {
-    if (f->rank != 2 || !(is_code_dtype(f->dtype) || tq_dtype_is_float(f->dtype)))
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": codes must be a rank 2 frame of a "
-                                    "float or code dtype, not %s rank %d",
-                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
-    int64_t n = f->dims[0], d = f->dims[1];
-    tq_quant_code c;
-    switch (f->dtype) {
-    case TQ_DTYPE_I8:
-        c = s->has_scale ? TQ_QUANT_INT8 : TQ_QUANT_INT8_RANGES;
-        break;
-    case TQ_DTYPE_U8: c = TQ_QUANT_UINT8_RANGES; break;
-    case TQ_DTYPE_Q8_0: c = TQ_QUANT_Q8_0; break;
-    case TQ_DTYPE_Q4_0: c = TQ_QUANT_Q4_0; break;
-    case TQ_DTYPE_BIT: c = TQ_QUANT_BIT; break;
-    case TQ_DTYPE_BF16: c = TQ_QUANT_BF16; break;
-    default: c = TQ_QUANT_F16; break; /* and f32/f64, converted as they are */
-    }
-    if (c == TQ_QUANT_INT8 && s->scale_n != n)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a scale frame of %lld",
-                       (unsigned long long)f->index, f->name, (long long)n,
-                       (long long)s->scale_n);
-    if ((c == TQ_QUANT_INT8_RANGES || c == TQ_QUANT_UINT8_RANGES) && s->ranges_d != d)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s codes need a scale frame \"%s_scale\" "
-                                    "before them or ranges \"%s_ranges\" of %lld dimensions",
-                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->name,
-                       f->name, (long long)d);
-    const void *data;
-    size_t nv = (size_t)(n * d);
-    tq_status st = tq_frame_data(f, &data);
-    if (!st)
-        st = grow((void **)&r->y, &r->cap_y, nv * sizeof(float) + 1);
-    if (st)
-        return st;
-    if (tq_dtype_is_float(f->dtype) && f->dtype != TQ_DTYPE_F16 && f->dtype != TQ_DTYPE_BF16)
-        st = nv ? tq_convert(TQ_DTYPE_F32, r->y, f->dtype, data, nv, 0) : TQ_OK;
-    else
-        st = tq_quant_dequant(c, data, n, d, s->ranges, s->scale, r->y);
+    size_t nv = tq_quant_decodable(f) ? (size_t)(f->dims[0] * f->dims[1]) : 0;
     size_t ml;
+    tq_status st = grow((void **)&r->y, &r->cap_y, nv * sizeof(float) + 1);
+    if (!st)
+        st = tq_quant_side_decode(&s->side, f, r->y);
     if (!st)
         st = meta_with(r, f, NULL, &ml);
     if (!st)
@@ -313,16 +250,15 @@ static tq_status dequantize_frame(runner *r, slot *s, tq_frame *f)
         return st;
     tq_quant_stat *qs = s->stat;
     qs->from = f->dtype, qs->to = TQ_DTYPE_F32;
-    qs->rows += n, qs->d = d;
+    qs->rows += f->dims[0], qs->d = f->dims[1];
     qs->bytes_in += f->raw_size;
     qs->bytes_out += (uint64_t)nv * sizeof(float);
-    s->has_scale = 0;
-    s->rows += n;
+    s->rows += f->dims[0];
     return TQ_OK;
 }
 
 /* Dequantizing, a side frame's stem names its codes: "emb" for "emb_scale". */
-static int side_of(const tq_frame *f, char *stem, int *scale)
+static int side_of(const tq_frame *f, char *stem)
 {
     const char *suffix = ends_with(f->name, "_scale") ? "_scale"
                          : ends_with(f->name, "_ranges") ? "_ranges" : NULL;
@@ -331,7 +267,6 @@ static int side_of(const tq_frame *f, char *stem, int *scale)
     size_t n = strlen(f->name) - strlen(suffix);
     memcpy(stem, f->name, n);
     stem[n] = 0;
-    *scale = suffix[1] == 's';
     return 1;
 }
 
@@ -341,13 +276,12 @@ static tq_status step(runner *r, tq_frame *f)
     int chosen_default = o->nnames == 0;
     if (r->dequant) {
         char stem[TQ_MAX_NAME + 1];
-        int scale;
-        if (side_of(f, stem, &scale)) {
+        if (side_of(f, stem)) {
             slot *s = find_slot(r, stem);
             if (!s && chosen_default && r->nstats == 0)
                 s = add_slot(r, stem);
             if (s)
-                return keep_side(f, scale, s);
+                return keep_side(f, s);
         }
     }
     slot *s = find_slot(r, f->name);
@@ -373,12 +307,10 @@ tq_status tq_quant_run(const tq_quant_opts *o, tq_reader *rd, tq_writer *w,
     if (st == TQ_EOF) {
         st = TQ_OK;
         for (int i = 0; i < r.nstats && !st; i++)
-            if (r.slots[i].has_scale)
-                st = tq_fail(TQ_ERR_DATA, "\"%s_scale\": a scale frame with no codes after it",
-                             r.stats[i].name);
+            st = tq_quant_side_end(&r.slots[i].side, r.stats[i].name);
     }
     for (int i = 0; i < r.nstats; i++)
-        free(r.slots[i].scale), free(r.slots[i].ranges);
+        tq_quant_side_free(&r.slots[i].side);
     free(r.x), free(r.y), free(r.codes), free(r.scales);
     *nstats = r.nstats;
     return st;

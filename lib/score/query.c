@@ -2,6 +2,7 @@
  * matched by group id; normalized once with the op API at load time. */
 #include "score.h"
 #include "internal.h"
+#include "../quant/quant.h"
 
 struct tq_score_query {
     int64_t k, d;
@@ -29,31 +30,21 @@ static tq_status read_all(tq_score_query *q, const char *path, const char *emb,
     tq_frame *f;
     const void *data;
     int64_t cap = 0, gcap = 0;
-    char scale_name[TQ_MAX_NAME + 8];
-    snprintf(scale_name, sizeof scale_name, "%s_scale", emb);
-    float *scale = NULL; /* int8 rows: the scales just before them (tq-quantize) */
-    int64_t nscale = -1;
+    tq_quant_side side; /* codes (tq-quantize): NAME_scale, NAME_ranges */
+    tq_quant_side_init(&side);
     while ((st = tq_reader_next(r, &f)) == TQ_OK) {
         int is_emb = !strcmp(f->name, emb), is_group = group && !strcmp(f->name, group);
-        if (!strcmp(f->name, scale_name) && f->dtype == TQ_DTYPE_F32 && f->rank == 1) {
-            nscale = f->dims[0];
-            if ((st = grow((void **)&scale, (size_t)nscale * 4)) || (st = tq_frame_data(f, &data)))
+        if (tq_quant_side_of(f, emb)) {
+            if ((st = tq_quant_side_keep(&side, f)))
                 break;
-            memcpy(scale, data, (size_t)nscale * 4);
             continue;
         }
         if (!is_emb && !is_group)
             continue;
-        if (is_emb && (!(tq_dtype_is_float(f->dtype) || f->dtype == TQ_DTYPE_I8) || f->rank != 2)) {
-            st = tq_fail(TQ_ERR_DATA, "%s: \"%s\" must be a float or int8 matrix [n, d], not %s of "
-                                      "rank %d",
+        if (is_emb && !tq_quant_decodable(f)) {
+            st = tq_fail(TQ_ERR_DATA, "%s: \"%s\" must be a matrix [n, d] of floats or of "
+                                      "tq-quantize's codes, not %s of rank %d",
                          path, emb, tq_dtype_name(f->dtype), f->rank);
-            break;
-        }
-        if (is_emb && f->dtype == TQ_DTYPE_I8 && nscale != f->dims[0]) {
-            st = tq_fail(TQ_ERR_DATA, "%s: \"%s\" is int8: it needs its scales, \"%s\" f32 [%lld] "
-                                      "just before it (tq-quantize --to int8)",
-                         path, emb, scale_name, (long long)f->dims[0]);
             break;
         }
         if (is_group && (!tq_dtype_is_int(f->dtype) || f->rank != 1)) {
@@ -61,7 +52,7 @@ static tq_status read_all(tq_score_query *q, const char *path, const char *emb,
                          group, tq_dtype_name(f->dtype), f->rank);
             break;
         }
-        if ((st = tq_frame_data(f, &data)))
+        if (!is_emb && (st = tq_frame_data(f, &data)))
             break;
         int64_t n = f->dims[0];
         if (is_emb) {
@@ -71,13 +62,8 @@ static tq_status read_all(tq_score_query *q, const char *path, const char *emb,
                 if ((st = grow((void **)&q->rows, (size_t)(cap * q->d) * 4)))
                     break;
             }
-            st = tq_convert(TQ_DTYPE_F32, q->rows + q->k * q->d, f->dtype, data,
-                            (size_t)(n * q->d), 0);
-            /* int8 codes: x = q * scale, as tq-quantize decodes them */
-            for (int64_t i = 0; !st && f->dtype == TQ_DTYPE_I8 && i < n; i++)
-                for (int64_t k = 0; k < q->d; k++)
-                    q->rows[(q->k + i) * q->d + k] *= scale[i];
-            nscale = -1;
+            if ((st = tq_quant_side_decode(&side, f, q->rows + q->k * q->d)))
+                st = tq_fail_context(st, "%s", path);
             q->k += n;
         } else {
             if (*ng + n > gcap) {
@@ -92,7 +78,7 @@ static tq_status read_all(tq_score_query *q, const char *path, const char *emb,
             break;
     }
     tq_reader_close(r);
-    free(scale);
+    tq_quant_side_free(&side);
     return st == TQ_EOF ? TQ_OK : st;
 }
 

@@ -6,6 +6,7 @@
 #include "score.h"
 #include "rows.h"
 #include "internal.h"
+#include "../quant/quant.h"
 
 typedef struct runner {
     const tq_score_run_opts *o;
@@ -16,7 +17,9 @@ typedef struct runner {
     tq_rowcol *cols;              /* the aligned frames, in the first batch's order */
     int ncols, schema;
     int emb_col, group_col, extra_col[TQ_SCORE_MAX_FEATURES];
-    int scale_col;                /* int8 candidates: their NAME_scale (tq-quantize) */
+    tq_quant_code code;           /* the candidates' code (tq-quantize); F32: floats */
+    int scale_col;                /* int8 candidates: their NAME_scale, aligned */
+    tq_quant_side side;           /* ranges candidates: NAME_ranges, before them */
     int64_t d;
     int64_t *gid;                 /* group id of each held row */
     int64_t nbuf, cap_gid;        /* rows held */
@@ -107,14 +110,12 @@ static tq_status finish_group(runner *r, int64_t a, int64_t b)
     int64_t *order = malloc((size_t)m * 8), *rank = malloc((size_t)m * 8);
     tq_status st = emb && score && order && rank ? TQ_OK : oom();
     const tq_rowcol *e = &r->cols[r->emb_col];
-    if (!st)
+    if (!st && r->code == TQ_QUANT_F32)
         st = tq_convert(TQ_DTYPE_F32, emb, e->dtype, tq_rowcol_row(e, a), (size_t)(m * d), 0);
-    if (!st && r->scale_col >= 0) { /* int8 codes: x = q * scale, as tq-quantize decodes */
-        const float *sc = tq_rowcol_row(&r->cols[r->scale_col], a);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t k = 0; k < d; k++)
-                emb[i * d + k] *= sc[i];
-    }
+    else if (!st) /* codes: the values tq-quantize --to f32 gives */
+        st = tq_quant_dequant(r->code, tq_rowcol_row(e, a), m, d, r->side.ranges,
+                              r->scale_col >= 0 ? tq_rowcol_row(&r->cols[r->scale_col], a) : NULL,
+                              emb);
     for (int j = 0; !st && j < o->cfg.nextra; j++) {
         const tq_rowcol *c = &r->cols[r->extra_col[j]];
         if (!(extra[j] = malloc((size_t)m * 4)))
@@ -244,17 +245,24 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
             return st;
     r->emb_col = col_of(r, o->emb);
     r->group_col = col_of(r, o->group);
-    if (r->cols[r->emb_col].dtype == TQ_DTYPE_I8) {
-        /* int8 rows come with their scales (tq-quantize --to int8) */
-        char sname[TQ_MAX_NAME + 8];
-        snprintf(sname, sizeof sname, "%s_scale", o->emb);
-        r->scale_col = col_of(r, sname);
-        const tq_rowcol *sc = r->scale_col >= 0 ? &r->cols[r->scale_col] : NULL;
-        if (!sc || sc->dtype != TQ_DTYPE_F32 || sc->rank != 1)
-            return tq_fail(TQ_ERR_DATA, "\"%s\" is int8: it needs its scales, \"%s\" f32 [n] "
-                                        "with its rows, as tq-quantize --to int8 writes",
-                           o->emb, sname);
-    }
+    /* codes decode as tq-quantize --to f32 decodes them: int8 rows with their
+     * scales (an aligned NAME_scale), or any int8 and uint8 rows after ranges */
+    char sname[TQ_MAX_NAME + 8];
+    snprintf(sname, sizeof sname, "%s_scale", o->emb);
+    int sc = emb->dtype == TQ_DTYPE_I8 ? col_of(r, sname) : -1;
+    if (sc >= 0 && (r->cols[sc].dtype != TQ_DTYPE_F32 || r->cols[sc].rank != 1))
+        return tq_fail(TQ_ERR_DATA, "\"%s\" must be the scales of \"%s\", f32 [n]", sname, o->emb);
+    r->scale_col = sc;
+    r->code = tq_quant_code_of(emb->dtype, sc >= 0);
+    int ranged = r->code == TQ_QUANT_INT8_RANGES || r->code == TQ_QUANT_UINT8_RANGES;
+    if (ranged && (!r->side.ranges || r->side.ranges_d != r->d) && emb->dtype == TQ_DTYPE_I8)
+        return tq_fail(TQ_ERR_DATA, "\"%s\" is int8: it needs its scales, \"%s\" f32 [n] with its "
+                                    "rows, or ranges \"%s_ranges\" f32 [2, %lld] before it "
+                                    "(tq-quantize)", o->emb, sname, o->emb, (long long)r->d);
+    if (ranged && (!r->side.ranges || r->side.ranges_d != r->d))
+        return tq_fail(TQ_ERR_DATA, "\"%s\" is uint8: it needs its ranges, \"%s_ranges\" f32 "
+                                    "[2, %lld] before it (tq-quantize)", o->emb, o->emb,
+                       (long long)r->d);
     if (r->group_col >= 0) {
         const tq_rowcol *g = &r->cols[r->group_col];
         if (!tq_dtype_is_int(g->dtype) || g->rank != 1)
@@ -321,8 +329,9 @@ static tq_status process_batch(runner *r)
         return st;
     }
     const tq_frame *ef = &r->batch[e];
-    if (!(tq_dtype_is_float(ef->dtype) || ef->dtype == TQ_DTYPE_I8) || ef->rank != 2)
-        return frame_fail(ef, "the candidates must be a float (or int8) matrix [n, d]");
+    if (!tq_quant_decodable(ef))
+        return frame_fail(ef, "the candidates must be a matrix [n, d] of floats or of "
+                              "tq-quantize's codes");
     int *aligned = malloc((size_t)r->nbatch * sizeof *aligned);
     if (!aligned)
         return oom();
@@ -340,14 +349,20 @@ static tq_status classify(runner *r, int *aligned, const tq_frame *ef)
     int64_t n = ef->dims[0];
     for (int i = 0; i < r->nbatch; i++) {
         const tq_frame *f = &r->batch[i];
-        aligned[i] = f->rank >= 1 && f->dims[0] == n;
+        /* the ranges of codes (once, [2, d]) are never rows of the candidates */
+        aligned[i] = f->rank >= 1 && f->dims[0] == n && tq_quant_side_of(f, o->emb) != 2;
         /* an earlier score and rank are replaced by the new ones */
         if (aligned[i] && (!strcmp(f->name, "score") || !strcmp(f->name, "rank")))
             aligned[i] = -1;
     }
-    for (int i = 0; i < r->nbatch && !st; i++)
-        if (!aligned[i])
+    for (int i = 0; i < r->nbatch && !st; i++) {
+        if (aligned[i])
+            continue;
+        if (tq_quant_side_of(&r->batch[i], o->emb) == 2)
+            st = tq_quant_side_keep(&r->side, &r->batch[i]);
+        if (!st)
             st = tq_writer_put(r->w, &r->batch[i]);
+    }
     if (!st && !r->schema)
         st = set_schema(r, aligned, ef);
     if (st)
@@ -409,6 +424,7 @@ tq_status tq_score_run(const tq_score_run_opts *o, tq_reader *rd, tq_writer *w,
                        tq_score_stats *stats)
 {
     runner r = {.o = o, .w = w, .stats = stats, .emb_col = -1, .group_col = -1, .scale_col = -1};
+    tq_quant_side_init(&r.side);
     memset(stats, 0, sizeof *stats);
     tq_frame *f;
     tq_status st;
@@ -457,5 +473,6 @@ tq_status tq_score_run(const tq_score_run_opts *o, tq_reader *rd, tq_writer *w,
     free(r.cols);
     free(r.gid), free(r.done), free(r.done_used);
     free(r.ridx), free(r.rrank), free(r.rscore);
+    tq_quant_side_free(&r.side);
     return st;
 }

@@ -64,11 +64,19 @@ tq_status tq_sim_codes_probe(const char *path, const char *label, const char *na
         return st;
     tq_frame *f;
     *code = TQ_DTYPE_INVALID;
-    while ((st = tq_reader_next(r, &f)) == TQ_OK)
+    tq_sim_ranges g = {0}; /* int8 codes over ranges are decoded: floats */
+    while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        if (tq_sim_ranges_take(&g, f, name, &st)) {
+            if (st)
+                break;
+            continue;
+        }
         if (tq_sim_codes_is_vectors(f, name)) {
-            *code = is_code(f->dtype) ? f->dtype : TQ_DTYPE_INVALID;
+            *code = is_code(f->dtype) && !tq_sim_ranges_has(&g, f) ? f->dtype : TQ_DTYPE_INVALID;
             break;
         }
+    }
+    tq_sim_ranges_free(&g);
     tq_reader_close(r);
     return st == TQ_EOF ? TQ_OK : st;
 }

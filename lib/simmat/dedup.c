@@ -315,12 +315,13 @@ static const held *scales_of(const dd *z, const char *name, int64_t n)
 static tq_status load_batch(dd *z, tq_frame *f)
 {
     tq_sim *s = z->s;
-    tq_dtype fcode = code_of(f->dtype);
+    int ranged = tq_sim_ranges_has(&s->qranges, f);
+    tq_dtype fcode = ranged ? 0 : code_of(f->dtype);
     if (f->dtype == TQ_DTYPE_Q4_0)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": q4_0 rows cannot be compared with each "
                                     "other (ggml pairs q4_0 with q8_0 only): dedup q8_0 codes, or "
                                     "floats", (unsigned long long)f->index, f->name);
-    if (f->rank != 2 || fcode != s->code || (!fcode && !tq_dtype_is_float(f->dtype)))
+    if (f->rank != 2 || fcode != s->code || (!fcode && !ranged && !tq_dtype_is_float(f->dtype)))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the rows are %s%s",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
                        s->code ? tq_dtype_name(s->code) : "float vectors",
@@ -330,7 +331,7 @@ static tq_status load_batch(dd *z, tq_frame *f)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
                        (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
     if (!s->code) {
-        tq_status st = tq_sim_frame_f32(f, &z->q, &z->qcap);
+        tq_status st = tq_sim_frame_f32(f, &s->qranges, &z->q, &z->qcap);
         if (!st && s->metric == TQ_SIM_COSINE)
             tq_sim_normalize_rows(z->q, n, d);
         return st;
@@ -375,12 +376,15 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
         const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
         int vec = qn ? !strcmp(f->name, qn) : tq_sim_codes_is_vectors(f, NULL);
+        /* the ranges of codes: kept to decode them, and passed on with them */
+        if (!vec && tq_sim_ranges_take(&s->qranges, f, qn, &st) && st)
+            break;
         if (!vec) {
             if ((st = hold(&z, f)))
                 break;
             continue;
         }
-        tq_dtype fcode = code_of(f->dtype);
+        tq_dtype fcode = tq_sim_ranges_has(&s->qranges, f) ? 0 : code_of(f->dtype);
         if (!s->db.name[0]) { /* the first batch fixes the name, the kind and the width */
             snprintf(s->db.name, sizeof s->db.name, "%s", f->name);
             s->db.d = f->rank == 2 ? f->dims[1] : 0;

@@ -6,16 +6,56 @@
 
 #include <sys/mman.h>
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && !strcmp(s + n - m, suffix);
+}
+
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
         return !strcmp(f->name, name);
-    return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key");
+    return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key") &&
+           !ends_with(f->name, "_ranges");
 }
 
-/* Vectors come as rank 2 frames of a float dtype. */
+int tq_sim_ranges_take(tq_sim_ranges *g, tq_frame *f, const char *name, tq_status *st)
+{
+    if (f->dtype != TQ_DTYPE_F32 || f->rank != 2 || f->dims[0] != 2 || !ends_with(f->name, "_ranges") ||
+        (name && tq_quant_side_of(f, name) != 2))
+        return 0;
+    size_t n = strlen(f->name) - 7;
+    if (!g->side.ranges) /* also a zeroed holder: none kept yet */
+        tq_quant_side_init(&g->side);
+    else if (strlen(g->stem) != n || strncmp(g->stem, f->name, n))
+        tq_quant_side_free(&g->side); /* another name's ranges: the last one counts */
+    snprintf(g->stem, sizeof g->stem, "%.*s", (int)n, f->name);
+    *st = tq_quant_side_keep(&g->side, f);
+    return 1;
+}
+
+int tq_sim_ranges_has(const tq_sim_ranges *g, const tq_frame *f)
+{
+    return g && g->side.ranges && f->rank == 2 &&
+           (f->dtype == TQ_DTYPE_U8 || f->dtype == TQ_DTYPE_I8) && !strcmp(g->stem, f->name);
+}
+
+void tq_sim_ranges_free(tq_sim_ranges *g)
+{
+    tq_quant_side_free(&g->side);
+    g->stem[0] = 0;
+}
+
+/* Vectors come as rank 2 frames of a float dtype (or codes, decoded). */
 static tq_status check_vectors(const tq_frame *f)
 {
+    if (f->rank == 2 && (f->dtype == TQ_DTYPE_U8 || f->dtype == TQ_DTYPE_I8))
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s codes need their ranges, \"%s_ranges\" "
+                                    "f32 [2, %lld] before them (tq-quantize --ranges)%s",
+                       (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->name,
+                       (long long)f->dims[1],
+                       f->dtype == TQ_DTYPE_I8 ? ", or a database of int8 codes with scales" : "");
     if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
                                     "not %s rank %d",
@@ -23,11 +63,12 @@ static tq_status check_vectors(const tq_frame *f)
     return TQ_OK;
 }
 
-tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap)
+tq_status tq_sim_frame_f32(tq_frame *f, tq_sim_ranges *g, float **buf, size_t *cap)
 {
     const void *data;
-    tq_status st = check_vectors(f);
-    if (!st)
+    int coded = tq_sim_ranges_has(g, f);
+    tq_status st = coded ? TQ_OK : check_vectors(f);
+    if (!st && !coded)
         st = tq_frame_data(f, &data);
     if (st)
         return st;
@@ -38,6 +79,8 @@ tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap)
             return tq_fail(TQ_ERR_NOMEM, "out of memory for %zu values", n);
         *buf = nb, *cap = n;
     }
+    if (coded)
+        return tq_quant_side_decode(&g->side, f, *buf);
     if (n)
         return tq_convert(TQ_DTYPE_F32, *buf, f->dtype, data, n, 0);
     return TQ_OK;
@@ -57,7 +100,7 @@ void tq_sim_normalize_rows(float *x, int64_t n, int64_t d)
 typedef struct add_job {
     float *x;         /* the first new row */
     const void *data; /* the payload */
-    tq_dtype dtype;
+    tq_dtype dtype;   /* TQ_DTYPE_INVALID: the rows are in x already */
     int64_t d;
     int normalize;
     tq_status st;     /* a failed chunk's (all chunks fail alike) */
@@ -68,17 +111,21 @@ static void add_rows(void *ctx, int64_t begin, int64_t end)
     add_job *j = ctx;
     size_t es = tq_dtype_size(j->dtype);
     float *x = j->x + begin * j->d;
-    tq_status st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)(begin * j->d) * es,
-                              (size_t)((end - begin) * j->d), 0);
+    tq_status st = TQ_OK;
+    if (j->dtype != TQ_DTYPE_INVALID)
+        st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)(begin * j->d) * es,
+                        (size_t)((end - begin) * j->d), 0);
     if (st)
         __atomic_store_n(&j->st, st, __ATOMIC_RELAXED);
     else if (j->normalize)
         tq_sim_normalize_rows(x, end - begin, j->d);
 }
 
-tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r)
+tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r,
+                                tq_sim_ranges *g)
 {
-    tq_status st = check_vectors(f);
+    int coded = tq_sim_ranges_has(g, f);
+    tq_status st = coded ? TQ_OK : check_vectors(f);
     if (st)
         return st;
     int64_t n = f->dims[0], d = f->dims[1];
@@ -87,15 +134,15 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, t
     if (d != rows->d)
         return tq_fail(TQ_ERR_DATA, "rows of %lld values after rows of %lld", (long long)d,
                        (long long)rows->d);
-    const void *data;
-    if ((st = tq_frame_data(f, &data)))
+    const void *data = NULL;
+    if (!coded && (st = tq_frame_data(f, &data)))
         return st;
     /* A database in one plain f32 frame, used as it is (dot, l2): its rows
      * stay in the file's mapping (private, read only), shared with the page
      * cache instead of copied into memory of their own. */
     void *base;
     size_t len;
-    if (r && !normalize && !rows->x && f->dtype == TQ_DTYPE_F32 && data == f->stored &&
+    if (r && !coded && !normalize && !rows->x && f->dtype == TQ_DTYPE_F32 && data == f->stored &&
         n > 0 && d > 0 && (uintptr_t)data % 64 == 0 && tq_reader_take_map(r, &base, &len)) {
         rows->x = (float *)data, rows->map = base, rows->map_len = len;
         rows->n = rows->cap = n;
@@ -117,10 +164,16 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, t
         }
         rows->x = nx, rows->cap = cap;
     }
+    float *x = rows->x + rows->n * d;
+    if (coded) { /* decoded in place (on the pool), then normalized there */
+        if ((st = tq_quant_side_decode(&g->side, f, x)))
+            return st;
+        data = x;
+    }
     /* straight from the payload (often mapped) into the rows, on every
      * thread: the copy and the page faults of a 150 MB database were a tenth
      * of a top-k search on one thread while the others waited */
-    add_job j = {rows->x + rows->n * d, data, f->dtype, d, normalize, TQ_OK};
+    add_job j = {x, data, coded ? TQ_DTYPE_INVALID : f->dtype, d, normalize, TQ_OK};
     if (n > 0 && d > 0)
         tq_parallel_for(n, 1 + (256 << 10) / d, add_rows, &j);
     if (j.st)
@@ -192,7 +245,13 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *labe
         return st;
     tq_frame *f;
     int64_t key_rows = 0, pending = -1; /* rows of the last key frame, not yet matched */
+    tq_sim_ranges g = {0};
     while ((st = tq_reader_next(r, &f)) == TQ_OK) {
+        if (tq_sim_ranges_take(&g, f, rows->name[0] ? rows->name : name, &st)) {
+            if (st)
+                break;
+            continue;
+        }
         if (!strcmp(f->name, "key") && f->rank == 1) {
             if (pending >= 0) /* two key frames in a row: the first labelled nothing */
                 break;
@@ -207,7 +266,7 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *labe
             continue;
         if (!rows->name[0])
             snprintf(rows->name, sizeof rows->name, "%s", f->name);
-        if ((st = tq_sim_rows_add_frame(rows, f, normalize, r)))
+        if ((st = tq_sim_rows_add_frame(rows, f, normalize, r, &g)))
             break;
         if (pending >= 0 && pending != f->dims[0]) {
             st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows after a key frame of %lld",
@@ -234,6 +293,7 @@ tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *labe
     if (st == TQ_EOF && !key_rows)
         rows->key_dtype = TQ_DTYPE_INVALID;
     tq_reader_close(r);
+    tq_sim_ranges_free(&g);
     if (st != TQ_EOF) {
         tq_sim_fail_label(st, label);
         tq_sim_rows_free(rows);

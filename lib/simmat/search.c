@@ -56,6 +56,7 @@ void tq_sim_free(tq_sim *s)
     s->cx = NULL, s->cscale = NULL;
     tq_sim_rows_free(&s->rescore);
     tq_sim_rows_free(&s->db);
+    tq_sim_ranges_free(&s->qranges);
 }
 
 /* ---- full matrix and threshold: products of row slices with the db ---- */
@@ -375,11 +376,13 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
+        if (tq_sim_ranges_take(&s->qranges, f, s->q_name ? s->q_name : s->db.name, &st))
+            continue; /* the ranges of the queries' codes: consumed with them */
         if (!tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name)) {
             st = tq_sim_side_frame(s, f, out, &qk, &qk_rows);
             continue;
         }
-        if ((st = tq_sim_frame_f32(f, &q, &qcap)))
+        if ((st = tq_sim_frame_f32(f, &s->qranges, &q, &qcap)))
             break;
         int64_t n = f->dims[0];
         if (f->dims[1] != s->db.d) {

@@ -8,6 +8,7 @@
 #define TQ_SIMMAT_H
 
 #include "io/io.h"
+#include "quant/quant.h"
 #include "tq.h"
 
 typedef enum { TQ_SIM_COSINE = 0, TQ_SIM_DOT, TQ_SIM_L2, TQ_SIM_HAMMING } tq_sim_metric;
@@ -27,6 +28,21 @@ typedef struct tq_sim_rows {
     char name[TQ_MAX_NAME + 1]; /* the vector frame's name */
 } tq_sim_rows;
 
+/* uint8 and int8 codes over per-dimension ranges (tq-quantize --ranges): the
+ * last frame NAME_ranges f32 [2, d] of a stream makes the int8 and uint8
+ * frames NAME after it rows of their decoded values, searched as floats
+ * (their search needs the ranges' offsets, which integer products lack). */
+typedef struct tq_sim_ranges {
+    char stem[TQ_MAX_NAME + 1]; /* NAME; "" before any ranges frame */
+    tq_quant_side side;
+} tq_sim_ranges;
+/* Keeps f when it is a ranges frame, of NAME's codes (NULL: of any name),
+ * and returns 1 (*st says whether it was well formed); 0 for any other frame. */
+int tq_sim_ranges_take(tq_sim_ranges *g, tq_frame *f, const char *name, tq_status *st);
+/* f is rank 2 int8 or uint8 rows after ranges of its name. */
+int tq_sim_ranges_has(const tq_sim_ranges *g, const tq_frame *f);
+void tq_sim_ranges_free(tq_sim_ranges *g);
+
 typedef struct tq_sim {
     tq_sim_mode mode;
     tq_sim_metric metric;
@@ -41,6 +57,7 @@ typedef struct tq_sim {
     int64_t s0, s1;        /* the shard's rows of db */
     tq_tensor *dbt;        /* db rows s0..s1 on the device */
     int64_t q_seen;        /* query rows before the current batch */
+    tq_sim_ranges qranges; /* the query stream's ranges codes */
     tq_dtype code;         /* quantized database (codes.c): i8 or bit; else 0 */
     unsigned char *cx;     /* its codes, db.n rows */
     float *cscale;         /* i8: a scale a row */
@@ -54,7 +71,7 @@ typedef struct tq_sim {
 
 /* Loads every row of the stream at PATH (a TQ file; LABEL names it in
  * messages) into rows: the vector frame NAME (NULL: the first rank-2 float
- * frame), any float dtype, and its keys. normalize: divide each row by its
+ * frame), any float dtype or ranges codes, and its keys. normalize: divide each row by its
  * norm (cosine). */
 tq_status tq_sim_rows_load(tq_sim_rows *rows, const char *path, const char *label,
                            const char *name, int normalize);
@@ -62,11 +79,13 @@ void tq_sim_rows_free(tq_sim_rows *rows);
 /* Appends the keys of a key frame (i64 or str; other dtypes are ignored) to
  * rows' keys, of which there are `have` already. */
 tq_status tq_sim_rows_keys(tq_sim_rows *rows, tq_frame *f, int64_t have);
-/* Appends the rows of a vector frame (rank 2, any float dtype) as f32,
+/* Appends the rows of a vector frame (rank 2, any float dtype; or codes
+ * decoded with g, which may be NULL) as f32,
  * scaled to unit length when normalize is set. With r, the frame's reader,
  * the first frame of plain f32 rows mapped from a file and not normalized is
  * used where it lies (rows->map); a later frame moves the rows to memory. */
-tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r);
+tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, tq_reader *r,
+                                tq_sim_ranges *g);
 
 /* Fixes the shard range and uploads the database to the device. */
 tq_status tq_sim_prepare(tq_sim *s);
@@ -154,8 +173,9 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out);
 
 /* Helpers shared by the modes (rows.c). */
 int tq_sim_is_vectors(const tq_frame *f, const char *name);
-/* The rows of f as f32 (converted when needed) in *buf (grown). */
-tq_status tq_sim_frame_f32(tq_frame *f, float **buf, size_t *cap);
+/* The rows of f as f32 (converted, or decoded with the ranges of g) in *buf
+ * (grown). */
+tq_status tq_sim_frame_f32(tq_frame *f, tq_sim_ranges *g, float **buf, size_t *cap);
 /* Scales each of n rows of d values to unit norm (as tq_op_normalize does). */
 void tq_sim_normalize_rows(float *x, int64_t n, int64_t d);
 

@@ -1,9 +1,11 @@
 /* data.c: the examples of tq-train read from a TQ stream into host memory:
- * features (f32 [n, d], any float or block-quantized dtype converted on
- * load), targets, optional row weights and group ids. Frames are picked by the
- * rule every tool follows (CONVENTIONS.md): the name given, else the default
- * name, else the one frame of the right rank and kind. */
+ * features (f32 [n, d]: any float dtype converted, tq-quantize's codes decoded
+ * on load as tq-quantize --to f32 decodes them), targets, optional row
+ * weights and group ids. Frames are picked by the rule every tool follows
+ * (CONVENTIONS.md): the name given, else the default name, else the one frame
+ * of the right rank and kind. */
 #include "../internal.h"
+#include "../quant/quant.h"
 #include "train.h"
 
 #include <math.h>
@@ -17,6 +19,9 @@ typedef struct col {
     int src_int;     /* a frame came as integers */
     void *v;
     size_t cap;      /* bytes */
+    int features;    /* rows decoded through side (the features and their candidates) */
+    int seen;        /* a candidate: rows came (not only side frames) */
+    tq_quant_side side; /* the codes' NAME_scale and NAME_ranges */
 } col;
 
 #define MAX_CAND 8
@@ -26,6 +31,8 @@ typedef struct loader {
     col x, y, g, w;
     col cand[MAX_CAND]; /* rank 2 float frames, while x has no name */
     int ncand;
+    char skipped[TQ_MAX_NAME + 1]; /* int8 or uint8 rows without scales or ranges */
+    tq_dtype skipped_dt;
 } loader;
 
 static tq_status bad(const tq_frame *f, const char *fmt, const char *what)
@@ -62,20 +69,53 @@ static tq_status append(col *c, tq_frame *f, int64_t cols)
         c->v = nv, c->cap = nc;
     }
     const void *data;
-    tq_status st = tq_frame_data(f, &data);
-    if (!st && rows && w)
-        st = tq_convert(c->dtype, (char *)c->v + (size_t)(c->rows * w) * es, f->dtype, data,
-                        (size_t)(rows * w), w);
+    void *dst = (char *)c->v + (size_t)(c->rows * w) * es;
+    tq_status st = c->features ? tq_quant_side_decode(&c->side, f, dst) : tq_frame_data(f, &data);
+    if (!st && !c->features && rows && w)
+        st = tq_convert(c->dtype, dst, f->dtype, data, (size_t)(rows * w), w);
     if (st)
         return tq_fail_context(st, "frame %llu \"%s\"", (unsigned long long)f->index, f->name);
     c->rows += rows;
     return TQ_OK;
 }
 
-static int is_features(const tq_frame *f)
+/* A side frame of some codes, NAME_scale f32 [n] or NAME_ranges f32 [2, d]:
+ * 1 with NAME in stem; 0 for any other frame (or another shape). */
+static int side_stem(const tq_frame *f, char *stem)
 {
-    return f->rank == 2 && (tq_dtype_is_float(f->dtype) || f->dtype == TQ_DTYPE_Q8_0 ||
-                            f->dtype == TQ_DTYPE_Q4_0);
+    size_t n = strlen(f->name);
+    int scale = n > 6 && !strcmp(f->name + n - 6, "_scale") && f->rank == 1;
+    int ranges = n > 7 && !strcmp(f->name + n - 7, "_ranges") && f->rank == 2 && f->dims[0] == 2;
+    if (f->dtype != TQ_DTYPE_F32 || !(scale || ranges))
+        return 0;
+    snprintf(stem, TQ_MAX_NAME + 1, "%.*s", (int)(n - (scale ? 6 : 7)), f->name);
+    return 1;
+}
+
+/* Features: rows of floats or of codes; int8 and uint8 frames count as codes
+ * only after their scales or ranges (any other bytes are not features). */
+static int is_features(const tq_frame *f, const tq_quant_side *side)
+{
+    if (f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_U8)
+        return f->rank == 2 && side && (side->scale_n >= 0 || side->ranges);
+    return tq_quant_decodable(f);
+}
+
+/* The candidate for the features named `name`, added if new (NULL: too many). */
+static col *candidate(loader *L, const char *name)
+{
+    int i = 0;
+    while (i < L->ncand && strcmp(L->cand[i].name, name))
+        i++;
+    if (i == MAX_CAND)
+        return NULL;
+    if (i == L->ncand) {
+        col *c = &L->cand[L->ncand++];
+        c->dtype = TQ_DTYPE_F32, c->features = 1;
+        snprintf(c->name, sizeof c->name, "%s", name);
+        tq_quant_side_init(&c->side);
+    }
+    return &L->cand[i];
 }
 
 static tq_status take(loader *L, tq_frame *f)
@@ -101,34 +141,69 @@ static tq_status take(loader *L, tq_frame *f)
         return append(&L->w, f, 1);
     }
     if (nm->x) {
+        if (tq_quant_side_of(f, nm->x))
+            return tq_quant_side_keep(&L->x.side, f);
         if (strcmp(f->name, nm->x))
             return TQ_OK;
-        if (!is_features(f))
-            return bad(f, "must be a rank 2 float (or q8_0, q4_0) frame", "the features");
+        if (!tq_quant_decodable(f))
+            return bad(f, "must be a rank 2 frame of floats or of tq-quantize's codes",
+                       "the features");
         return append(&L->x, f, -1);
     }
-    if (!is_features(f) || !strcmp(f->name, "key"))
+    if (!strcmp(f->name, "key"))
         return TQ_OK;
-    int i = 0;
-    while (i < L->ncand && strcmp(L->cand[i].name, f->name))
-        i++;
-    if (i == MAX_CAND)
+    char stem[TQ_MAX_NAME + 1];
+    if (side_stem(f, stem)) { /* the codes of stem come after it */
+        col *c = candidate(L, stem);
+        if (!c)
+            return tq_fail(TQ_ERR_DATA, "more than %d rank 2 float frames: name the features with --x",
+                           MAX_CAND);
+        c->side.scale_n = -1; /* scales that met no codes were no codes' scales */
+        return tq_quant_side_keep(&c->side, f);
+    }
+    col *c = NULL;
+    for (int i = 0; i < L->ncand && !c; i++)
+        if (!strcmp(L->cand[i].name, f->name))
+            c = &L->cand[i];
+    if (!is_features(f, c ? &c->side : NULL)) {
+        if (f->rank == 2 && (f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_U8) && !L->skipped[0])
+            snprintf(L->skipped, sizeof L->skipped, "%s", f->name), L->skipped_dt = f->dtype;
+        return TQ_OK;
+    }
+    if (!c && !(c = candidate(L, f->name)))
         return tq_fail(TQ_ERR_DATA, "more than %d rank 2 float frames: name the features with --x",
                        MAX_CAND);
-    if (i == L->ncand)
-        L->cand[L->ncand++].dtype = TQ_DTYPE_F32;
-    return append(&L->cand[i], f, -1);
+    c->seen = 1;
+    return append(c, f, -1);
+}
+
+static void col_free(col *c)
+{
+    free(c->v);
+    tq_quant_side_free(&c->side);
 }
 
 /* The features when --x names none: "emb", else the one candidate. */
 static tq_status choose_x(loader *L)
 {
+    int kept = 0; /* candidates that had only side frames are none */
+    for (int i = 0; i < L->ncand; i++) {
+        if (L->cand[i].seen)
+            L->cand[kept++] = L->cand[i];
+        else
+            col_free(&L->cand[i]);
+    }
+    L->ncand = kept;
     int pick = -1;
     for (int i = 0; i < L->ncand; i++)
         if (!strcmp(L->cand[i].name, "emb"))
             pick = i;
     if (pick < 0 && L->ncand == 1)
         pick = 0;
+    if (pick < 0 && !L->ncand && L->skipped[0])
+        return tq_fail(TQ_ERR_DATA, "no features: \"%s\" is %s rows with neither \"%s_scale\" "
+                                    "nor \"%s_ranges\" before them (tq-quantize's codes have one)",
+                       L->skipped, tq_dtype_name(L->skipped_dt), L->skipped, L->skipped);
     if (pick < 0 && !L->ncand)
         return tq_fail(TQ_ERR_DATA, "no features: no rank 2 float frame");
     if (pick < 0) {
@@ -139,8 +214,10 @@ static tq_status choose_x(loader *L)
                           L->cand[i].name);
         return tq_fail(TQ_ERR_DATA, "which frame holds the features? %s: name one with --x", names);
     }
+    col_free(&L->x);
     L->x = L->cand[pick];
     L->cand[pick].v = NULL;
+    tq_quant_side_init(&L->cand[pick].side);
     return TQ_OK;
 }
 
@@ -157,6 +234,8 @@ static tq_status finish(loader *L, tq_train_data *d)
         return st;
     if (!L->x.name[0])
         return tq_fail(TQ_ERR_DATA, "no frame \"%s\" (the features)", L->nm->x);
+    if ((st = tq_quant_side_end(&L->x.side, L->x.name)))
+        return st;
     if (!L->y.name[0])
         return tq_fail(TQ_ERR_DATA, "no frame \"%s\" (the targets; name them with --y)",
                        L->nm->y ? L->nm->y : "y");
@@ -234,8 +313,6 @@ static tq_status finish(loader *L, tq_train_data *d)
     return TQ_OK;
 }
 
-static void col_free(col *c) { free(c->v); }
-
 tq_status tq_train_data_load(const char *path, const tq_train_names *names, tq_train_data *d)
 {
     memset(d, 0, sizeof *d);
@@ -243,6 +320,8 @@ tq_status tq_train_data_load(const char *path, const tq_train_names *names, tq_t
     memset(&L, 0, sizeof L);
     L.nm = names;
     L.x.dtype = TQ_DTYPE_F32;
+    L.x.features = 1;
+    tq_quant_side_init(&L.x.side);
     L.y.dtype = TQ_DTYPE_F64;
     L.g.dtype = TQ_DTYPE_I64;
     L.w.dtype = TQ_DTYPE_F32;

@@ -175,12 +175,12 @@ open("kv.tq", "wb").write(tq.array_frame("mem", x[::-1].copy()))'
     # tq-cat --from npy names the frame x: taken without --q, and said under -v
     run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-attend --self --heads 2 -v -o out.tq'
     assert_success
-    [[ "$stderr" == *'tq-attend: queries: frame "x" (the only rank 2 or 3 float frame; none is named "emb")'* ]]
+    [[ "$stderr" == *'tq-attend: queries: frame "x" (the only rank 2 or 3 float or code frame; none is named "emb")'* ]]
     # --kv FILE of one frame: K = V = that frame
     run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-attend --kv kv.tq -v -o out2.tq'
     assert_success
-    [[ "$stderr" == *'keys: frame "mem" (the only rank 2 or 3 float frame; none is named "k")'* ]]
-    [[ "$stderr" == *'values: frame "mem" (the only rank 2 or 3 float frame; none is named "v")'* ]]
+    [[ "$stderr" == *'keys: frame "mem" (the only rank 2 or 3 float or code frame; none is named "k")'* ]]
+    [[ "$stderr" == *'values: frame "mem" (the only rank 2 or 3 float or code frame; none is named "v")'* ]]
     run py -c '
 import numpy as np
 from ref import frames, attention
@@ -197,5 +197,5 @@ print("ok")'
     [[ "$stderr" == *'queries: frame "emb" (its default name)'* ]]
     run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-attend --self -o o.tq'
     [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
-    [ "$stderr" = 'tq-attend: error: more than one frame could be the queries ("a", "b", all rank 2 or 3 float) and none is named "emb": name one with --q' ]
+    [ "$stderr" = 'tq-attend: error: more than one frame could be the queries ("a", "b", all rank 2 or 3 float or code) and none is named "emb": name one with --q' ]
 }

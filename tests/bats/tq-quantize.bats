@@ -16,6 +16,14 @@ setup() {
 }
 
 QR() { py "$TESTS_DIR/lib/quantref.py" "$@"; }
+# code_of CODE: standard input in CODE (int8r: int8 over the input's ranges)
+code_of() {
+    case $1 in
+    uint8) tq-quantize --to uint8 --ranges auto "$BATS_TEST_TMPDIR/x.tq" ;;
+    int8r) tq-quantize --to int8 --ranges auto "$BATS_TEST_TMPDIR/x.tq" ;;
+    *) tq-quantize --to "$1" ;;
+    esac
+}
 
 @test "every code: the reference's bytes, batch by batch, other frames passed through" {
     py "$TESTS_DIR/lib/quantref.py" make tiny.tq 2 100 64 33 1e-6
@@ -25,6 +33,17 @@ QR() { py "$TESTS_DIR/lib/quantref.py" "$@"; }
             tq-quantize --to "$c" < "$in.tq" > out.tq
             QR check "$c" "$in.tq" out.tq
         done
+    done
+}
+
+@test "--to f32: every code decodes to the values of its definition (NumPy), byte for byte" {
+    # quantref.py decode: ggml's dequantize_row_q8_0/_q4_0, q x scale, the
+    # ranges' min + q step (float64, then float32), +1/-1, the f16/bf16 widening
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+        code_of "$c" < x.tq > c.tq
+        QR decode c.tq want.tq
+        tq-quantize --to f32 < c.tq > got.tq
+        cmp got.tq want.tq
     done
 }
 
@@ -181,7 +200,7 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
     [[ "$stderr" == *'"emb_scale"'* ]]
 }
 
-@test "tq-cat shows the codes, tq-score and tq-attend read f16, bf16 and int8 as decoded" {
+@test "tq-cat shows the codes, tq-score and tq-attend read every code as its decoded values" {
     # tq-cat -t: int8 codes with their scale column, q4_0 decoded (NumPy here)
     tq-quantize --to int8 < x.tq | tq-cat -t tsv --name emb_scale,emb > i8.tsv
     tq-quantize --to q4_0 < x.tq | tq-cat -t tsv --name emb > q4.tsv
@@ -197,35 +216,36 @@ v = np.concatenate([(b[:, 2:] & 15).astype(np.int32) - 8, (b[:, 2:] >> 4).astype
 want = (v * d).astype(np.float32).reshape(x.shape)
 got = np.loadtxt("q4.tsv", skiprows=1, dtype=np.float32, delimiter="\t")
 assert np.array_equal(got, want), np.abs(got - want).max()'
-    # a tool fed codes computes what it computes on their decoded f32
-    for c in f16 bf16 int8; do
-        tq-quantize --to "$c" < x.tq > c.tq
-        tq-quantize --to f32 < c.tq > f.tq
+    # a tool fed codes computes what it computes on their values, decoded
+    # here by the reference (quantref.py decode)
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+        code_of "$c" < x.tq > c.tq
+        QR decode c.tq f.tq
         tq-score --consensus < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
         tq-score --consensus < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
         diff a.tsv b.tsv
-        # the reference of --query in codes too: one row, with its scale
+        # the reference of --query in codes too: one row, with its scale or ranges
         py -c '
 import sys, numpy as np, tqstream as t
-fr = [f for f in t.read(open("c.tq", "rb").read()) if f["name"] in ("emb", "emb_scale")]
-rb = len(fr[1]["raw"]) // fr[1]["dims"][0] if fr[0]["name"] == "emb_scale" else len(fr[0]["raw"]) // fr[0]["dims"][0]
+fr = [f for f in t.read(open("c.tq", "rb").read()) if f["name"] in ("emb", "emb_scale", "emb_ranges")]
 out = b""
 for f in fr:
     if f["name"] == "emb_scale":
         out += t.frame(f["name"], f["dtype"], [1], f["raw"][:4])
-    else:
-        out += t.frame(f["name"], f["dtype"], [1, f["dims"][1]], f["raw"][:rb])
-    if f["name"] == "emb":
+    elif f["name"] == "emb":
+        out += t.frame(f["name"], f["dtype"], [1, f["dims"][1]], f["raw"][:len(f["raw"]) // f["dims"][0]])
         break
+    else:
+        out += t.frame(f["name"], f["dtype"], f["dims"], f["raw"])
 open("q1.tq", "wb").write(out)'
-        tq-quantize --to f32 < q1.tq > q1f.tq
+        QR decode q1.tq q1f.tq
         tq-score --query q1.tq < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
         tq-score --query q1f.tq < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
         diff a.tsv b.tsv
     done
-    for c in f16 bf16 int8; do
-        tq-quantize --to "$c" < x.tq > c.tq
-        tq-quantize --to f32 < c.tq > f.tq
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+        code_of "$c" < x.tq > c.tq
+        QR decode c.tq f.tq
         tq-attend --self --heads 2 --q emb < c.tq | tq-cat -t tsv --name out > a.tsv
         tq-attend --self --heads 2 --q emb < f.tq | tq-cat -t tsv --name out > b.tsv
         diff a.tsv b.tsv
@@ -242,4 +262,16 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]] && [ "${#stderr_lines[@]}" -eq 1 ]
     run --separate-stderr tq-attend --self --heads 2 --q emb < noscale.tq
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
+    # nor uint8 codes without their ranges
+    code_of uint8 < x.tq | py -c '
+import sys, tqstream as t
+fr = t.read(sys.stdin.buffer.read())
+sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"])
+                                 for f in fr if f["name"] != "emb_ranges"))' > noranges.tq
+    for cmd in "tq-score --consensus" "tq-attend --self --heads 2 --q emb" "tq-simmat --topk 2" \
+               "tq-train --epochs 1 --y note"; do
+        run --separate-stderr $cmd < noranges.tq
+        echo "$cmd: $status $stderr"
+        [ "$status" -eq 65 ] && [[ "$stderr" == *emb_ranges* ]] && [ "${#stderr_lines[@]}" -eq 1 ]
+    done
 }

@@ -170,7 +170,7 @@ open(sys.argv[2], "wb").write(out)' "$@"
     rename "$D/query.tq" "$D/qcand.tq" emb cand
     run --separate-stderr tq-score --query "$D/qcand.tq" --consensus -v "$D/cand.tq" -o "$D/o.tq"
     assert_success
-    [[ "$stderr" == *'candidates: frame "cand" (the only rank 2 float frame; none is named "emb")'* ]]
+    [[ "$stderr" == *'candidates: frame "cand" (the only rank 2 float or code frame; none is named "emb")'* ]]
     [[ "$stderr" == *'query: frame "cand" (its default name)'* ]]
     rename "$D/o.tq" "$D/out.tq" cand emb
     run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/out.tq" --query "$D/query.tq" --consensus
@@ -182,7 +182,7 @@ x = np.ones((3, 4), np.float32)
 open("'"$D"'/two.tq", "wb").write(tq.array_frame("a", x) + tq.array_frame("b", x))'
     run --separate-stderr tq-score --consensus "$D/two.tq"
     [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
-    [ "$stderr" = 'tq-score: error: more than one frame could be the candidates ("a", "b", all rank 2 float) and none is named "emb": name one with --emb' ]
+    [ "$stderr" = 'tq-score: error: more than one frame could be the candidates ("a", "b", all rank 2 float or code) and none is named "emb": name one with --emb' ]
     run --separate-stderr sh -c "tq-score --consensus --emb b -v '$D/two.tq' > /dev/null"
     assert_success
     [[ "$stderr" == *'candidates: frame "b" (named by --emb)'* ]]

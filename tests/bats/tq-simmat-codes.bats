@@ -292,6 +292,53 @@ assert got == ["row%d" % i for i in kept], (got[:5], kept[:5])' "$T"
     [ "$status" -eq 2 ] && [[ "$stderr" == *"--metric dot"* ]]
 }
 
+@test "uint8 and int8 codes over ranges: searched in every mode as their values (decoded by NumPy)" {
+    # sentence-transformers' calibration codes carry an offset a dimension, so
+    # integer products of the codes are not their dot products: they are
+    # decoded on load and searched as floats, with each metric
+    for c in uint8 int8; do
+        tq-quantize --to $c --ranges db.tq < db.tq > cdb.tq
+        tq-quantize --to $c --ranges db.tq < q.tq > cq.tq
+        py "$TESTS_DIR/lib/quantref.py" decode cdb.tq fdb.tq
+        py "$TESTS_DIR/lib/quantref.py" decode cq.tq fq.tq
+        for m in cosine dot l2; do
+            for mode in "--topk 5" "--threshold 0.2" "" "--shard 2/3 --topk 4"; do
+                [ "$m" = l2 ] && [ "$mode" = "--threshold 0.2" ] && mode="--threshold -0.3"
+                tq-simmat --metric $m $mode --db cdb.tq < cq.tq > a.tq
+                tq-simmat --metric $m $mode --db fdb.tq < fq.tq > b.tq
+                cmp a.tq b.tq
+                # the input against itself, from codes
+                tq-simmat --metric $m $mode < cq.tq > a.tq
+                tq-simmat --metric $m $mode < fq.tq > b.tq
+                cmp a.tq b.tq
+            done
+        done
+        # --dedup keeps the same rows, as codes, the ranges passed on with them
+        tq-simmat --dedup 0.3 < cq.tq > a.tq
+        tq-simmat --dedup 0.3 < fq.tq > b.tq
+        py "$TESTS_DIR/lib/quantref.py" decode a.tq ad.tq
+        cmp ad.tq b.tq
+        run tq-cat --info a.tq
+        [[ "$output" == *emb_ranges* ]]
+        tq-simmat --dedup 0.3 --db cdb.tq < cq.tq > a.tq
+        tq-simmat --dedup 0.3 --db fdb.tq < fq.tq > b.tq
+        py "$TESTS_DIR/lib/quantref.py" decode a.tq ad.tq
+        cmp ad.tq b.tq
+    done
+    # the ranges frame is never taken for the vectors: codes named v (not the
+    # default emb) are named with --name
+    py -c '
+import sys, tqstream as t
+fr = t.read(open("cq.tq", "rb").read())
+ren = lambda n: {"emb": "v", "emb_ranges": "v_ranges"}.get(n, n)
+open("v.tq", "wb").write(b"".join(t.frame(ren(f["name"]), f["dtype"], f["dims"], f["raw"]) for f in fr))'
+    run --separate-stderr tq-simmat --topk 3 < v.tq
+    [ "$status" -eq 65 ] && [[ "$stderr" == *"no vectors"* ]]
+    tq-simmat --topk 3 --name v < v.tq > a.tq
+    tq-simmat --topk 3 < fq.tq > b.tq
+    cmp a.tq b.tq
+}
+
 @test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {
     PYF=""
     for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do

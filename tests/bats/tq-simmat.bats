@@ -332,19 +332,19 @@ np.save("q.npy", x.astype(np.float32))'
     run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-simmat --db db.tq -k 4 -v > x.tq'
     assert_success
     [[ "$stderr" == *'database vectors: frame "emb" (its default name)'* ]]
-    [[ "$stderr" == *'query vectors: frame "x" (the only rank 2 float frame; none is named "emb")'* ]]
+    [[ "$stderr" == *'query vectors: frame "x" (the only rank 2 float or code frame; none is named "emb")'* ]]
     run py "$TESTS_DIR/lib/simref.py" topk x.tq q.tq db.tq cosine 4
     assert_success
     # the input against itself, named x: the same
     run --separate-stderr sh -c 'tq-cat --from npy q.npy | tq-simmat --threshold 0.3 -v > t.tq'
     assert_success
-    [[ "$stderr" == *'tq-simmat: vectors: frame "x" (the only rank 2 float frame; none is named "emb")'* ]]
+    [[ "$stderr" == *'tq-simmat: vectors: frame "x" (the only rank 2 float or code frame; none is named "emb")'* ]]
     # two rank 2 float frames, neither named emb: an error naming both
     run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat -k 2'
     [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
-    [ "$stderr" = 'tq-simmat: error: more than one frame could be the vectors ("a", "b", all rank 2 float) and none is named "emb": name one with --name' ]
+    [ "$stderr" = 'tq-simmat: error: more than one frame could be the vectors ("a", "b", all rank 2 float or code) and none is named "emb": name one with --name' ]
     run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat --dedup 0.9'
-    [ "$status" -eq 2 ] && [[ "$stderr" == *'("a", "b", all rank 2 float)'*"--name"* ]]
+    [ "$status" -eq 2 ] && [[ "$stderr" == *'("a", "b", all rank 2 float or code)'*"--name"* ]]
     run --separate-stderr sh -c 'tq-cat --from npy --as a --as b q.npy q.npy | tq-simmat -k 2 --name b -v > /dev/null'
     assert_success
     [[ "$stderr" == *'vectors: frame "b" (named by --name)'* ]]

@@ -111,6 +111,32 @@ PYEOF
     cmp "$D/t1.tq" "$D/t4.tq"
 }
 
+@test "features in any of tq-quantize's codes train the model their values (decoded by NumPy) train" {
+    # 200 rows of 64 (q8_0 and q4_0 want rows of 32k), in batches of 70
+    py -c '
+import sys, numpy as np, tqstream as t
+rng = np.random.default_rng(3)
+x = rng.standard_normal((200, 64)).astype(np.float32)
+y = (x[:, :3].argmax(axis=1)).astype(np.int64)
+open(sys.argv[1], "wb").write(b"".join(t.array_frame("emb", x[i:i + 70]) + t.array_frame("y", y[i:i + 70])
+                                       for i in range(0, 200, 70)))' "$D/in.tq"
+    QR="$TESTS_DIR/lib/quantref.py"
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+        case $c in
+        uint8) tq-quantize --to uint8 --ranges auto "$D/in.tq" > "$D/c.tq" ;;
+        int8r) tq-quantize --to int8 --ranges auto "$D/in.tq" > "$D/c.tq" ;;
+        *) tq-quantize --to "$c" < "$D/in.tq" > "$D/c.tq" ;;
+        esac
+        py "$QR" decode "$D/c.tq" "$D/f.tq"
+        tq-train --model mlp --hidden 8 --epochs 2 --batch 16 --valid "$D/c.tq" -o "$D/a.tq" "$D/c.tq"
+        tq-train --model mlp --hidden 8 --epochs 2 --batch 16 --valid "$D/f.tq" -o "$D/b.tq" "$D/f.tq"
+        cmp "$D/a.tq" "$D/b.tq"
+    done
+    # named with --x, the side frames follow the name
+    tq-train --x emb --model mlp --hidden 8 --epochs 2 --batch 16 --valid "$D/c.tq" -o "$D/a.tq" "$D/c.tq"
+    cmp "$D/a.tq" "$D/b.tq"
+}
+
 @test "listwise groups: the loss within each group; every group needs a row marked 1" {
     py "$REF" data "$D" listwise
     tq-train --model mlp --hidden 5 --loss listwise --epochs 2 --batch 3 -o "$D/m.tq" "$D/in.tq"

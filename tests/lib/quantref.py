@@ -8,6 +8,10 @@ is one float32 operation, as the C definitions make them.
   quantref.py check CODE IN OUT [RANGES]          OUT is IN quantized: same bytes
   quantref.py bounds CODE IN DEQ [RANGES]         DEQ (dequantized) within the
                                                   bounds of man/tq-quantize.1
+  quantref.py decode IN OUT                       OUT is IN with every frame of codes
+                                                  replaced by its values (f32), as the
+                                                  definitions decode them, side frames
+                                                  dropped: what tq-quantize --to f32 writes
   quantref.py peers                               this reference = gguf.quants and
                                                   sentence-transformers (skips: 77)
 """
@@ -261,6 +265,61 @@ def st_quantize():
     return sys.modules["stq.quantization"].quantize_embeddings
 
 
+def values(dtype, raw, n, d, scale=None, ranges=None):
+    """Rows [n, d] float32 of codes: ggml's dequantize_row_q8_0 / _q4_0 (q d in
+    float32), q s for int8 with its scales, min + q step in float64 then
+    float32 for the ranges codes (step in float32, 1 where 0), +1 / -1 for bits,
+    the exact widening of f16 and bf16."""
+    b = np.frombuffer(raw, np.uint8)
+    if dtype == "f16":
+        return b.view(np.float16).astype(F32).reshape(n, d)
+    if dtype == "bf16":
+        return (b.view(np.uint16).astype(np.uint32) << 16).view(F32).reshape(n, d)
+    if dtype in ("i8", "u8") and scale is not None and dtype == "i8":
+        return (b.view(np.int8).astype(F32).reshape(n, d) * scale[:, None]).astype(F32)
+    if dtype in ("i8", "u8"):
+        q = b.view(np.int8).astype(np.float64) + 128 if dtype == "i8" else b.astype(np.float64)
+        starts = ranges[0].astype(F32)
+        steps = ((ranges[1].astype(F32) - starts) / F32(255)).astype(F32)
+        steps = np.where(steps == 0, F32(1), steps)
+        return (q.reshape(n, d) * steps.astype(np.float64) + starts.astype(np.float64)).astype(F32)
+    if dtype == "q8_0":
+        blk = b.reshape(-1, 34)
+        dd = blk[:, :2].copy().view(np.float16).astype(F32)
+        return (blk[:, 2:].view(np.int8).astype(F32) * dd).astype(F32).reshape(n, d)
+    if dtype == "q4_0":
+        blk = b.reshape(-1, 18)
+        dd = blk[:, :2].copy().view(np.float16).astype(F32)
+        v = np.concatenate([(blk[:, 2:] & 15).astype(F32) - 8, (blk[:, 2:] >> 4).astype(F32) - 8],
+                           axis=1)
+        return (v * dd).astype(F32).reshape(n, d)
+    if dtype == "bit":
+        v = np.unpackbits(b.reshape(n, -1), axis=1)[:, :d]
+        return np.where(v == 1, F32(1), F32(-1))
+    raise SystemExit("not a code: " + dtype)
+
+
+def decode(inp, outp):
+    fr = load(inp)
+    names = {f["name"] for f in fr if f["dtype"] in ("f16", "bf16", "i8", "u8", "q8_0", "q4_0", "bit")
+             and len(f["dims"]) == 2}
+    scale, ranges, out = {}, {}, []
+    for f in fr:
+        stem = f["name"].rsplit("_", 1)[0]
+        if f["name"].endswith("_scale") and stem in names:
+            scale[stem] = t.to_numpy(f)
+        elif f["name"].endswith("_ranges") and stem in names:
+            ranges[stem] = t.to_numpy(f)
+        elif f["name"] in names and len(f["dims"]) == 2:
+            n, d = f["dims"]
+            y = values(f["dtype"], f["raw"], n, d, scale.pop(f["name"], None), ranges.get(f["name"]))
+            meta = {k: v for k, v in f["meta"].items() if k != "quant"}
+            out.append(t.array_frame(f["name"], y, meta=meta))
+        else:
+            out.append(t.frame(f["name"], f["dtype"], f["dims"], f["raw"], meta=f["meta"]))
+    open(outp, "wb").write(b"".join(out))
+
+
 def peers():
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2000, 384)).astype(F32)
@@ -309,4 +368,4 @@ def peers():
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"make": make, "check": check, "bounds": bounds, "peers": peers}[cmd](*args)
+    {"make": make, "check": check, "bounds": bounds, "decode": decode, "peers": peers}[cmd](*args)
