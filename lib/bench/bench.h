@@ -95,6 +95,8 @@ typedef struct tqb_ceiling {
     const char *mem_what;
     double compute_gflops;    /* the compute ceiling of fractions */
     const char *compute_what;
+    double f16_gflops;        /* GPU: f16-operand GEMM (tensor cores), the ceiling of */
+    int64_t f16_n;            /* matmul_f16 rows; 0 on the CPU, whose f16 runs on f32 FMAs */
 } tqb_ceiling;
 
 /* The CPU's peak f32 FMA rate on every worker thread (fma.c) and the STREAM
@@ -120,6 +122,7 @@ typedef struct tqb_result {
     double rate;              /* GFLOP/s when compute bound, else GB/s */
     double frac;              /* rate / the bounding ceiling (0: unknown) */
     const char *unit;
+    const char *bound;        /* that ceiling's name: "fma", "sgemm", "f16gemm", "triad"... */
 } tqb_result;
 
 /* Rate, unit and fraction of the result from its times and the ceiling. */

@@ -1,8 +1,8 @@
 /* ceilings.c: what each device can do at best, measured on it, not assumed:
  * on the CPU the peak FMA rate (fma.c), the STREAM triad (triad.c) and the
- * sgemm rate of the best engine through tq_op_matmul; on a GPU the sgemm rate
- * and the copy bandwidth, both through the op API (no kernel of our own runs
- * there). Then each op's rate against the ceiling that bounds it, chosen by
+ * sgemm rate of the best engine through tq_op_matmul; on a GPU the sgemm rate,
+ * the f16-operand GEMM rate (tensor cores) and the copy bandwidth, all through
+ * the op API (no kernel of our own runs there). Then each op's rate against the ceiling that bounds it, chosen by
  * its arithmetic intensity (the roofline). */
 #include "bench.h"
 #include "../cpu/cpu.h"
@@ -44,10 +44,12 @@ static tq_status device_copy(tq_device *dev, int64_t n, double min_time, double 
 
 static tq_status matmul_call(void *ctx) { return tqb_inst_run(ctx); }
 
-static tq_status sgemm_rate(tq_device *dev, int64_t n, double min_time, double *gflops)
+/* The rate of tq-bench's op `op` (matmul, matmul_f16) at n^3. */
+static tq_status gemm_rate(tq_device *dev, const char *op, int64_t n, double min_time,
+                           double *gflops)
 {
     tqb_inst *in;
-    tq_status st = tqb_inst_new(tqb_op_find("matmul"), dev, n, 1, &in);
+    tq_status st = tqb_inst_new(tqb_op_find(op), dev, n, 1, &in);
     tqb_timing t;
     if (!st && !(st = tqb_time(matmul_call, in, dev, 5, min_time, &t))) {
         *gflops = in->flops / t.min / 1e9;
@@ -67,7 +69,10 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
         c->gpu = 1;
         c->sgemm_n = small ? 256 : 2048;
         snprintf(c->sgemm_engine, sizeof c->sgemm_engine, "%s", tq_device_name(dev));
-        if ((st = sgemm_rate(dev, c->sgemm_n, min_time, &c->sgemm_gflops)) ||
+        /* f16 at 4096^3: a tensor-core GEMM needs the size to near its peak */
+        c->f16_n = small ? 256 : 4096;
+        if ((st = gemm_rate(dev, "matmul", c->sgemm_n, min_time, &c->sgemm_gflops)) ||
+            (st = gemm_rate(dev, "matmul_f16", c->f16_n, min_time, &c->f16_gflops)) ||
             (st = device_copy(dev, (int64_t)1 << (small ? 20 : 26), min_time, &c->mem_gbs)))
             return st;
         c->mem_what = "copy";
@@ -89,7 +94,7 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
         const char *name;
         tq_cpu_sgemm_current(&name);
         double r = 0;
-        st = sgemm_rate(dev, c->sgemm_n, min_time, &r);
+        st = gemm_rate(dev, "matmul", c->sgemm_n, min_time, &r);
         if (st)
             break;
         if (r > c->sgemm_gflops) {
@@ -106,27 +111,35 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
 void tqb_result_rate(tqb_result *r, const tqb_ceiling *c)
 {
     double t = r->t.median;
+    /* f16 products on a GPU run on its tensor cores: their own ceiling */
+    int f16 = c && c->f16_gflops > 0 && !strcmp(r->op, "matmul_f16");
+    double peak = f16 ? c->f16_gflops : c ? c->compute_gflops : 0;
     /* compute bound when the flops take longer at peak than the bytes at
      * full bandwidth; ops with no flops counted are bandwidth bound */
-    r->compute_bound = r->flops > 0 && c && c->mem_gbs > 0 && c->compute_gflops > 0
-                           ? r->flops / c->compute_gflops > r->bytes / c->mem_gbs
+    r->compute_bound = r->flops > 0 && c && c->mem_gbs > 0 && peak > 0
+                           ? r->flops / peak > r->bytes / c->mem_gbs
                            : r->flops > 0;
     if (r->compute_bound) {
         r->unit = "GFLOP/s";
         r->rate = t > 0 ? r->flops / t / 1e9 : 0;
-        r->frac = c && c->compute_gflops > 0 ? r->rate / c->compute_gflops : 0;
+        r->frac = peak > 0 ? r->rate / peak : 0;
+        r->bound = c ? (f16 ? "f16gemm" : c->compute_what) : NULL;
     } else {
         r->unit = "GB/s";
         r->rate = t > 0 ? r->bytes / t / 1e9 : 0;
         r->frac = c && c->mem_gbs > 0 ? r->rate / c->mem_gbs : 0;
+        r->bound = c ? c->mem_what : NULL;
     }
 }
 
 void tqb_ceiling_line(const tqb_ceiling *c, char *out, size_t n)
 {
     if (c->gpu)
-        snprintf(out, n, "%s: sgemm %.1f GFLOP/s (%lld^3 through tq_op_matmul), copy %.1f GB/s",
-                 c->device, c->sgemm_gflops, (long long)c->sgemm_n, c->mem_gbs);
+        snprintf(out, n,
+                 "%s: sgemm %.1f GFLOP/s (%lld^3 through tq_op_matmul), f16 GEMM %.1f GFLOP/s "
+                 "(%lld^3, f16 operands), copy %.1f GB/s",
+                 c->device, c->sgemm_gflops, (long long)c->sgemm_n, c->f16_gflops,
+                 (long long)c->f16_n, c->mem_gbs);
     else
         snprintf(out, n,
                  "%s: FMA peak %.1f GFLOP/s (%s, %d threads), sgemm %.1f GFLOP/s (%s, %lld^3), "

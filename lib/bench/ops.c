@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum {
-    OP_MATMUL, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_MATMUL, OP_MATMUL_F16, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
@@ -38,6 +38,10 @@ enum {
 const tqb_opdef tqb_ops[] = {
     [OP_MATMUL] = {"matmul", "C[n,n] = A[n,n] B[n,n], f32", {256, 1024}, {64, 128}, TQB_CMP_NMSE,
                    TOL_MM},
+    /* f16 values are exact in f32: every device multiplies the same numbers
+     * (tensor cores on a GPU), only the order of the f32 sums differs */
+    [OP_MATMUL_F16] = {"matmul_f16", "C[n,n] = A[n,n] B[n,n], f16 operands, f32 result",
+                       {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
     [OP_ROWPROD] = {"rowprod", "out[256,n] = q[256,256] . db[n,256]^T, db prepared once",
                     {4096, 32768}, {256, 1024}, TQB_CMP_NMSE, TOL_MM},
     [OP_SIMTOPK] = {"simtopk", "top-10 of q[256,256] against db[n,256] by dot product",
@@ -128,8 +132,10 @@ static tq_status mk(tqb_inst *in, int i, tq_dtype dt, int rank, int64_t d0, int6
     return st;
 }
 
-/* Tensor i: int8 codes [d0, d1] of uniform values in [-127, 127]. */
-static tq_status mk_i8(tqb_inst *in, int i, int64_t d0, int64_t d1, uint64_t *seed)
+/* Tensor i of dtype dt [d0, d1]: mk's uniform values times mult, converted
+ * on the device (int8 codes in [-127, 127] for mult 127; f16 for 1). */
+static tq_status mk_as(tqb_inst *in, int i, tq_dtype dt, int64_t d0, int64_t d1, float mult,
+                       uint64_t *seed)
 {
     tq_tensor *f = NULL;
     tq_status st = mk(in, i, TQ_DTYPE_F32, 2, d0, d1, 1, seed);
@@ -137,7 +143,7 @@ static tq_status mk_i8(tqb_inst *in, int i, int64_t d0, int64_t d1, uint64_t *se
         return st;
     f = in->t[i];
     in->t[i] = NULL;
-    if (!(st = tq_op_scale(f, 127.0f, f)) && !(st = mk(in, i, TQ_DTYPE_I8, 2, d0, d1, 0, seed)))
+    if (!(st = tq_op_scale(f, mult, f)) && !(st = mk(in, i, dt, 2, d0, d1, 0, seed)))
         st = tq_op_convert(f, in->t[i]);
     tq_tensor_free(f);
     return st;
@@ -181,16 +187,23 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     in->out[0] = 1;
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
-        if ((st = mk(in, 0, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
-            (st = mk(in, 1, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+    case OP_MATMUL_F16: {
+        int half = in->op == &tqb_ops[OP_MATMUL_F16];
+        if ((st = half ? mk_as(in, 0, TQ_DTYPE_F16, n, n, 1.0f, &seed)
+                       : mk(in, 0, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = half ? mk_as(in, 1, TQ_DTYPE_F16, n, n, 1.0f, &seed)
+                       : mk(in, 1, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
             (st = mk(in, 2, TQ_DTYPE_F32, 2, n, n, 0, &seed)))
             return st;
         in->out[0] = 2;
         in->flops = 2.0 * n * n * n;
-        in->bytes = 12.0 * n * n;
+        in->bytes = (half ? 8.0 : 12.0) * n * n;
+        if (half)
+            in->dtype = "f16>f32";
         snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
+    }
     case OP_ROWPROD:
     case OP_SIMTOPK:
         if ((st = mk(in, 0, TQ_DTYPE_F32, 2, SIM_Q, SIM_D, 1, &seed)) ||
@@ -217,9 +230,9 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     case OP_CODESCREEN:
     case OP_CODEMATRIX:
     case OP_CODETOPK:
-        if ((st = mk_i8(in, 0, SIM_Q, SIM_D, &seed)) ||
+        if ((st = mk_as(in, 0, TQ_DTYPE_I8, SIM_Q, SIM_D, 127.0f, &seed)) ||
             (st = mk(in, 1, TQ_DTYPE_F32, 1, SIM_Q, 0, 1, &seed)) ||
-            (st = mk_i8(in, 2, n, SIM_D, &seed)) || (st = mk(in, 3, TQ_DTYPE_F32, 1, n, 0, 1, &seed)))
+            (st = mk_as(in, 2, TQ_DTYPE_I8, n, SIM_D, 127.0f, &seed)) || (st = mk(in, 3, TQ_DTYPE_F32, 1, n, 0, 1, &seed)))
             return st;
         in->dtype = "i8";
         in->flops = 2.0 * SIM_Q * SIM_D * n;
@@ -358,6 +371,7 @@ tq_status tqb_inst_run(tqb_inst *in)
     tq_status st;
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
+    case OP_MATMUL_F16:
         return tq_op_matmul(t[0], 0, t[1], 0, 1.0f, 0.0f, t[2]);
     case OP_ROWPROD:
         return tq_op_rowprod(in->rp, t[0], 1.0f, t[2]);

@@ -54,7 +54,7 @@ static const char *bound_name(const tqb_report *r, const tqb_result *x)
     const tqb_ceiling *c = ceiling_of(r, x->device);
     if (!c) /* a whole process (--tools): no ceiling bounds it */
         return "-";
-    return x->compute_bound ? c->compute_what : c->mem_what;
+    return x->bound ? x->bound : x->compute_bound ? c->compute_what : c->mem_what;
 }
 
 static void md(FILE *f, const tqb_report *r, const tqb_kv *kv, int nkv)
@@ -198,6 +198,10 @@ static void json_ceiling(FILE *f, const tqb_ceiling *c)
     knum(f, "sgemm_gflops", c->sgemm_gflops);
     kstr(f, ", ", "sgemm_engine", c->sgemm_engine);
     knum(f, "sgemm_n", (double)c->sgemm_n);
+    if (c->gpu) {
+        knum(f, "f16_gflops", c->f16_gflops);
+        knum(f, "f16_n", (double)c->f16_n);
+    }
     snprintf(mem, sizeof mem, "%s_gbs", c->mem_what);
     knum(f, mem, c->mem_gbs);
     kstr(f, ", ", "compute", c->compute_what);

@@ -18,13 +18,14 @@ has_vulkan() { tq-cat --list-devices | grep -q '^vulkan:0 '; }
     assert_success
     want=$(sed -n 's/^tq_status tq_op_\([a-z0-9_]*\)(.*/\1/p' "$ROOT_DIR/lib/tq.h" | sort)
     [ -n "$want" ]
-    got=$(printf '%s\n' "$output" | awk '{print $1}' | sort)
+    # matmul_f16: matmul with f16 operands, the op's other dtype
+    got=$(printf '%s\n' "$output" | awk '{print $1}' | sed 's/_f16$//' | sort -u)
     [ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2; false; }
 }
 
 @test "json: every repetition; median, min, max, spread and rates recomputed from the times and sizes" {
     needs_numpy
-    TQ_THREADS=2 run --separate-stderr tq-bench --device cpu --op matmul,scale,add,convert,attention \
+    TQ_THREADS=2 run --separate-stderr tq-bench --device cpu --op matmul,matmul_f16,scale,add,convert,attention \
         -n 32-128*2 $FAST --format json -o "$BATS_TEST_TMPDIR/r.json"
     assert_success
     [ -z "$output" ]
@@ -41,7 +42,7 @@ c = ceil["cpu"]
 assert c["fma_gflops"] > 0 and c["sgemm_gflops"] > 0 and c["triad_gbs"] > 0, c
 rows = d["results"]
 assert [(r["op"], r["n"]) for r in rows] == [(o, n) for o in
-        ("matmul", "scale", "add", "convert", "attention") for n in (32, 64, 128)], rows
+        ("matmul", "matmul_f16", "scale", "add", "convert", "attention") for n in (32, 64, 128)], rows
 for r in rows:
     t = np.array(r["times_s"])
     assert len(t) == r["reps"] == 3 and r["iters"] >= 1
@@ -55,6 +56,8 @@ for r in rows:
     # work and traffic from the sizes, independently of the tool's table
     if r["op"] == "matmul":
         flops, nbytes = 2 * n**3, 12 * n * n
+    elif r["op"] == "matmul_f16":  # two f16 operands, an f32 result
+        flops, nbytes = 2 * n**3, 8 * n * n
     elif r["op"] == "attention":
         flops, nbytes = 4 * n * n * 512, 16 * n * 512
     else:
@@ -68,7 +71,7 @@ for r in rows:
     rate = work / r["median_s"] / 1e9
     assert abs(r["rate"] - rate) <= 1e-4 * rate, (r["rate"], rate)
     assert abs(r["frac"] - rate / ceiling) <= 1e-3 * rate / ceiling, (r["frac"], rate / ceiling)
-    assert r["dtype"] == ("f32>f16" if r["op"] == "convert" else "f32")
+    assert r["dtype"] == {"convert": "f32>f16", "matmul_f16": "f16>f32"}.get(r["op"], "f32")
 EOF
 }
 
@@ -142,16 +145,20 @@ assert [c["device"] for c in d["ceilings"]] == want, d["ceilings"]
 assert d["results"] == []
 for c in d["ceilings"]:
     assert c["sgemm_gflops"] > 0 and (c.get("triad_gbs") or c.get("copy_gbs")) > 0, c
+    # on a GPU, the f16-operand GEMM rate (tensor cores); none on the CPU
+    assert (c.get("f16_gflops", 0) > 0 and c["f16_n"] > 0) == (c["device"] != "cpu"), c
 ' "$devs"
 }
 
 @test "--device vulkan:0 (lavapipe): its rows, smaller default sizes said under the table" {
     has_vulkan || skip "no Vulkan device here"
-    run --separate-stderr tq-bench --device vulkan:0 --op scale,matmul $FAST
+    run --separate-stderr tq-bench --device vulkan:0 --op scale,matmul,matmul_f16 $FAST
     assert_success
     assert_line --regexp '^- device: vulkan:0: '
-    assert_line --regexp '^- vulkan:0: sgemm [0-9.]+ GFLOP/s .*, copy [0-9.]+ GB/s$'
+    assert_line --regexp '^- vulkan:0: sgemm [0-9.]+ GFLOP/s .*, f16 GEMM [0-9.]+ GFLOP/s \(256\^3, f16 operands\), copy [0-9.]+ GB/s$'
     assert_line --regexp '^\| vulkan:0 \| matmul \| \[64,64\]x\[64,64\] \| f32 \| .*sgemm'
+    # f16 products on a GPU have their own ceiling (tensor cores)
+    assert_line --regexp '^\| vulkan:0 \| matmul_f16 \| \[64,64\]x\[64,64\] \| f16>f32 \| .*f16gemm'
     assert_line --regexp '^\| vulkan:0 \| scale \| \[4,1024\] \| f32 \| .*copy'
     assert_line "vulkan:0 is a CPU-type device: its default sizes are the smaller ones."
 }
