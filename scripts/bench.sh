@@ -64,6 +64,10 @@ bash "$root/scripts/bench-simmat.sh" "$BIN"
 # ---- attention (issue 4): tq-attend against PyTorch eager ----
 bash "$root/scripts/bench-attend.sh" "$BIN"
 
+# ---- GPUs (issue 12): GEMM, top-10, attention and tq-embed against PyTorch
+# on each CUDA and HIP device (said, not skipped, where there is none) ----
+bash "$root/scripts/bench-gpu.sh" "$BIN"
+
 # ---- tq-bench (issue 15): every op on every device against the ceilings measured here ----
 # the op table itself; the peers above are the comparisons
 "$BIN/tq-bench" --device all --progress never

