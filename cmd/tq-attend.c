@@ -196,8 +196,8 @@ static tq_status read_stream(state *s, tq_reader *r, const char *label, col **co
                 st = col_add(cols[i], f, label);
             else if (cols[i] && !dup && cols[i]->as == TQ_DTYPE_F32 &&
                      tq_quant_side_of(f, cols[i]->name) &&
-                     (st = tq_quant_side_keep(&cols[i]->side, f)))
-                tq_fail_context(st, "%s", label);
+                     (st = tq_quant_side_keep(&cols[i]->side, f))) /* NAME_scale, NAME_ranges */
+                st = tq_fail_context(st, "%s", label);
         }
         if (!st && keep_rest) {
             int drop = 0;

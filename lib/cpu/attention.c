@@ -19,7 +19,7 @@
 /* BQ is a multiple of every micro-kernel's MR (12, 6, 4) and BK of every NR
  * (32, 16), so tiles are whole strips; a tile of scores, its packed copy and
  * the output accumulator stay in L2 (48 x 64 floats each). */
-enum { BQ = 48, BK = 64 };
+enum { BQ = 48, BK = 64, P_SLACK = 8 };
 
 #define LOG2E 1.44269504088896340736
 
@@ -196,20 +196,70 @@ TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float
 }
 FINAL_PROBS(final_avx512, TQ_TARGET_AVX512)
 FINAL_PROBS(final_avx2, TQ_TARGET_AVX2)
+
+/* pack_p (below) for the AVX2 kernel's strips of 6 rows: each 8 columns of a
+ * strip are transposed in registers (two rows of zeros make it 8 x 8) and
+ * stored as 8 groups of 6 with 8-float stores, each overlapping the start of
+ * the next group, which is written after it: every value ends right, and the
+ * last store reaches 2 floats past the strip's columns (the scratch has room:
+ * P_SLACK). Data movement only, so the same bits as the scalar loop, which
+ * read the tile one float at a time at a stride of 256 bytes. */
+TQ_TARGET_AVX2 static void pack_p6_avx2(const float *s, int nq, int nk, float *dst)
+{
+    const __m256 z = _mm256_setzero_ps();
+    for (int st = 0; st < nq; st += 6) {
+        const float *r = s + (int64_t)st * BK;
+        float *d = dst + (int64_t)st * BK;
+        int p = 0;
+        for (; p + 8 <= nk; p += 8) {
+            __m256 a0 = _mm256_loadu_ps(r + p), a1 = _mm256_loadu_ps(r + BK + p);
+            __m256 a2 = _mm256_loadu_ps(r + 2 * BK + p), a3 = _mm256_loadu_ps(r + 3 * BK + p);
+            __m256 a4 = _mm256_loadu_ps(r + 4 * BK + p), a5 = _mm256_loadu_ps(r + 5 * BK + p);
+            __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+            __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+            __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
+            /* u0..u3: columns 0-3 (low lanes) and 4-7 (high lanes) of rows
+             * 0-3; u4..u7 the same of rows 4-5 and two rows of zeros */
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u4 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u5 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u6 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u7 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(3, 2, 3, 2));
+            _mm256_storeu_ps(d + (p + 0) * 6, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(d + (p + 1) * 6, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(d + (p + 2) * 6, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(d + (p + 3) * 6, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(d + (p + 4) * 6, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(d + (p + 5) * 6, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(d + (p + 6) * 6, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(d + (p + 7) * 6, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+        for (; p < nk; p++)
+            for (int q = 0; q < 6; q++)
+                d[p * 6 + q] = r[(int64_t)q * BK + p];
+    }
+}
 #endif
 FINAL_PROBS(final_base, )
 
 typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);
 typedef void (*final_fn)(float *s, int nq, const float *m, const float *l);
+typedef void (*pack6_fn)(const float *s, int nq, int nk, float *dst);
 
-static void pick_isa(online_fn *on, final_fn *fin)
+/* pack6: pack_p's AVX2 version where the kernel's strips have 6 rows (the
+ * AVX2 kernel's), else NULL. */
+static void pick_isa(int mr, online_fn *on, final_fn *fin, pack6_fn *pack6)
 {
+    *pack6 = NULL;
     switch (tq_cpu_isa()) {
 #ifdef TQ_HAVE_ISA_VARIANTS
-    case 2: *on = online_avx2; *fin = final_avx512; return;
-    case 1: *on = online_avx2; *fin = final_avx2; return;
+    case 2: *on = online_avx2; *fin = final_avx512; *pack6 = mr == 6 ? pack_p6_avx2 : NULL; return;
+    case 1: *on = online_avx2; *fin = final_avx2; *pack6 = mr == 6 ? pack_p6_avx2 : NULL; return;
 #endif
-    default: *on = online_base; *fin = final_base;
+    default: (void)mr; *on = online_base; *fin = final_base;
     }
 }
 
@@ -389,7 +439,8 @@ static int scratch_new(const att *a, scratch *w)
     size_t f_qp = (size_t)BQ * (size_t)a->Dk, f_kp = (size_t)BK * (size_t)a->Dk,
            f_vp = (size_t)BK * (size_t)a->dvp, f_s = (size_t)BQ * BK, f_o = (size_t)BQ * (size_t)a->dvp;
     /* each piece rounded up to a cache line */
-    size_t sz[8] = {f_qp, f_kp, f_vp, f_s, f_s, f_o, BQ, BQ}, total = 0;
+    /* P_SLACK: pack_p6_avx2's last store reaches past the tile */
+    size_t sz[8] = {f_qp, f_kp, f_vp, f_s, f_s + P_SLACK, f_o, BQ, BQ}, total = 0;
     for (int i = 0; i < 8; i++)
         total += (sz[i] + 15) & ~(size_t)15;
     w->mem = aligned_alloc(64, (total ? total : 16) * sizeof(float));
@@ -407,6 +458,7 @@ typedef struct run {
     const att *a;
     online_fn online;
     final_fn final;
+    pack6_fn pack6;     /* pack_p's AVX2 version, or NULL */
     int64_t h;          /* the head pass 1 works on */
     float *kpk, *vpk;   /* its K and V, packed once: [B, kblocks] tiles */
     int failed;         /* atomic: a chunk found no memory for its scratch */
@@ -460,7 +512,10 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
         if (!a->dvp)
             continue;
         /* P V over the tile's live keys only: the rest have probability 0 */
-        pack_p(a, w->s, nq, nk, w->pp);
+        if (rn->pack6)
+            rn->pack6(w->s, nq, nk, w->pp);
+        else
+            pack_p(a, w->s, nq, nk, w->pp);
         const float *vp = rn->vpk + tile * BK * a->dvp;
         for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
             for (int ir = 0; ir < nq; ir += kn->mr)
@@ -596,7 +651,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     run rn;
     memset(&rn, 0, sizeof rn);
     rn.a = &a;
-    pick_isa(&rn.online, &rn.final);
+    pick_isa(a.kern->mr, &rn.online, &rn.final, &rn.pack6);
     int second = a.received || a.weights;
     /* one head's K and V packed (2 / H of k and v), and the row statistics */
     size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
