@@ -5,7 +5,7 @@
 #include "internal.h"
 
 /* NAME_scale f32 [n] and NAME_ranges f32 [2, d] belong to the codes NAME
- * (tq-quantize): never the frame a tool reads. */
+ * (tq-quantize): never the frame a tool that reads codes reads. */
 static int is_side(const tq_frame *f)
 {
     size_t n = strlen(f->name);
@@ -36,7 +36,7 @@ static int is_codes(const tq_reader *r, size_t n, const tq_frame *f)
 
 static int fits(const tq_pick *p, const tq_reader *r, size_t n, const tq_frame *f)
 {
-    if (is_side(f))
+    if (p->codes && is_side(f)) /* a tool that reads codes reads them with these */
         return 0;
     if (p->codes && is_codes(r, n, f))
         return 1;

@@ -5,7 +5,6 @@
  * The strip kernel for int8 (AVX2) is code_strips.c. */
 #include "cpu.h"
 
-#include <math.h>
 #include <string.h>
 
 static int force_portable;
