@@ -3,16 +3,7 @@
  * tq-attend and tq-score agree and say the same under -v. */
 #include "pick.h"
 #include "internal.h"
-
-/* NAME_scale f32 [n] and NAME_ranges f32 [2, d] belong to the codes NAME
- * (tq-quantize): never the frame a tool that reads codes reads. */
-static int is_side(const tq_frame *f)
-{
-    size_t n = strlen(f->name);
-    return f->dtype == TQ_DTYPE_F32 &&
-           ((f->rank == 1 && n > 6 && !strcmp(f->name + n - 6, "_scale")) ||
-            (f->rank == 2 && f->dims[0] == 2 && n > 7 && !strcmp(f->name + n - 7, "_ranges")));
-}
+#include "quant/quant.h"
 
 /* f is rank 2 codes: a code dtype, or int8/uint8 with a side frame of its
  * name among the n frames looked at. */
@@ -24,19 +15,18 @@ static int is_codes(const tq_reader *r, size_t n, const tq_frame *f)
         return 1;
     if (f->dtype != TQ_DTYPE_I8 && f->dtype != TQ_DTYPE_U8)
         return 0;
-    size_t len = strlen(f->name);
-    for (size_t i = 0; i < n; i++) {
-        const tq_frame *g = tq_reader_ahead(r, i);
-        if (is_side(g) && !strncmp(g->name, f->name, len) && g->name[len] == '_' &&
-            (!strcmp(g->name + len, "_scale") || !strcmp(g->name + len, "_ranges")))
+    char stem[TQ_MAX_NAME + 1];
+    for (size_t i = 0; i < n; i++)
+        if (tq_quant_side_stem(tq_reader_ahead(r, i), stem) && !strcmp(stem, f->name))
             return 1;
-    }
     return 0;
 }
 
 static int fits(const tq_pick *p, const tq_reader *r, size_t n, const tq_frame *f)
 {
-    if (p->codes && is_side(f)) /* a tool that reads codes reads them with these */
+    /* NAME_scale and NAME_ranges belong to the codes NAME (tq-quantize): a
+     * tool that reads codes never reads them alone */
+    if (p->codes && tq_quant_side_stem(f, NULL))
         return 0;
     if (p->codes && is_codes(r, n, f))
         return 1;

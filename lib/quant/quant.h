@@ -64,6 +64,10 @@ void tq_quant_side_init(tq_quant_side *s);
 void tq_quant_side_free(tq_quant_side *s);
 /* 1 when f is NAME_scale, 2 when it is NAME_ranges, 0 otherwise. */
 int tq_quant_side_of(const tq_frame *f, const char *name);
+/* f is a side frame of some codes by its name and shape, whatever the name:
+ * 1 for NAME_scale f32 [n], 2 for NAME_ranges f32 [2, d], NAME into stem
+ * (TQ_MAX_NAME + 1 bytes, or NULL); 0 for any other frame. */
+int tq_quant_side_stem(const tq_frame *f, char *stem);
 /* Keeps a side frame (its name tells which): scales f32 [n], ranges f32
  * [2, d] (finite, minimum <= maximum); a second scale frame before the codes
  * is an error. */

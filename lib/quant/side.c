@@ -28,6 +28,18 @@ static int is_suffixed(const char *f, const char *name, const char *suffix)
     return !strncmp(f, name, n) && !strcmp(f + n, suffix);
 }
 
+int tq_quant_side_stem(const tq_frame *f, char *stem)
+{
+    size_t n = strlen(f->name);
+    int scale = n > 6 && !strcmp(f->name + n - 6, "_scale") && f->rank == 1;
+    int ranges = n > 7 && !strcmp(f->name + n - 7, "_ranges") && f->rank == 2 && f->dims[0] == 2;
+    if (f->dtype != TQ_DTYPE_F32 || !(scale || ranges))
+        return 0;
+    if (stem)
+        snprintf(stem, TQ_MAX_NAME + 1, "%.*s", (int)(n - (scale ? 6 : 7)), f->name);
+    return scale ? 1 : 2;
+}
+
 int tq_quant_side_of(const tq_frame *f, const char *name)
 {
     return is_suffixed(f->name, name, "_scale") ? 1 : is_suffixed(f->name, name, "_ranges") ? 2 : 0;

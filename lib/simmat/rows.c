@@ -6,31 +6,24 @@
 
 #include <sys/mman.h>
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n > m && !strcmp(s + n - m, suffix);
-}
-
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
         return !strcmp(f->name, name);
     return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key") &&
-           !ends_with(f->name, "_ranges");
+           !tq_quant_side_stem(f, NULL);
 }
 
 int tq_sim_ranges_take(tq_sim_ranges *g, tq_frame *f, const char *name, tq_status *st)
 {
-    if (f->dtype != TQ_DTYPE_F32 || f->rank != 2 || f->dims[0] != 2 || !ends_with(f->name, "_ranges") ||
-        (name && tq_quant_side_of(f, name) != 2))
+    char stem[TQ_MAX_NAME + 1];
+    if (tq_quant_side_stem(f, stem) != 2 || (name && strcmp(stem, name)))
         return 0;
-    size_t n = strlen(f->name) - 7;
     if (!g->side.ranges) /* also a zeroed holder: none kept yet */
         tq_quant_side_init(&g->side);
-    else if (strlen(g->stem) != n || strncmp(g->stem, f->name, n))
+    else if (strcmp(g->stem, stem))
         tq_quant_side_free(&g->side); /* another name's ranges: the last one counts */
-    snprintf(g->stem, sizeof g->stem, "%.*s", (int)n, f->name);
+    memcpy(g->stem, stem, sizeof stem);
     *st = tq_quant_side_keep(&g->side, f);
     return 1;
 }

@@ -79,19 +79,6 @@ static tq_status append(col *c, tq_frame *f, int64_t cols)
     return TQ_OK;
 }
 
-/* A side frame of some codes, NAME_scale f32 [n] or NAME_ranges f32 [2, d]:
- * 1 with NAME in stem; 0 for any other frame (or another shape). */
-static int side_stem(const tq_frame *f, char *stem)
-{
-    size_t n = strlen(f->name);
-    int scale = n > 6 && !strcmp(f->name + n - 6, "_scale") && f->rank == 1;
-    int ranges = n > 7 && !strcmp(f->name + n - 7, "_ranges") && f->rank == 2 && f->dims[0] == 2;
-    if (f->dtype != TQ_DTYPE_F32 || !(scale || ranges))
-        return 0;
-    snprintf(stem, TQ_MAX_NAME + 1, "%.*s", (int)(n - (scale ? 6 : 7)), f->name);
-    return 1;
-}
-
 /* Features: rows of floats or of codes; int8 and uint8 frames count as codes
  * only after their scales or ranges (any other bytes are not features). */
 static int is_features(const tq_frame *f, const tq_quant_side *side)
@@ -153,7 +140,7 @@ static tq_status take(loader *L, tq_frame *f)
     if (!strcmp(f->name, "key"))
         return TQ_OK;
     char stem[TQ_MAX_NAME + 1];
-    if (side_stem(f, stem)) { /* the codes of stem come after it */
+    if (tq_quant_side_stem(f, stem)) { /* the codes of stem come after it */
         col *c = candidate(L, stem);
         if (!c)
             return tq_fail(TQ_ERR_DATA, "more than %d rank 2 float frames: name the features with --x",
