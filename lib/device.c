@@ -55,17 +55,6 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
         snprintf(d->name, sizeof d->name, "cpu");
     else
         snprintf(d->name, sizeof d->name, "%s:%d", b->name, index);
-    tq_device_info info;
-    memset(&info, 0, sizeof info);
-    if (b->info(index, &info) == TQ_OK)
-        snprintf(d->describe, sizeof d->describe, "%s: %s%s%s", d->name, info.name,
-                 info.detail[0] ? ", " : "", info.detail);
-    else
-        snprintf(d->describe, sizeof d->describe, "%s", d->name);
-    if (b->kind != TQ_BACKEND_CPU && tq_device_plain_forced()) {
-        size_t n = strlen(d->describe);
-        snprintf(d->describe + n, sizeof d->describe - n, " (plain shader variants forced)");
-    }
     *out = d;
     return TQ_OK;
 }
@@ -189,7 +178,35 @@ void tq_device_close(tq_device *dev)
 
 tq_backend_kind tq_device_backend(const tq_device *dev) { return dev->backend->kind; }
 const char *tq_device_name(const tq_device *dev) { return dev->name; }
-const char *tq_device_describe(const tq_device *dev) { return dev->describe; }
+/* The one-line description, made on first use: the CPU's names its sgemm
+ * engine, which means loading OpenBLAS (~4 ms: a fifth of a small tq-train
+ * run), so a process that never asks, and never multiplies big enough to
+ * need it (lib/cpu/matmul.c), never pays for it. The text is a cache beside the
+ * device's state; devices are described from one thread at a time. */
+static void describe_make(tq_device *d)
+{
+    const tq_backend *b = d->backend;
+    int index = d->index;
+    tq_device_info info;
+    memset(&info, 0, sizeof info);
+    if (b->info(index, &info) == TQ_OK)
+        snprintf(d->describe, sizeof d->describe, "%s: %s%s%s", d->name, info.name,
+                 info.detail[0] ? ", " : "", info.detail);
+    else
+        snprintf(d->describe, sizeof d->describe, "%s", d->name);
+    if (b->kind != TQ_BACKEND_CPU && tq_device_plain_forced()) {
+        size_t n = strlen(d->describe);
+        snprintf(d->describe + n, sizeof d->describe - n, " (plain shader variants forced)");
+    }
+}
+
+const char *tq_device_describe(const tq_device *dev)
+{
+    tq_device *d = (tq_device *)dev;
+    if (!d->describe[0])
+        describe_make(d);
+    return d->describe;
+}
 
 tq_status tq_device_sync(tq_device *dev)
 {

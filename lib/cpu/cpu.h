@@ -31,6 +31,9 @@ void tq_cpu_blas_describe(char *out, size_t n);
 /* For the tests: 1 makes matmul use the built-in sgemm even where OpenBLAS
  * works, 0 restores the normal choice. */
 void tq_cpu_blas_force_builtin(int on);
+/* Products of fewer multiply-adds (batch x m x n x k) run on the built-in
+ * sgemm, never loading OpenBLAS for them (matmul.c says why). */
+#define TQ_CPU_SMALL_PRODUCT ((int64_t)1 << 22)
 /* The sgemm matmul uses now, and its name ("OpenBLAS" or "built-in"). */
 tq_cpu_sgemm_fn tq_cpu_sgemm_current(const char **name);
 

@@ -9,6 +9,8 @@
  * the micro-kernel's strips stream through L1; KC is the kernel's own
  * (tq_gemm_kernel.kc, at most TQ_GEMM_KC_MAX). MC is a multiple of every MR. */
 enum { MC = 192, NC = 1024 };
+/* op(A) read in place, unpacked, up to this many elements (256 KiB: L2) */
+enum { SMALL_A = 65536 };
 
 /* op(A)[i][p] and op(B)[p][j] of row-major storage */
 #define A_AT(i, p) (ta ? a[(long)(p) * lda + (i)] : a[(long)(i) * lda + (p)])
@@ -25,6 +27,13 @@ void tq_cpu_gemm_pack_a(float *dst, int mr, int ta, const float *a, int lda, int
             for (int p = 0; p < kc; p++, dst += mr)
                 for (int r = 0; r < mr; r++)
                     dst[r] = src[(long)r * lda + p];
+            continue;
+        }
+        if (ta && rows == mr) { /* a strip's column of op(A) is a piece of A's row */
+            const float *src = a + (long)p0 * lda + i0 + s;
+            for (int p = 0; p < kc; p++, dst += mr, src += lda)
+                for (int r = 0; r < mr; r++)
+                    dst[r] = src[r];
             continue;
         }
         for (int p = 0; p < kc; p++, dst += mr) {
@@ -45,10 +54,14 @@ void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int
         int cols = nc - s < nr ? nc - s : nr;
         for (int p = 0; p < kc; p++, dst += nr) {
             int j = 0;
-            if (!tb && cols == nr) {
-                memcpy(dst, b + (long)(p0 + p) * ldb + j0 + s, (size_t)nr * sizeof *dst);
+            if (!tb && cols == nr) { /* a loop, not memcpy: a call for 64 bytes costs more */
+                for (const float *src = b + (long)(p0 + p) * ldb + j0 + s; j < nr; j++)
+                    dst[j] = src[j];
                 continue;
             }
+            if (!tb) /* the last strip, narrower than nr: a piece of B's row */
+                for (const float *src = b + (long)(p0 + p) * ldb + j0 + s; j < cols; j++)
+                    dst[j] = src[j];
             for (; j < cols; j++)
                 dst[j] = B_AT(p0 + p, j0 + s + j);
             for (; j < nr; j++)
@@ -110,6 +123,11 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
         sgemm_plain(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
+    /* A small A is read in place where the kernel can (rows of A, not of
+     * A^T): packing it would cost more than the product (a 64 x 64 A packs in
+     * about the time the 64 x 64 x 10 product takes); a large one is packed,
+     * MC rows at a time, so that its strips stream from L1. */
+    float *apack = !ta && kern->fn_rows && (long)m * k <= SMALL_A ? NULL : ap;
     for (int jc = 0; jc < n; jc += NC) {
         int nc = n - jc < NC ? n - jc : NC;
         for (int pc = 0; pc < k; pc += KC) {
@@ -118,8 +136,8 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
             float bet = pc ? 1.0f : beta;
             tq_cpu_gemm_pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
             for (int ic = 0; ic < m; ic += MC)
-                sgemm_slice(kern, ta, a, lda, ap, ic, m - ic < MC ? m - ic : MC, pc, kc, bp, nc,
-                            alpha, bet, c + jc, ldc);
+                sgemm_slice(kern, ta, a, lda, apack, ic, m - ic < MC ? m - ic : MC, pc, kc, bp,
+                            nc, alpha, bet, c + jc, ldc);
         }
     }
     free(ap);

@@ -54,7 +54,7 @@ comp() {
     printf '%s\n' "${COMPREPLY[@]}" | grep -qx cpu
     # a backend --list-devices calls unavailable is not offered
     for d in $(tq-cat --list-devices | awk '$2 == "unavailable:" { print $1 }'); do
-        ! printf '%s\n' "${COMPREPLY[@]}" | grep -qx "$d"
+        [ "$(printf '%s\n' "${COMPREPLY[@]}" | grep -cx "$d")" -eq 0 ]
     done
     comp 2 tq-cat --device c
     [ "${COMPREPLY[*]}" = cpu ]
