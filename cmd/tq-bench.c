@@ -344,9 +344,11 @@ int main(int argc, char **argv)
         tq_tool_progress(&t, "ceilings of %s", tq_device_name(devs[d]));
         if ((st = tqb_ceiling_measure(devs[d], min_ms / 1e3, &r.ceil[d])))
             tq_tool_fail(&t, st);
-        if (tqb_device_cpu_type(devs[d]) && !nsizes && r.nnotes < 8) {
+        if (tqb_device_small(devs[d]) && !nsizes && r.nnotes < 8) {
             snprintf(note_buf[r.nnotes], sizeof note_buf[0],
-                     "%s is a CPU-type device: its default sizes are the smaller ones.",
+                     tqb_device_cpu_type(devs[d])
+                         ? "%s is a CPU-type device: its default sizes are the smaller ones."
+                         : "%s: the smaller default sizes (TQ_BENCH_SMALL=1).",
                      tq_device_name(devs[d]));
             notes[r.nnotes] = note_buf[r.nnotes];
             r.nnotes++;

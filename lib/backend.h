@@ -84,6 +84,15 @@ typedef struct tq_backend {
     tq_status (*graph_end)(void *ctx, int commit, void **graph);
     tq_status (*graph_launch)(void *ctx, void *graph);
     void (*graph_free)(void *ctx, void *graph);
+    /* A timer on the device's own clock (NULL where it has none, as the CPU:
+     * its callers time it with the host's): timer_begin marks where timing
+     * starts in the device's queue of work, timer_end where it ends, waits
+     * for the device to pass that mark and gives the seconds between the two.
+     * timer_begin fails where this device cannot time (a driver without the
+     * entry points, a queue without timestamps), saying why. */
+    const char *timer_name; /* "device events", "timestamp queries" */
+    tq_status (*timer_begin)(void *ctx);
+    tq_status (*timer_end)(void *ctx, double *seconds);
     tq_backend_ops ops;
 } tq_backend;
 
@@ -96,6 +105,7 @@ struct tq_device {
     char host_ops[192]; /* ops that ran through the host path: "topk, convert" */
     int recording;      /* between tq_graph_begin and tq_graph_end */
     long graphs, replays; /* graphs recorded, and launched, on this device */
+    char timer_why[192];  /* why its timer failed to start; "" while it has not */
 };
 
 /* The backends compiled into this build; the CPU one always is. */

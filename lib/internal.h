@@ -87,6 +87,22 @@ int tq_device_plain_forced(void);
 void tq_device_force_host(int on);
 int tq_device_host_forced(void);
 
+/* ---- device timers (timer.c), for tq-bench ---- */
+
+/* The timer that times dev's work on its own clock: "device events" (CUDA,
+ * HIP), "timestamp queries" (Vulkan); NULL where there is none: the CPU, or
+ * a device whose timer failed to start (tq_device_timer_why says why, ""
+ * where it has none at all). Its callers then time it with the host's clock. */
+const char *tq_device_timer_name(const tq_device *dev);
+const char *tq_device_timer_why(const tq_device *dev);
+/* Marks where timing starts among the work queued on dev. A failure to start
+ * leaves the device without a timer from then on (so that one run does not
+ * mix clocks), except while a graph is recorded. */
+tq_status tq_device_timer_begin(tq_device *dev);
+/* Marks where it ends, waits for the device to get there (a sync) and gives
+ * the seconds the device took from one mark to the other. */
+tq_status tq_device_timer_end(tq_device *dev, double *seconds);
+
 /* ---- output files written atomically ---- */
 
 /* Registers a temporary path to remove if the process is interrupted. */

@@ -60,6 +60,10 @@ void tqb_inst_free(tqb_inst *in);
 
 /* Whether dev is a CPU-type device of a GPU backend (lavapipe, SwiftShader). */
 int tqb_device_cpu_type(const tq_device *dev);
+/* Whether dev is measured at the smaller sizes (default sizes and ceilings):
+ * a CPU-type device, or any GPU device under TQ_BENCH_SMALL=1 (quick runs,
+ * and the tests on the stand-in driver, which runs GPU code on the CPU). */
+int tqb_device_small(const tq_device *dev);
 
 /* ---------------------------------------------------------------- timing */
 
@@ -74,10 +78,16 @@ typedef struct tqb_timing {
 typedef tq_status (*tqb_call_fn)(void *ctx);
 
 /* A warm-up call, then reps repetitions, each of enough calls to last at least
- * min_time seconds; dev (may be NULL) is synced at the end of each. */
+ * min_time seconds; dev (may be NULL) is synced at the end of each. Where dev
+ * has a timer of its own (tq_device_timer_begin), the repetitions are timed
+ * on the device's clock; else, or under TQ_BENCH_TIMER=host, on the host's. */
 tq_status tqb_time(tqb_call_fn fn, void *ctx, tq_device *dev, int reps, double min_time,
                    tqb_timing *out);
 void tqb_timing_free(tqb_timing *t);
+/* What times dev's repetitions (NULL: the host's loops): "device events",
+ * "timestamp queries", or "host clock" with why in brackets when a device
+ * timer was refused or failed. */
+void tqb_timer_name(const tq_device *dev, char *out, size_t n);
 /* Median of n values (sorts a copy). */
 double tqb_median(const double *v, int n);
 
@@ -153,8 +163,9 @@ typedef struct tqb_report {
 tq_status tqb_report_write(FILE *f, tqb_format fmt, const tqb_report *r);
 /* The context of a run, as key and value pairs for every format's header:
  * tq, commit, compiler, flags, date, host, cpu, cores, threads, then one
- * "device" per device (its describe line) and one "env" per environment
- * variable that changes results ("NAME=VALUE"). */
+ * "device" per device (its describe line), one "timer" per device ("NAME:
+ * what timed it", tqb_timer_name) and one "env" per environment variable
+ * that changes results ("NAME=VALUE"). */
 typedef struct tqb_kv {
     char key[16];
     char *val;

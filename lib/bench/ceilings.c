@@ -65,7 +65,7 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
     snprintf(c->device, sizeof c->device, "%s", tq_device_name(dev));
     tq_status st;
     if (tq_device_backend(dev) != TQ_BACKEND_CPU) {
-        int small = tqb_device_cpu_type(dev);
+        int small = tqb_device_small(dev);
         c->gpu = 1;
         c->sgemm_n = small ? 256 : 2048;
         snprintf(c->sgemm_engine, sizeof c->sgemm_engine, "%s", tq_device_name(dev));

@@ -2,7 +2,8 @@
  * for the header of every report: tq's version and the commit and flags it
  * was built from (baked in by the Makefile), the compiler, the date, the
  * host and its CPU, each device's description (driver, kernel, OpenBLAS
- * kernel), the threads, and the environment variables that change results. */
+ * kernel) and the clock that timed it, the threads, and the environment
+ * variables that change results. */
 #include "bench.h"
 #include "../backend.h"
 
@@ -91,6 +92,13 @@ tq_status tqb_context_get(const tqb_context *c, tqb_kv **kv, int *n)
         st = add(kv, n, &cap, "threads", buf);
     for (int i = 0; !st && i < c->ndev; i++)
         st = add(kv, n, &cap, "device", tq_device_describe(c->devs[i]));
+    /* what timed each device's rows: its own clock, or the host's */
+    for (int i = 0; !st && i < c->ndev; i++) {
+        char timer[256];
+        tqb_timer_name(c->devs[i], timer, sizeof timer);
+        snprintf(buf, sizeof buf, "%s: %s", tq_device_name(c->devs[i]), timer);
+        st = add(kv, n, &cap, "timer", buf);
+    }
     for (char **e = environ; !st && e && *e; e++)
         for (int p = 0; env_prefixes[p]; p++)
             if (!strncmp(*e, env_prefixes[p], strlen(env_prefixes[p]))) {

@@ -102,6 +102,13 @@ int tqb_device_cpu_type(const tq_device *dev)
     return dev->backend->info(dev->index, &info) == TQ_OK && info.cpu_type;
 }
 
+int tqb_device_small(const tq_device *dev)
+{
+    const char *e = getenv("TQ_BENCH_SMALL");
+    return tq_device_backend(dev) != TQ_BACKEND_CPU && ((e && !strcmp(e, "1")) ||
+                                                        tqb_device_cpu_type(dev));
+}
+
 /* ------------------------------------------------------------ inputs */
 
 static uint64_t mix(uint64_t *s)

@@ -142,7 +142,8 @@ static void json_context(FILE *f, const tqb_kv *kv, int nkv)
     fputc('{', f);
     int first = 1;
     for (int i = 0; i < nkv; i++) {
-        if (!strcmp(kv[i].key, "device") || !strcmp(kv[i].key, "env"))
+        if (!strcmp(kv[i].key, "device") || !strcmp(kv[i].key, "env") ||
+            !strcmp(kv[i].key, "timer"))
             continue;
         fputs(first ? "" : ", ", f);
         first = 0;
@@ -158,7 +159,23 @@ static void json_context(FILE *f, const tqb_kv *kv, int nkv)
             first = 0;
             tqb_json_str(f, kv[i].val);
         }
-    fputs("], \"env\": {", f);
+    /* "timers": {"cpu": "host clock", "vulkan:0": "timestamp queries"}; a
+     * device's name has no ": " in it */
+    fputs("], \"timers\": {", f);
+    first = 1;
+    for (int i = 0; i < nkv; i++)
+        if (!strcmp(kv[i].key, "timer")) {
+            const char *sep = strstr(kv[i].val, ": ");
+            int l = sep ? (int)(sep - kv[i].val) : (int)strlen(kv[i].val);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", l < 63 ? l : 63, kv[i].val);
+            fputs(first ? "" : ", ", f);
+            first = 0;
+            tqb_json_str(f, name);
+            fputs(": ", f);
+            tqb_json_str(f, sep ? sep + 2 : "");
+        }
+    fputs("}, \"env\": {", f);
     first = 1;
     for (int i = 0; i < nkv; i++)
         if (!strcmp(kv[i].key, "env")) {

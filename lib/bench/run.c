@@ -29,7 +29,7 @@ tq_status tqb_run(const tqb_plan *p, tqb_report *r, int *nfailed)
     *nfailed = 0;
     for (int d = 0; d < r->ctx.ndev; d++) {
         tq_device *dev = r->ctx.devs[d];
-        int small = tqb_device_cpu_type(dev);
+        int small = tqb_device_small(dev);
         for (int o = 0; o < p->nops; o++) {
             const tqb_opdef *op = p->ops[o];
             const int64_t *sizes = p->sizes ? p->sizes : small ? op->small : op->sizes;

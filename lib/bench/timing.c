@@ -2,8 +2,12 @@
  * pipelines, packing, page faults), then repetitions of enough calls to last
  * at least min_time each (the count chosen from the warm-up and a second
  * timed call, raised if a repetition still comes in short), the device synced
- * at the end of each. Median, min, max and the median absolute deviation. */
+ * at the end of each. A repetition on a device with a timer of its own
+ * (events, timestamp queries) is timed on the device's clock, else on the
+ * host's around the calls and the sync. Median, min, max and the median
+ * absolute deviation. */
 #include "bench.h"
+#include "../internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,17 +41,48 @@ double tqb_median(const double *v, int n)
     return m;
 }
 
-/* iters calls, then a sync: seconds in all. */
-static tq_status batch(tqb_call_fn fn, void *ctx, tq_device *dev, int64_t iters, double *secs)
+/* TQ_BENCH_TIMER=host: every device on the host's clock, to compare. */
+static int host_forced(void)
+{
+    const char *e = getenv("TQ_BENCH_TIMER");
+    return e && !strcmp(e, "host");
+}
+
+void tqb_timer_name(const tq_device *dev, char *out, size_t n)
+{
+    const char *timer = dev ? tq_device_timer_name(dev) : NULL;
+    if (timer && !host_forced())
+        snprintf(out, n, "%s", timer);
+    else if (timer)
+        snprintf(out, n, "host clock (TQ_BENCH_TIMER=host)");
+    else if (dev && tq_device_timer_why(dev)[0])
+        snprintf(out, n, "host clock (%s)", tq_device_timer_why(dev));
+    else
+        snprintf(out, n, "host clock");
+}
+
+/* iters calls, then a sync: *secs the seconds in all on the device's clock
+ * while *on_device (cleared when its timer fails to start), else on the
+ * host's; *wall on the host's. How many calls a repetition takes is judged
+ * by *wall, so that a run lasts as long whichever clock times it: a device
+ * time far below the host's (a tiny kernel, a coarse timer giving 0) would
+ * otherwise ask for millions of calls. */
+static tq_status batch(tqb_call_fn fn, void *ctx, tq_device *dev, int64_t iters, int *on_device,
+                       double *secs, double *wall)
 {
     double t0 = now();
-    for (int64_t i = 0; i < iters; i++) {
-        tq_status st = fn(ctx);
-        if (st)
-            return st;
-    }
-    tq_status st = dev ? tq_device_sync(dev) : TQ_OK;
-    *secs = now() - t0;
+    if (*on_device && tq_device_timer_begin(dev))
+        *on_device = 0;
+    tq_status st = TQ_OK;
+    for (int64_t i = 0; i < iters && !st; i++)
+        st = fn(ctx);
+    if (!st && *on_device)
+        st = tq_device_timer_end(dev, secs);
+    else if (!st && dev)
+        st = tq_device_sync(dev);
+    *wall = now() - t0;
+    if (!*on_device)
+        *secs = *wall;
     return st;
 }
 
@@ -57,12 +92,13 @@ tq_status tqb_time(tqb_call_fn fn, void *ctx, tq_device *dev, int reps, double m
     memset(out, 0, sizeof *out);
     if (reps < 1)
         reps = 1;
-    double one;
-    tq_status st = batch(fn, ctx, dev, 1, &one); /* warm-up */
+    double one, secs;
+    int on_device = dev && tq_device_timer_name(dev) && !host_forced();
+    tq_status st = batch(fn, ctx, dev, 1, &on_device, &secs, &one); /* warm-up */
     /* a warm-up shorter than min_time says little of the steady call: time
      * one more; a longer one is call enough (one call a repetition) */
     if (!st && one < min_time)
-        st = batch(fn, ctx, dev, 1, &one);
+        st = batch(fn, ctx, dev, 1, &on_device, &secs, &one);
     if (st)
         return st;
     int64_t iters = 1;
@@ -72,19 +108,25 @@ tq_status tqb_time(tqb_call_fn fn, void *ctx, tq_device *dev, int reps, double m
     if (!out->times)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     for (int r = 0; r < reps; r++) {
-        double secs;
+        double wall;
+        int clock = on_device;
         for (int tries = 0;; tries++) {
-            if ((st = batch(fn, ctx, dev, iters, &secs))) {
+            if ((st = batch(fn, ctx, dev, iters, &on_device, &secs, &wall))) {
                 tqb_timing_free(out);
                 return st;
             }
+            if (on_device != clock) { /* the timer failed: all on the host's clock */
+                r = -1;
+                break;
+            }
             /* short: the calls got faster than the estimate (caches, clocks);
              * more calls, and the earlier repetitions stand as measured */
-            if (secs >= min_time || tries == 4)
+            if (wall >= min_time || tries == 4)
                 break;
-            iters = (int64_t)ceil((double)iters * min_time * 1.2 / (secs > 1e-9 ? secs : 1e-9));
+            iters = (int64_t)ceil((double)iters * min_time * 1.2 / (wall > 1e-9 ? wall : 1e-9));
         }
-        out->times[r] = secs / (double)iters;
+        if (r >= 0)
+            out->times[r] = secs / (double)iters;
     }
     out->reps = reps;
     out->iters = iters;

@@ -40,6 +40,7 @@ static gpu_res (*cuEventCreate)(gpu_handle *, unsigned);
 static gpu_res (*cuEventRecord)(gpu_handle, gpu_handle);
 static gpu_res (*cuEventSynchronize)(gpu_handle);
 static gpu_res (*cuEventDestroy)(gpu_handle);
+static gpu_res (*cuEventElapsedTime)(float *, gpu_handle, gpu_handle);
 static gpu_res (*cuGetErrorName)(gpu_res, const char **);
 static gpu_res (*cuStreamBeginCapture)(gpu_handle, int);
 static gpu_res (*cuStreamEndCapture)(gpu_handle, gpu_handle *);
@@ -123,6 +124,8 @@ static gpu_res stream_create(gpu_handle *s) { return cuStreamCreate(s, 1 /* non-
 static gpu_res capture_begin(gpu_handle s) { return cuStreamBeginCapture(s, 2); }
 static gpu_res graph_instantiate(gpu_handle *e, gpu_handle g) { return cuGraphInstantiateWithFlags(e, g, 0); }
 static gpu_res event_create(gpu_handle *e) { return cuEventCreate(e, 2 /* no timing */); }
+/* CU_EVENT_DEFAULT: a time is kept (timing costs a little at each record) */
+static gpu_res timed_event_create(gpu_handle *e) { return cuEventCreate(e, 0); }
 
 static const char *error_name(gpu_res r)
 {
@@ -288,6 +291,11 @@ static void load(void)
     api.event_record = cuEventRecord;
     api.event_sync = cuEventSynchronize;
     api.event_destroy = cuEventDestroy;
+    /* not needed to compute: without it, tq-bench times with the host's clock */
+    if (!proc("cuEventElapsedTime", &cuEventElapsedTime)) {
+        api.timed_event_create = timed_event_create;
+        api.event_elapsed = cuEventElapsedTime;
+    }
     api.capture_begin = capture_begin;
     api.capture_end = cuStreamEndCapture;
     api.graph_instantiate = graph_instantiate;

@@ -36,6 +36,7 @@ static gpu_res (*hipEventCreate)(gpu_handle *);
 static gpu_res (*hipEventRecord)(gpu_handle, gpu_handle);
 static gpu_res (*hipEventSynchronize)(gpu_handle);
 static gpu_res (*hipEventDestroy)(gpu_handle);
+static gpu_res (*hipEventElapsedTime)(float *, gpu_handle, gpu_handle);
 static const char *(*hipGetErrorName)(gpu_res);
 static gpu_res (*hipStreamBeginCapture)(gpu_handle, int);
 static gpu_res (*hipStreamEndCapture)(gpu_handle, gpu_handle *);
@@ -215,6 +216,8 @@ static void load(void)
             return;
         }
     *(void **)&hipGetDeviceProperties = dlsym(lib, "hipGetDeviceProperties");
+    /* not needed to compute: without it, tq-bench times with the host's clock */
+    *(void **)&hipEventElapsedTime = dlsym(lib, "hipEventElapsedTime");
     gpu_res r = hipInit(0);
     if (r) {
         snprintf(api.why, sizeof api.why, "hipInit: %s (no AMD GPU, or no access to /dev/kfd)",
@@ -249,6 +252,10 @@ static void load(void)
     api.event_record = hipEventRecord;
     api.event_sync = hipEventSynchronize;
     api.event_destroy = hipEventDestroy;
+    if (hipEventElapsedTime) { /* hipEventCreate's events keep a time */
+        api.timed_event_create = hipEventCreate;
+        api.event_elapsed = hipEventElapsedTime;
+    }
     api.capture_begin = capture_begin;
     api.capture_end = hipStreamEndCapture;
     api.graph_instantiate = graph_instantiate;

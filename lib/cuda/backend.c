@@ -83,6 +83,9 @@ static void ctx_close(tq_gpu_ctx *c)
         api->blas_destroy(c->blas);
     if (c->stage_done)
         api->event_destroy(c->stage_done);
+    for (int i = 0; i < 2; i++)
+        if (c->timer[i])
+            api->event_destroy(c->timer[i]);
     if (c->stage)
         api->host_free(c->stage);
     if (c->module)
@@ -218,6 +221,40 @@ static tq_status gpu_sync(void *ctx)
     return r ? TQ_GPU(fail)(c->api, r, "waiting for the device") : TQ_OK;
 }
 
+/* The device's timer: two events that keep a time, recorded on the one
+ * stream the ops run on, so that they bracket exactly the work queued
+ * between them; the device stamps each when it reaches it. */
+static tq_status gpu_timer_begin(void *ctx)
+{
+    tq_gpu_ctx *c = ctx;
+    const tq_gpu_api *api = c->api;
+    if (!api->timed_event_create || !api->event_elapsed)
+        return tq_fail(TQ_ERR_RUNTIME, "%s: the runtime has no timing events", TQ_GPU_NAME);
+    api->set_current(c->dev, c->ctx);
+    gpu_res r = 0;
+    for (int i = 0; i < 2 && !r; i++)
+        if (!c->timer[i])
+            r = api->timed_event_create(&c->timer[i]);
+    if (!r)
+        r = api->event_record(c->timer[0], c->stream);
+    return r ? TQ_GPU(fail)(api, r, "starting the timer") : TQ_OK;
+}
+
+static tq_status gpu_timer_end(void *ctx, double *seconds)
+{
+    tq_gpu_ctx *c = ctx;
+    const tq_gpu_api *api = c->api;
+    float ms = 0;
+    api->set_current(c->dev, c->ctx);
+    gpu_res r = api->event_record(c->timer[1], c->stream);
+    if (!r)
+        r = api->event_sync(c->timer[1]); /* everything before it has run */
+    if (!r)
+        r = api->event_elapsed(&ms, c->timer[0], c->timer[1]);
+    *seconds = r ? 0 : 1e-3 * (double)ms;
+    return r ? TQ_GPU(fail)(api, r, "reading the timer") : TQ_OK;
+}
+
 const tq_backend TQ_GPU_BACKEND = {
 #ifdef TQ_GPU_HIP
     .kind = TQ_BACKEND_HIP,
@@ -239,6 +276,9 @@ const tq_backend TQ_GPU_BACKEND = {
     .graph_end = TQ_GPU(graph_end),
     .graph_launch = TQ_GPU(graph_launch),
     .graph_free = TQ_GPU(graph_free),
+    .timer_name = "device events",
+    .timer_begin = gpu_timer_begin,
+    .timer_end = gpu_timer_end,
     .ops =
         {
             .matmul = TQ_GPU(matmul),

@@ -65,6 +65,11 @@ typedef struct tq_gpu_api {
     gpu_res (*event_record)(gpu_handle e, gpu_handle s);
     gpu_res (*event_sync)(gpu_handle e);
     gpu_res (*event_destroy)(gpu_handle e);
+    /* Events that keep a time, and the milliseconds between two of them
+     * once both are reached: NULL where the runtime lacks them (the device
+     * is then timed with the host's clock). */
+    gpu_res (*timed_event_create)(gpu_handle *e);
+    gpu_res (*event_elapsed)(float *ms, gpu_handle start, gpu_handle end);
     gpu_res (*capture_begin)(gpu_handle s);              /* relaxed mode */
     gpu_res (*capture_end)(gpu_handle s, gpu_handle *graph);
     gpu_res (*graph_instantiate)(gpu_handle *exec, gpu_handle graph);
@@ -130,6 +135,7 @@ typedef struct tq_gpu_ctx {
     gpu_block *flag;            /* 4 bytes for kernels that report (gather's bad index) */
     int recording;              /* the stream is being captured into a graph */
     gpu_block *graph_owned;     /* blocks freed while recording: the graph's */
+    gpu_handle timer[2];        /* tq_device_timer's start and end events, made on first use */
 } tq_gpu_ctx;
 
 /* A failure of the runtime as a message: "cuda: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY". */

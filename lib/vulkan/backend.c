@@ -21,6 +21,8 @@ static tq_status find_queue(tq_vk_ctx *c)
                          !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)))
             best = (int)i;
     }
+    if (best >= 0)
+        c->timestamp_bits = q[best].timestampValidBits;
     free(q);
     if (best < 0)
         return tq_fail(TQ_ERR_RUNTIME, "vulkan: the device has no compute queue");
@@ -132,6 +134,8 @@ static void vk_close(void *ctx)
         if (c->fn.vkDeviceWaitIdle)
             c->fn.vkDeviceWaitIdle(c->dev);
         tq_vk_frames_destroy(c);
+        if (c->timer)
+            c->fn.vkDestroyQueryPool(c->dev, c->timer, NULL);
         tq_vk_pipes_destroy(c);
         tq_vk_pool_release(c);
         if (c->pcache)
@@ -159,6 +163,9 @@ const tq_backend tq_backend_vulkan = {
     .upload = tq_vk_upload,
     .download = tq_vk_download,
     .sync = tq_vk_sync,
+    .timer_name = "timestamp queries",
+    .timer_begin = tq_vk_timer_begin,
+    .timer_end = tq_vk_timer_end,
     .ops =
         {
             .matmul = tq_vk_matmul,

@@ -1,7 +1,8 @@
 /* submit.c: ops are recorded into the command buffer of the current frame and
  * submitted in batches, each with a fence; nothing waits per op. A wait comes
  * only with a download, tq_device_sync, or when a frame must be reused while
- * the device still runs it (TQ_VK_FRAMES batches in flight). */
+ * the device still runs it (TQ_VK_FRAMES batches in flight). The device's
+ * timer writes its timestamps among the recorded commands. */
 #include "vk.h"
 
 /* A frame is submitted once it holds this many dispatches, so that the
@@ -153,5 +154,66 @@ tq_status tq_vk_frame_dispatched(tq_vk_ctx *c)
     tq_vk_frame *f = &c->frames[c->cur];
     if (++f->dispatches >= DISPATCHES_PER_SUBMIT)
         return tq_vk_submit(c);
+    return TQ_OK;
+}
+
+/* The device's timer. Both timestamps go into the frame being recorded,
+ * among the ops' own commands, not into submissions of their own: frames
+ * reach the one queue in the order they are recorded, so the pair brackets
+ * exactly the work recorded between the two calls however many frames it
+ * fills, and no extra submission (whose cost a tiny op would carry) lies
+ * between them. Each is written at the bottom of the pipe, once every
+ * earlier command has finished: the first leaves out work queued before the
+ * timer started, the last takes in all the work after it. */
+static tq_status timer_mark(tq_vk_ctx *c, uint32_t query)
+{
+    tq_vk_frame *f;
+    tq_status st = tq_vk_record(c, &f);
+    if (st)
+        return st;
+    if (query == 0) /* a query is written once between resets */
+        c->fn.vkCmdResetQueryPool(f->cmd, c->timer, 0, 2);
+    c->fn.vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->timer, query);
+    return TQ_OK;
+}
+
+tq_status tq_vk_timer_begin(void *ctx)
+{
+    tq_vk_ctx *c = ctx;
+    if (!c->timestamp_bits || !(c->caps.timestamp_period > 0))
+        return tq_fail(TQ_ERR_RUNTIME, "vulkan: the compute queue keeps no timestamps");
+    if (!c->timer) {
+        VkQueryPoolCreateInfo qi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        VkResult r = c->fn.vkCreateQueryPool(c->dev, &qi, NULL, &c->timer);
+        if (r != VK_SUCCESS) {
+            c->timer = VK_NULL_HANDLE;
+            return tq_vk_fail(r, "vkCreateQueryPool");
+        }
+    }
+    return timer_mark(c, 0);
+}
+
+tq_status tq_vk_timer_end(void *ctx, double *seconds)
+{
+    tq_vk_ctx *c = ctx;
+    uint64_t ts[2];
+    *seconds = 0;
+    tq_status st = timer_mark(c, 1);
+    if (!st)
+        st = tq_vk_sync(c);
+    if (st)
+        return st;
+    VkResult r = c->fn.vkGetQueryPoolResults(c->dev, c->timer, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS)
+        return tq_vk_fail(r, "vkGetQueryPoolResults");
+    /* only the valid bits tick: their difference survives a wrap */
+    uint64_t mask = c->timestamp_bits >= 64 ? ~(uint64_t)0
+                                            : ((uint64_t)1 << c->timestamp_bits) - 1;
+    *seconds = (double)((ts[1] - ts[0]) & mask) * (double)c->caps.timestamp_period * 1e-9;
     return TQ_OK;
 }

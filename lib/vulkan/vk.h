@@ -61,6 +61,11 @@
     X(vkCmdDispatch)                                                               \
     X(vkCmdPipelineBarrier)                                                        \
     X(vkCmdCopyBuffer)                                                             \
+    X(vkCreateQueryPool)                                                           \
+    X(vkDestroyQueryPool)                                                          \
+    X(vkCmdResetQueryPool)                                                         \
+    X(vkCmdWriteTimestamp)                                                         \
+    X(vkGetQueryPoolResults)                                                       \
     X(vkQueueSubmit)                                                               \
     X(vkCreateFence)                                                               \
     X(vkDestroyFence)                                                              \
@@ -108,6 +113,7 @@ typedef struct tq_vk_caps {
     uint32_t max_invocations;  /* maxComputeWorkGroupInvocations */
     uint32_t max_groups[3];    /* maxComputeWorkGroupCount */
     uint64_t max_range;        /* maxStorageBufferRange */
+    float timestamp_period;    /* nanoseconds a timestamp tick */
     char driver[96];           /* "llvmpipe", "NVIDIA 550.54" ... */
 } tq_vk_caps;
 
@@ -169,6 +175,8 @@ typedef struct tq_vk_ctx {
     tq_vk_dfn fn;
     VkQueue queue;
     uint32_t qfamily;
+    uint32_t timestamp_bits;       /* the queue's valid timestamp bits, 0: none */
+    VkQueryPool timer;             /* tq_device_timer's two timestamps, made on first use */
     VkCommandPool cpool;
     VkPipelineCache pcache;
     tq_vk_caps caps;
@@ -216,6 +224,9 @@ tq_status tq_vk_sync(void *ctx);
 tq_status tq_vk_frame_dispatched(tq_vk_ctx *c);
 /* A full memory barrier between recorded commands. */
 void tq_vk_barrier(tq_vk_ctx *c, VkCommandBuffer cmd);
+/* The device's timer (tq_device_timer_*): timestamps around recorded work. */
+tq_status tq_vk_timer_begin(void *ctx);
+tq_status tq_vk_timer_end(void *ctx, double *seconds);
 
 /* pipeline.c: shader variants and dispatch */
 typedef struct tq_vk_arg {

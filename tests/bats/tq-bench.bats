@@ -343,6 +343,99 @@ EOF2
     [ "$ran" = 1 ] || skip "the stand-in opened neither cuda:0 nor hip:0"
 }
 
+# standin_env: the CUDA and HIP backends on the stand-in driver; its GPU
+# sizes (2048^3 ceilings) would take minutes there: TQ_BENCH_SMALL gives the
+# CPU-type ones.
+standin_env() {
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (TQ_STANDIN_LIB; see tests/bats/gpu.bats)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB" TQ_BENCH_SMALL=1
+}
+
+@test "timers: every format says which clock timed each device: the host's on the CPU, timestamp queries on Vulkan; TQ_BENCH_TIMER=host forces the host's" {
+    devs=cpu want='{"cpu": "host clock"}'
+    has_vulkan && devs=cpu,vulkan:0 want='{"cpu": "host clock", "vulkan:0": "timestamp queries"}'
+    run --separate-stderr tq-bench --device "$devs" --op scale -n 64 --min-time 1 -r 2
+    assert_success
+    assert_line "- timer: cpu: host clock"
+    if has_vulkan; then assert_line "- timer: vulkan:0: timestamp queries"; fi
+    run --separate-stderr tq-bench --device "$devs" --op scale -n 64 --min-time 1 -r 2 --format csv
+    assert_success
+    assert_line "# timer: cpu: host clock"
+    TQ_BENCH_TIMER=host run --separate-stderr tq-bench --device "$devs" --op scale -n 64 \
+        --min-time 1 -r 2 --format json
+    assert_success
+    printf '%s' "$output" | py -c '
+import json, sys
+want = json.loads(sys.argv[1])
+t = json.load(sys.stdin)["context"]["timers"]
+forced = {d: w if w == "host clock" else "host clock (TQ_BENCH_TIMER=host)" for d, w in want.items()}
+assert t == forced, t
+' "$want"
+}
+
+# timed DEV NAME: tq-bench's JSON report of matmul n=64 on DEV in NAME.json,
+# and the process's start and end (seconds) in NAME.wall.
+timed() {
+    date +%s.%N > "$2.wall"
+    tq-bench --device "$1" --op matmul -n 64 --min-time 1 -r 2 --format json -o "$2.json"
+    date +%s.%N >> "$2.wall"
+}
+
+# device_vs_host DEV TIMER: DEV's row timed on its own clock (TIMER) fits in
+# the wall time of its process, and is not far below the host clock's time
+# of the same op: a device time in the wrong unit fails one or the other.
+device_vs_host() {
+    cd "$BATS_TEST_TMPDIR"
+    timed "$1" dev
+    TQ_BENCH_TIMER=host timed "$1" host
+    py - "$1" "$2" <<'EOF'
+import json, sys
+dev, timer = sys.argv[1], sys.argv[2]
+d, h = json.load(open("dev.json")), json.load(open("host.json"))
+assert d["context"]["timers"][dev] == timer, d["context"]["timers"]
+assert h["context"]["timers"][dev].startswith("host clock"), h["context"]["timers"]
+(rd,), (rh,) = d["results"], h["results"]
+# every repetition's calls ran inside the process
+busy = sum(t * rd["iters"] for t in rd["times_s"])
+t0, t1 = map(float, open("dev.wall").read().split())
+assert 0 < busy <= t1 - t0, (busy, t1 - t0)
+# the device's time leaves out the host's submission and wait, not the work
+assert rd["median_s"] >= 0.1 * rh["median_s"], (rd["median_s"], rh["median_s"])
+print(dev, timer, rd["median_s"], "host clock", rh["median_s"], file=sys.stderr)
+EOF
+}
+
+@test "timers: Vulkan's timestamp queries agree with the host's clock" {
+    has_vulkan || skip "no Vulkan device here"
+    device_vs_host vulkan:0 "timestamp queries"
+}
+
+@test "timers: CUDA's and HIP's events (stand-in driver) agree with the host's clock" {
+    standin_env
+    # both named in one context (jsonl: as in the JSON)
+    run --separate-stderr tq-bench --device cuda:0,hip:0 --op scale -n 64 --min-time 1 -r 2 \
+        --format jsonl
+    assert_success
+    printf '%s\n' "$output" | head -n 1 | py -c '
+import json, sys
+t = json.load(sys.stdin)["context"]["timers"]
+assert t == {"cuda:0": "device events", "hip:0": "device events"}, t
+'
+    device_vs_host cuda:0 "device events"
+    device_vs_host hip:0 "device events"
+}
+
+@test "timers: a driver without cuEventElapsedTime: the host's clock, and the report says why" {
+    standin_env
+    TQ_STANDIN_HIDE=cuEventElapsedTime run --separate-stderr tq-bench --device cuda:0 --op scale \
+        -n 64 --min-time 1 -r 2
+    assert_success
+    assert_line "- timer: cuda:0: host clock (device events unavailable: cuda: the runtime has no timing events)"
+    assert_line --regexp '^\| cuda:0 \| scale \| \[1,64\] \| f32 \| '
+}
+
 @test "--tools: a tool that fails is a warning and exit 1, the others' rows stay" {
     cd "$BATS_TEST_TMPDIR"
     mkdir b tmp

@@ -344,18 +344,17 @@ TQ_SD_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, CUstr
                      : CUDA_ERROR_INVALID_CONTEXT);
 }
 
-static CUresult event_create(CUevent *ev)
+static CUresult event_create(CUevent *ev, unsigned flags)
 {
     if (!ev)
         return CUDA_ERROR_INVALID_VALUE;
-    return (*ev = calloc(1, sizeof **ev)) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (!(*ev = calloc(1, sizeof **ev)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*ev)->no_timing = (flags & CU_EVENT_DISABLE_TIMING) != 0;
+    return CUDA_SUCCESS;
 }
 
-TQ_SD_API CUresult cuEventCreate(CUevent *ev, unsigned flags)
-{
-    (void)flags;
-    LOCKED(event_create(ev));
-}
+TQ_SD_API CUresult cuEventCreate(CUevent *ev, unsigned flags) { LOCKED(event_create(ev, flags)); }
 
 TQ_SD_API CUresult cuEventRecord(CUevent ev, CUstream s)
 {
@@ -474,7 +473,7 @@ TQ_SD_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     if (!symbol || !pfn)
         return CUDA_ERROR_INVALID_VALUE;
     *pfn = NULL;
-    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0] && !tq_sd_hidden(symbol); i++)
         if (!strcmp(procs[i].name, symbol)) {
             *pfn = procs[i].fn;
             /* the one ABI of this list that changed with CUDA 12 */

@@ -86,6 +86,16 @@ int tq_sd_driver_version(void)
     return (int)env_ll("TQ_STANDIN_DRIVER_VERSION", 13000, 0, 1000000);
 }
 
+int tq_sd_hidden(const char *symbol)
+{
+    const char *list = getenv("TQ_STANDIN_HIDE");
+    size_t n = strlen(symbol);
+    for (const char *p = list; p && *p; p += strcspn(p, ","), p += *p == ',')
+        if (strcspn(p, ",") == n && !strncmp(p, symbol, n))
+            return 1;
+    return 0;
+}
+
 CUresult tq_sd_check_device(int dev)
 {
     return dev >= 0 && dev < tq_sd_cfg()->devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;

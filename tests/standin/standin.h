@@ -33,6 +33,9 @@ void tq_sd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * test can vary them. */
 uint64_t tq_sd_seed(void);
 int tq_sd_driver_version(void);
+/* Whether TQ_STANDIN_HIDE (a comma list) names symbol: cuGetProcAddress then
+ * answers as a driver that lacks it. */
+int tq_sd_hidden(const char *symbol);
 
 /* ---- devices and contexts (device.c) ---- */
 struct tq_sd_ctx {
@@ -139,6 +142,7 @@ struct tq_sd_event {
     struct tq_sd_stream *stream; /* where it was last recorded */
     int pending;               /* recorded, not yet reached */
     int recorded;
+    int no_timing;             /* CU_EVENT_DISABLE_TIMING: no time to tell */
     double t;                  /* seconds, when reached */
 };
 struct tq_sd_stream *tq_sd_stream_new(struct tq_sd_ctx *ctx);

@@ -303,7 +303,8 @@ CUresult tq_sd_event_elapsed(float *ms, struct tq_sd_event *a, struct tq_sd_even
 {
     if (!ms || !a || !b)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!a->recorded || !b->recorded)
+    /* as the driver: an event made without timing has no time to give */
+    if (!a->recorded || !b->recorded || a->no_timing || b->no_timing)
         return CUDA_ERROR_INVALID_HANDLE;
     if (a->pending || b->pending)
         return CUDA_ERROR_NOT_READY;

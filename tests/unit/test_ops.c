@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* Tolerances, NMSE.
  * TOL_EW, elementwise and row-reduction ops in f32: a correctly rounded f32
@@ -2597,6 +2598,80 @@ static void test_codescreen(void)
     }
 }
 
+/* ------------------------------------------------------------ timer */
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The device's timer (tq-bench's clock on a GPU). The CPU has none. A GPU's
+ * names itself, and its seconds for a batch of matmuls lie between 0 and
+ * the host's wall time around the same begin and end, which brackets them
+ * (a time in the wrong unit, or one taken before the work ran, falls
+ * outside; the CUDA and Vulkan clocks tick at the host's rate to well
+ * within the margin). One refused during a graph recording stays the
+ * device's. */
+static void test_timer(void)
+{
+    const char *name = tq_device_timer_name(dev);
+    tq_backend_kind kind = tq_device_backend(dev);
+    if (kind == TQ_BACKEND_CPU) {
+        CHECK(!name && tq_device_timer_begin(dev) != TQ_OK && !tq_device_timer_why(dev)[0],
+              "cpu: a device timer (%s)", name ? name : "begin worked");
+        return;
+    }
+    const char *want = kind == TQ_BACKEND_VULKAN ? "timestamp queries" : "device events";
+    CHECK(name && !strcmp(name, want), "%s: timer %s, want %s", dev_name, name ? name : "none",
+          want);
+    int64_t dims[2] = {96, 96};
+    float *x = malloc(96 * 96 * sizeof *x);
+    fill(x, 96 * 96, -1, 1);
+    tq_tensor *a = NULL, *c = NULL;
+    tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dims, &a);
+    if (!st)
+        st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dims, &c);
+    if (!st)
+        st = tq_tensor_upload(a, x, 96 * 96 * sizeof *x);
+    if (!st) /* warm-up: pipelines and kernels loaded outside the timing */
+        st = tq_op_matmul(a, 0, a, 0, 1.0f, 0.0f, c);
+    if (!st)
+        st = tq_device_sync(dev);
+    CHECK(st == TQ_OK, "%s: timer: set-up: %s", dev_name, tq_errmsg());
+    for (int round = 0; round < 2 && !st; round++) {
+        double secs = -1, t0 = wall();
+        st = tq_device_timer_begin(dev);
+        if (st) {
+            CHECK(!tq_device_timer_name(dev) && tq_device_timer_why(dev)[0],
+                  "%s: the timer failed without saying why: %s", dev_name, tq_errmsg());
+            printf("ok skip %s timer: %s\n", dev_name, tq_device_timer_why(dev));
+            break;
+        }
+        for (int i = 0; i < 1 + 7 * round && !st; i++)
+            st = tq_op_matmul(a, 0, a, 0, 1.0f, 0.0f, c);
+        if (!st)
+            st = tq_device_timer_end(dev, &secs);
+        double host = wall() - t0;
+        CHECK(st == TQ_OK && secs > 0 && secs <= host * 1.001 + 2e-6,
+              "%s: timer: %d matmuls %g s on the device, %g s on the host around them: %s",
+              dev_name, 1 + 7 * round, secs, host, st ? tq_errmsg() : "");
+    }
+    int recording = 0;
+    if (!st && tq_graph_begin(dev, &recording) == TQ_OK && recording) {
+        tq_graph *g = NULL;
+        st = tq_device_timer_begin(dev);
+        tq_graph_end(dev, 0, &g);
+        CHECK(st == TQ_ERR_USAGE && tq_device_timer_name(dev),
+              "%s: a timer while a graph records: status %d, then %s", dev_name, (int)st,
+              tq_device_timer_name(dev) ? "kept" : "lost");
+    }
+    tq_tensor_free(a);
+    tq_tensor_free(c);
+    free(x);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -2635,6 +2710,7 @@ int main(void)
         test_attention();
         test_codetopk();
         test_codescreen();
+        test_timer();
         tq_device_close(dev);
         /* plain shader variants exist on Vulkan only; the host path is one
          * mechanism for every backend: checked on the first device it serves */

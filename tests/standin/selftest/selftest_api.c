@@ -177,8 +177,18 @@ static void lazy_streams(void)
     int late = cuEventElapsedTime_v2(&ms, e0, e1);
     st_check(early == CUDA_ERROR_NOT_READY && !es && !late && ms >= 0, "events time a stream",
              "before %d sync %d after %d ms %g", early, es, late, ms);
+    /* as the driver: an event made without timing (what the backends use
+     * to wait) gives no time */
+    CUevent e2;
+    cuEventCreate(&e2, CU_EVENT_DISABLE_TIMING);
+    cuEventRecord(e2, s);
+    es = cuEventSynchronize(e2);
+    int untimed = cuEventElapsedTime_v2(&ms, e0, e2);
+    st_check(!es && untimed == CUDA_ERROR_INVALID_HANDLE, "an event without timing gives no time",
+             "sync %d elapsed %d", es, untimed);
     cuEventDestroy_v2(e0);
     cuEventDestroy_v2(e1);
+    cuEventDestroy_v2(e2);
     cuMemFreeHost(pinned);
     cuStreamDestroy_v2(s);
     st_free(d);
@@ -304,6 +314,15 @@ static void proc_address(void)
                  gi == (void *)cuGraphInstantiateWithFlags && rn == CUDA_ERROR_NOT_FOUND &&
                  none == NULL && nstatus == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
              "cuGetProcAddress gives the newest ABI", "%d %p %d", r, fn, rn);
+    /* TQ_STANDIN_HIDE: a driver without those entry points, the others kept */
+    setenv("TQ_STANDIN_HIDE", "cuMemAlloc,cuEventElapsedTime", 1);
+    void *el = (void *)1, *ma = (void *)1, *mf = NULL;
+    int re = cuGetProcAddress_v2("cuEventElapsedTime", &el, 12000, 0, NULL);
+    int rm = cuGetProcAddress_v2("cuMemAlloc", &ma, 12000, 0, NULL);
+    int rf = cuGetProcAddress_v2("cuMemFree", &mf, 12000, 0, NULL);
+    unsetenv("TQ_STANDIN_HIDE");
+    st_check(re == CUDA_ERROR_NOT_FOUND && !el && rm == CUDA_ERROR_NOT_FOUND && !ma && !rf && mf,
+             "TQ_STANDIN_HIDE hides entry points", "%d %d %d", re, rm, rf);
 }
 
 void st_api(void)
