@@ -49,12 +49,17 @@ static tq_status dispatch_missing(const tq_tensor *t, const char *op)
 #define SAME_DEV(a, b) CHECK((a)->dev == (b)->dev, "tensors on different devices")
 #define F32(t, what) CHECK((t)->dtype == TQ_DTYPE_F32, "%s must be f32, not %s", what, tq_dtype_name((t)->dtype))
 
+static int matmul_operand(tq_dtype t)
+{
+    return t == TQ_DTYPE_F32 || t == TQ_DTYPE_F16 || t == TQ_DTYPE_BF16;
+}
+
 tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
                        float alpha, float beta, tq_tensor *c)
 {
-    CHECK(a->dtype == TQ_DTYPE_F32 || a->dtype == TQ_DTYPE_F16, "matmul A must be f32 or f16, not %s",
+    CHECK(matmul_operand(a->dtype), "matmul A must be f32, f16 or bf16, not %s",
           tq_dtype_name(a->dtype));
-    CHECK(b->dtype == TQ_DTYPE_F32 || b->dtype == TQ_DTYPE_F16, "matmul B must be f32 or f16, not %s",
+    CHECK(matmul_operand(b->dtype), "matmul B must be f32, f16 or bf16, not %s",
           tq_dtype_name(b->dtype));
     F32(c, "matmul C");
     SAME_DEV(a, b);

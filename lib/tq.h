@@ -296,8 +296,10 @@ tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes);
 
 /* C = alpha * op(A) op(B) + beta * C, op = transpose when trans_* is set.
  * Rank 2, or rank 3 for a batch (A or B may be rank 2 and shared by the batch).
- * A and B may be f16 (storage only: each value is widened to f32, exactly,
- * and the products and sums are f32 as for f32 operands); C is f32. */
+ * A and B may be f16 or bf16 (storage only: each value is widened to f32,
+ * exactly, and the products and sums are f32 as for f32 operands; on a GPU
+ * with a BLAS library, f16 and bf16 pairs go to its tensor-core GEMM, whose
+ * products of such values are exact in f32 too); C is f32. */
 tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b,
                        int trans_b, float alpha, float beta, tq_tensor *c);
 /* norms[i] = ||x[i,:]||_2 over the last dim (x viewed as rows). */

@@ -73,8 +73,8 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* An f16 operand as f32 (exact: every f16 value is one), in a buffer the
- * caller frees; f32 operands are used in place. */
+/* An f16 or bf16 operand as f32 (exact: every such value is one), in a
+ * buffer the caller frees; f32 operands are used in place. */
 static tq_status operand(const tq_tensor *t, const float **p, float **owned)
 {
     *owned = NULL;
@@ -84,9 +84,10 @@ static tq_status operand(const tq_tensor *t, const float **p, float **owned)
     }
     size_t n = (size_t)tq_tensor_numel(t);
     if (!(*owned = malloc(n ? n * 4 : 4)))
-        return tq_fail(TQ_ERR_NOMEM, "matmul: out of memory to widen an f16 operand");
+        return tq_fail(TQ_ERR_NOMEM, "matmul: out of memory to widen an %s operand",
+                       tq_dtype_name(t->dtype));
     *p = *owned;
-    return tq_convert(TQ_DTYPE_F32, *owned, TQ_DTYPE_F16, tq_cpu_ptr(t), n, 0);
+    return tq_convert(TQ_DTYPE_F32, *owned, t->dtype, tq_cpu_ptr(t), n, 0);
 }
 
 /* B packed for the built-in kernel: kept in a constant B's derived (made at

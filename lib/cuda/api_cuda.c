@@ -146,14 +146,15 @@ static int blas_create(gpu_handle *h, gpu_handle stream)
 
 static void blas_destroy(gpu_handle h) { cublasDestroy(h); }
 
-/* cudaDataType: CUDA_R_32F 0, CUDA_R_16F 2; CUBLAS_COMPUTE_32F 68 (true f32:
+/* cudaDataType: CUDA_R_32F 0, CUDA_R_16F 2, CUDA_R_16BF 14 (A and B f16 or
+ * bf16 with C f32: tensor cores, f32 sums); CUBLAS_COMPUTE_32F 68 (true f32:
  * no TF32, whose 10-bit products the tolerances of the tests would refuse);
  * CUBLAS_GEMM_DEFAULT -1. */
 static int blas_gemm(gpu_handle h, int ta, int tb, int m, int n, int k, float alpha, gpu_ptr a,
                      int atype, int lda, long long sa, gpu_ptr b, int btype, int ldb, long long sb,
                      float beta, gpu_ptr c, int ldc, long long sc, int batch)
 {
-    static const int dt[] = {[GPU_BLAS_F32] = 0, [GPU_BLAS_F16] = 2};
+    static const int dt[] = {[GPU_BLAS_F32] = 0, [GPU_BLAS_F16] = 2, [GPU_BLAS_BF16] = 14};
     return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void *)(uintptr_t)a,
                                       dt[atype], lda, sa, (const void *)(uintptr_t)b, dt[btype],
                                       ldb, sb, &beta, (void *)(uintptr_t)c, 0, ldc, sc, batch, 68,

@@ -132,12 +132,13 @@ static int blas_create(gpu_handle *h, gpu_handle stream)
 static void blas_destroy(gpu_handle h) { rocblas_destroy_handle(h); }
 
 /* rocblas_operation: none 111, transpose 112; rocblas_datatype: f16_r 150,
- * f32_r 151; rocblas_gemm_algo_standard 0. D = C in place (ldd = ldc). */
+ * f32_r 151, bf16_r 168 (f16 or bf16 A and B with f32 C, D and compute: a
+ * supported mix); rocblas_gemm_algo_standard 0. D = C in place (ldd = ldc). */
 static int blas_gemm(gpu_handle h, int ta, int tb, int m, int n, int k, float alpha, gpu_ptr a,
                      int atype, int lda, long long sa, gpu_ptr b, int btype, int ldb, long long sb,
                      float beta, gpu_ptr c, int ldc, long long sc, int batch)
 {
-    static const int dt[] = {[GPU_BLAS_F32] = 151, [GPU_BLAS_F16] = 150};
+    static const int dt[] = {[GPU_BLAS_F32] = 151, [GPU_BLAS_F16] = 150, [GPU_BLAS_BF16] = 168};
     void *cp = (void *)(uintptr_t)c;
     return rocblas_gemm_strided_batched_ex(h, ta ? 112 : 111, tb ? 112 : 111, m, n, k, &alpha,
                                            (const void *)(uintptr_t)a, dt[atype], lda, sa,

@@ -30,7 +30,7 @@ enum { GPU_ATTR_MAX_THREADS, GPU_ATTR_SHARED, GPU_ATTR_WARP, GPU_ATTR_SMS, GPU_A
        GPU_ATTR_CC_MINOR, GPU_ATTR_COUNT };
 
 /* BLAS operand types, in our numbering. */
-enum { GPU_BLAS_F32, GPU_BLAS_F16 };
+enum { GPU_BLAS_F32, GPU_BLAS_F16, GPU_BLAS_BF16 };
 
 typedef struct tq_gpu_api {
     char why[256];          /* why the runtime is unavailable, when it is */

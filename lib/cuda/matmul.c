@@ -1,7 +1,8 @@
 /* matmul.c: products on the CUDA/HIP device: through cuBLAS or rocBLAS when
- * the library is there and both operands have one type (f32 compute, no TF32),
- * else through our own kernel (kernels/cuda/matmul.cu), which also serves
- * mixed f32/f16 operands and rowprod. */
+ * the library is there and both operands have one type (f32 compute, no TF32;
+ * f16 and bf16 pairs on the tensor cores), else through our own kernel
+ * (kernels/cuda/matmul.cu), which also serves mixed f32/f16 operands and
+ * rowprod; bf16 operands it does not read are widened to f32 first. */
 #include "gpu.h"
 #include "../hostpath.h"
 
@@ -49,11 +50,36 @@ tq_status TQ_GPU(matmul_kernel)(tq_gpu_ctx *c, const tq_tensor *a, int trans_a, 
     return TQ_GPU(launch)(c, K_MATMUL, gx, gy, (unsigned)batch, MM_BLOCK, 0, &g);
 }
 
+/* A device tensor of t's shape in f32 with t's values (exact for bf16). */
+static tq_status widen(tq_gpu_ctx *c, const tq_tensor *t, tq_tensor **w)
+{
+    tq_status st = tq_tensor_new(t->dev, TQ_DTYPE_F32, t->rank, t->dims, w);
+    if (!st && (st = TQ_GPU(convert)(c, t, *w))) {
+        tq_tensor_free(*w);
+        *w = NULL;
+    }
+    return st;
+}
+
 tq_status TQ_GPU(matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                          int trans_b, float alpha, float beta, tq_tensor *out)
 {
     tq_gpu_ctx *c = ctx;
-    if (!c->blas || a->dtype != b->dtype) {
+    int blas = c->blas && a->dtype == b->dtype;
+    if (!blas && (a->dtype == TQ_DTYPE_BF16 || b->dtype == TQ_DTYPE_BF16)) {
+        /* freed at once: the pool hands the blocks out again only to work
+         * queued after this product on the same stream */
+        tq_tensor *wa = NULL, *wb = NULL;
+        tq_status st = a->dtype == TQ_DTYPE_BF16 ? widen(c, a, &wa) : TQ_OK;
+        if (!st && b->dtype == TQ_DTYPE_BF16)
+            st = widen(c, b, &wb);
+        if (!st)
+            st = TQ_GPU(matmul)(c, wa ? wa : a, trans_a, wb ? wb : b, trans_b, alpha, beta, out);
+        tq_tensor_free(wa);
+        tq_tensor_free(wb);
+        return st;
+    }
+    if (!blas) {
         if (!c->fn[K_MATMUL])
             return tq_host_matmul(a, trans_a, b, trans_b, alpha, beta, out);
         return TQ_GPU(matmul_kernel)(c, a, trans_a, b, trans_b, alpha, beta, out);
@@ -69,7 +95,9 @@ tq_status TQ_GPU(matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_te
     int lda = (int)a->dims[a->rank - 1], ldb = (int)b->dims[b->rank - 1];
     long long sa = a->rank == 3 ? mat_elems(a) : 0, sb = b->rank == 3 ? mat_elems(b) : 0,
               sc = mat_elems(out);
-    int type = a->dtype == TQ_DTYPE_F16 ? GPU_BLAS_F16 : GPU_BLAS_F32;
+    int type = a->dtype == TQ_DTYPE_F16    ? GPU_BLAS_F16
+               : a->dtype == TQ_DTYPE_BF16 ? GPU_BLAS_BF16
+                                           : GPU_BLAS_F32;
     if (k == 0) { /* C = beta C; the libraries refuse a leading dimension of 0 */
         if (beta != 0)
             return TQ_GPU(scale)(c, out, beta, out);

@@ -22,11 +22,12 @@ struct tq_net {
     /* work tensors of cap rows, and views of them for the current n */
     tq_tensor *z[L_MAX], *a[L_MAX], *d[L_MAX], *ones, *idx, *xb;
     tq_tensor *zv[L_MAX], *av[L_MAX], *dv[L_MAX], *onesv, *idxv, *xbv;
-    /* --precision bf16|f16: the products' operands rounded to prec (l*: in
-     * prec, r*: back in f32), inputs, weights and output gradients */
+    /* --precision bf16|f16: the products' operands in prec (inputs, weights
+     * and output gradients), which matmul takes as they are: widened exactly
+     * on the CPU, a tensor-core GEMM on a GPU with a BLAS library */
     tq_dtype prec;
-    tq_tensor *lin[L_MAX], *rin[L_MAX], *lw[L_MAX], *rw[L_MAX], *ld[L_MAX], *rd[L_MAX];
-    tq_tensor *linv[L_MAX], *rinv[L_MAX], *ldv[L_MAX], *rdv[L_MAX];
+    tq_tensor *lin[L_MAX], *lw[L_MAX], *ld[L_MAX];
+    tq_tensor *linv[L_MAX], *ldv[L_MAX];
 };
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -125,10 +126,8 @@ static void free_views(tq_net *net)
         tq_tensor_free(net->dv[i]);
         net->zv[i] = net->av[i] = net->dv[i] = NULL;
         tq_tensor_free(net->linv[i]);
-        tq_tensor_free(net->rinv[i]);
         tq_tensor_free(net->ldv[i]);
-        tq_tensor_free(net->rdv[i]);
-        net->linv[i] = net->rinv[i] = net->ldv[i] = net->rdv[i] = NULL;
+        net->linv[i] = net->ldv[i] = NULL;
     }
     tq_tensor_free(net->onesv);
     tq_tensor_free(net->idxv);
@@ -150,9 +149,9 @@ void tq_net_free(tq_net *net)
         tq_tensor_free(net->z[i]);
         tq_tensor_free(net->a[i]);
         tq_tensor_free(net->d[i]);
-        tq_tensor *lp[] = {net->lin[i], net->rin[i], net->lw[i], net->rw[i], net->ld[i], net->rd[i]};
-        for (int k = 0; k < 6; k++)
-            tq_tensor_free(lp[k]);
+        tq_tensor_free(net->lin[i]);
+        tq_tensor_free(net->lw[i]);
+        tq_tensor_free(net->ld[i]);
     }
     tq_tensor_free(net->ones);
     tq_tensor_free(net->idx);
@@ -206,9 +205,7 @@ static tq_status set_rows(tq_net *net, int64_t n)
             (st = view(net->d[i], n, net->dim[i + 1], &net->dv[i])) ||
             (net->a[i] && (st = view(net->a[i], n, net->dim[i + 1], &net->av[i]))) ||
             (net->prec && ((st = view(net->lin[i], n, net->dim[i], &net->linv[i])) ||
-                           (st = view(net->rin[i], n, net->dim[i], &net->rinv[i])) ||
-                           (st = view(net->ld[i], n, net->dim[i + 1], &net->ldv[i])) ||
-                           (st = view(net->rd[i], n, net->dim[i + 1], &net->rdv[i])))))
+                           (st = view(net->ld[i], n, net->dim[i + 1], &net->ldv[i])))))
             break;
     if (!st && !(st = view(net->ones, 1, n, &net->onesv)) && !(st = view(net->idx, n, 0, &net->idxv)))
         st = view(net->xb, n, net->dim[0], &net->xbv);
@@ -219,13 +216,6 @@ static tq_status set_rows(tq_net *net, int64_t n)
     return st;
 }
 
-/* dst = src rounded to lp's dtype (through lp), in f32 again */
-static tq_status round_to(tq_tensor *lp, const tq_tensor *src, tq_tensor *dst)
-{
-    tq_status st = tq_op_convert(src, lp);
-    return st ? st : tq_op_convert(lp, dst);
-}
-
 tq_status tq_net_set_precision(tq_net *net, tq_dtype prec)
 {
     if (prec == TQ_DTYPE_F32)
@@ -234,12 +224,9 @@ tq_status tq_net_set_precision(tq_net *net, tq_dtype prec)
     for (int i = 0; i < net->nl && !st; i++) {
         int64_t in = net->dim[i], out = net->dim[i + 1];
         if ((st = work(net, net->cap, in, prec, &net->lin[i])) ||
-            (st = work(net, net->cap, in, TQ_DTYPE_F32, &net->rin[i])) ||
-            (st = tq_tensor_new(net->dev, prec, 2, (int64_t[]){in, out}, &net->lw[i])) ||
-            (st = tq_tensor_new(net->dev, TQ_DTYPE_F32, 2, (int64_t[]){in, out}, &net->rw[i])) ||
-            (st = work(net, net->cap, out, prec, &net->ld[i])))
+            (st = tq_tensor_new(net->dev, prec, 2, (int64_t[]){in, out}, &net->lw[i])))
             break;
-        st = work(net, net->cap, out, TQ_DTYPE_F32, &net->rd[i]);
+        st = work(net, net->cap, out, prec, &net->ld[i]);
     }
     free_views(net); /* remade with the rounding views on the next batch */
     if (!st)
@@ -262,11 +249,10 @@ tq_status tq_net_forward(tq_net *net, const float **out)
     int last = net->nl - 1;
     for (int i = 0; i <= last && !st; i++) {
         const tq_tensor *w = net->w[i];
-        if (net->prec) {
-            if ((st = round_to(net->linv[i], in, net->rinv[i])) ||
-                (st = round_to(net->lw[i], w, net->rw[i])))
+        if (net->prec) { /* rounded to nearest even, as the products take them */
+            if ((st = tq_op_convert(in, net->linv[i])) || (st = tq_op_convert(w, net->lw[i])))
                 break;
-            in = net->rinv[i], w = net->rw[i];
+            in = net->linv[i], w = net->lw[i];
         }
         if ((st = tq_op_matmul(in, 0, w, 0, 1.0f, 0.0f, net->zv[i])) ||
             (st = tq_op_add(net->zv[i], net->b[i], net->zv[i])))
@@ -297,9 +283,9 @@ tq_status tq_net_backward(tq_net *net, const float *dout)
     for (int i = last; i >= 0 && !st; i--) {
         const tq_tensor *in = i ? net->av[i - 1] : net->xbv, *d = net->dv[i], *w = net->w[i];
         if (net->prec) { /* the forward rounded in and w already */
-            if ((st = round_to(net->ldv[i], d, net->rdv[i])))
+            if ((st = tq_op_convert(d, net->ldv[i])))
                 break;
-            in = net->rinv[i], d = net->rdv[i], w = net->rw[i];
+            in = net->linv[i], d = net->ldv[i], w = net->lw[i];
         }
         if ((st = tq_op_matmul(in, 1, d, 0, 1.0f, 0.0f, net->dw[i])) ||
             (st = tq_op_matmul(net->onesv, 0, net->dv[i], 0, 1.0f, 0.0f, net->db[i])))

@@ -1,7 +1,9 @@
 /* ops_matmul.c: the matrix product on Vulkan (kernels/vulkan/matmul.comp):
  * transposes and batches become strides, one dispatch a product. f16
  * operands are read as such where the device has 16-bit storage, and widened
- * to f32 by the convert shader first where it has not. */
+ * to f32 by the convert shader first where it has not; bf16 ones are always
+ * widened first (no shader variant reads them: Vulkan has no bf16 type
+ * without an extension few drivers have). */
 #include "vk.h"
 
 typedef struct mm_pc {
@@ -9,7 +11,7 @@ typedef struct mm_pc {
     float alpha, beta;
 } mm_pc;
 
-/* A device tensor of t's shape in f32 with t's values (t f16). */
+/* A device tensor of t's shape in f32 with t's values (t f16 or bf16). */
 static tq_status widen(tq_vk_ctx *vc, const tq_tensor *t, tq_tensor **w)
 {
     tq_status st = tq_tensor_new(t->dev, TQ_DTYPE_F32, t->rank, t->dims, w);
@@ -30,8 +32,11 @@ tq_status tq_vk_matmul(void *ctx, const tq_tensor *a, int ta, const tq_tensor *b
                        float alpha, float beta, tq_tensor *c)
 {
     tq_vk_ctx *vc = ctx;
-    int fa = a->dtype == TQ_DTYPE_F16, fb = b->dtype == TQ_DTYPE_F16;
-    if ((!fa && !fb) || vc->caps.fp16_storage)
+    /* which operands to widen first */
+    int keep16 = vc->caps.fp16_storage;
+    int fa = a->dtype == TQ_DTYPE_BF16 || (a->dtype == TQ_DTYPE_F16 && !keep16),
+        fb = b->dtype == TQ_DTYPE_BF16 || (b->dtype == TQ_DTYPE_F16 && !keep16);
+    if (!fa && !fb)
         return product(vc, a, ta, b, tb, alpha, beta, c);
     /* freed once recorded: the pool reuses them only after this product */
     tq_tensor *wa = NULL, *wb = NULL;

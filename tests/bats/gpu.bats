@@ -236,6 +236,38 @@ print('ok')"
     done
 }
 
+@test "tq-train --device cuda/hip, f32, bf16 and f16: the CPU's model to f32 rounding; bf16/f16 products reach the BLAS as such" {
+    needs_gpu
+    needs_numpy
+    D="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/train_ref.py" data "$D" softmax --n 300
+    for p in f32 bf16 f16; do
+        opts=(--precision "$p" --model mlp --hidden 24 --epochs 3 --batch 32)
+        tq-train --device cpu "${opts[@]}" -o "$D/cpu.tq" "$D/in.tq"
+        for b in $(built_backends); do
+            run --separate-stderr env TQ_STANDIN_QUIET=0 TQ_STANDIN_TRACE_GEMM=1 \
+                tq-train --device "$b" "${opts[@]}" -o "$D/$b.tq" "$D/in.tq"
+            assert_success
+            # 30 steps of products summed in another order: each weight within
+            # 1e-4 of the largest (a wrong operand type is off by O(1))
+            run py - "$D/cpu.tq" "$D/$b.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+m = [{f["name"]: ts.to_numpy(f) for f in ts.read(open(p, "rb").read())} for p in sys.argv[1:]]
+for k, a in m[0].items():
+    if a.dtype.kind == "f":
+        err = float(np.abs(m[1][k] - a).max() / max(np.abs(a).max(), 1e-30))
+        assert err < 1e-4, (k, err)
+PYEOF
+            assert_success
+            # the stand-in's library sees the operands' own types (the
+            # tensor-core GEMM of a real GPU), not f32 copies of them
+            if [ "${TQ_GPU_REAL:-}" != 1 ] && tq-cat --list-devices | grep -q "^$b:0 .*BLAS"; then
+                grep -q "gemm $p x $p -> f32" <<<"$stderr" || fail "$b $p: no $p GEMM: $stderr"
+            fi
+        done
+    done
+}
+
 @test "-v names the ops that ran on the host for want of a kernel on the device" {
     needs_gpu
     needs_numpy

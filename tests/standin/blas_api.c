@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *type_name(int t)
+{
+    return t == CUDA_R_32F ? "f32" : t == CUDA_R_16F ? "f16" : t == CUDA_R_16BF ? "bf16" : "?";
+}
+
 /* 0 ok, 1 a bad dimension or leading dimension, 2 an unsupported type */
 static int gemm_check(const struct tq_sd_gemm *g)
 {
@@ -38,6 +43,12 @@ static int gemm_queue(struct tq_sd_blas *h, const struct tq_sd_gemm *g, const in
     }
     if (!g->m || !g->n || !g->batch)
         return status[0];
+    /* TQ_STANDIN_TRACE_GEMM=1: a line per product with its operand types, so
+     * that a test can see which products reach the library, and as what */
+    const char *trace = getenv("TQ_STANDIN_TRACE_GEMM");
+    if (trace && *trace == '1')
+        tq_sd_log("gemm %s x %s -> %s, m=%d n=%d k=%d batch=%d", type_name(g->Atype),
+                  type_name(g->Btype), type_name(g->Ctype), g->m, g->n, g->k, g->batch);
     struct tq_sd_stream *s = tq_sd_stream_resolve(h->api, h->stream);
     if (!s)
         return status[1];

@@ -200,13 +200,13 @@ static void ref_matmul(int ta, int tb, int64_t m, int64_t n, int64_t k, double a
         }
 }
 
-/* The values of x as f16 storage (h) and back in f32 (exact), so that the
- * reference sees what the op sees. */
-static void to_f16(float *x, uint16_t *h, int64_t n)
+/* The values of x as f16 or bf16 storage (h) and back in f32 (exact), so
+ * that the reference sees what the op sees; f32 leaves x as it is. */
+static void to_low(tq_dtype dt, float *x, uint16_t *h, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
-        h[i] = tq_f32_to_f16(x[i]);
-        x[i] = tq_f16_to_f32(h[i]);
+    for (int64_t i = 0; dt != TQ_DTYPE_F32 && i < n; i++) {
+        h[i] = dt == TQ_DTYPE_F16 ? tq_f32_to_f16(x[i]) : tq_f32_to_bf16(x[i]);
+        x[i] = dt == TQ_DTYPE_F16 ? tq_f16_to_f32(h[i]) : tq_bf16_to_f32(h[i]);
     }
 }
 
@@ -235,10 +235,10 @@ static void one_matmul_dt(const char *engine, int64_t batch, int a_batched, int 
     fill(a, an, -1, 1);
     fill(b, bn, -1, 1);
     uint16_t *ah = malloc((size_t)(an + 1) * 2), *bh = malloc((size_t)(bn + 1) * 2);
-    to_f16(a, ah, adt == TQ_DTYPE_F16 ? an : 0);
-    to_f16(b, bh, bdt == TQ_DTYPE_F16 ? bn : 0);
-    const void *ad16 = adt == TQ_DTYPE_F16 ? (const void *)ah : a,
-               *bd16 = bdt == TQ_DTYPE_F16 ? (const void *)bh : b;
+    to_low(adt, a, ah, an);
+    to_low(bdt, b, bh, bn);
+    const void *ad16 = adt != TQ_DTYPE_F32 ? (const void *)ah : a,
+               *bd16 = bdt != TQ_DTYPE_F32 ? (const void *)bh : b;
     if (beta == 0)
         for (int64_t i = 0; i < cn; i++)
             c[i] = NAN;
@@ -293,15 +293,15 @@ static void one_matmul(const char *engine, int64_t batch, int a_batched, int b_b
                   TQ_DTYPE_F32, TQ_DTYPE_F32);
 }
 
-/* f16 operands (storage: widened to f32 exactly): each of A, B and both, in
- * every transpose, batched and shared, at odd shapes; the reference takes the
- * f16 values, so TOL_MM holds as for f32. */
+/* f16 and bf16 operands (storage: widened to f32 exactly): each of A, B and
+ * both, in every transpose, batched and shared, at odd shapes; the reference
+ * takes the rounded values, so TOL_MM holds as for f32 (on a GPU with its
+ * BLAS, the f16 and bf16 pairs are the tensor-core GEMM's). */
 static void test_matmul_f16(const char *engine)
 {
-    static const tq_dtype dts[3][2] = {{TQ_DTYPE_F16, TQ_DTYPE_F32},
-                                       {TQ_DTYPE_F32, TQ_DTYPE_F16},
-                                       {TQ_DTYPE_F16, TQ_DTYPE_F16}};
-    for (int d = 0; d < 3; d++)
+    const tq_dtype H = TQ_DTYPE_F16, BH = TQ_DTYPE_BF16, F = TQ_DTYPE_F32;
+    const tq_dtype dts[7][2] = {{H, F}, {F, H}, {H, H}, {BH, F}, {F, BH}, {BH, BH}, {H, BH}};
+    for (int d = 0; d < 7; d++)
         for (int t = 0; t < 4; t++) {
             tq_dtype x = dts[d][0], y = dts[d][1];
             int ta = t & 1, tb = t >> 1;
@@ -311,6 +311,7 @@ static void test_matmul_f16(const char *engine)
             one_matmul_dt(engine, 2, 1, 0, 5, 70, 33, ta, tb, 1.0f, -1.0f, x, y);
         }
     one_matmul_dt(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f, TQ_DTYPE_F16, TQ_DTYPE_F16);
+    one_matmul_dt(engine, 0, 1, 1, 6, 5, 0, 0, 0, 1.0f, 0.0f, TQ_DTYPE_BF16, TQ_DTYPE_BF16);
 }
 
 static void test_matmul(const char *engine)
