@@ -93,6 +93,15 @@ typedef struct tq_backend {
     const char *timer_name; /* "device events", "timestamp queries" */
     tq_status (*timer_begin)(void *ctx);
     tq_status (*timer_end)(void *ctx, double *seconds);
+    /* tq-bench's FMA peak probe (NULL where the backend has no kernel for
+     * it, as the CPU: lib/bench/fma.c measures that one on the host): queues
+     * one launch, no wait, of a kernel where each of out's f32 elements is a
+     * thread that runs independent chains of `iters` fused multiply-adds in
+     * registers and writes their sum there; *flops is that launch's exact
+     * flop count (2 a multiply-add). Not an op: out is only a sink. With
+     * out NULL it only says whether this device's kernels have it (TQ_OK)
+     * or why not. */
+    tq_status (*fma_peak)(void *ctx, tq_tensor *out, int64_t iters, double *flops);
     tq_backend_ops ops;
 } tq_backend;
 

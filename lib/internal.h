@@ -103,6 +103,18 @@ tq_status tq_device_timer_begin(tq_device *dev);
  * the seconds the device took from one mark to the other. */
 tq_status tq_device_timer_end(tq_device *dev, double *seconds);
 
+/* ---- the FMA peak probe (peak.c), for tq-bench ---- */
+
+/* Whether dev has an FMA peak kernel (CUDA, HIP, Vulkan when their
+ * kernels have it; not the CPU, whose peak lib/bench/fma.c measures on the
+ * host). */
+int tq_device_has_fma_peak(tq_device *dev);
+/* Queues one launch (no wait) of that kernel: a thread per f32 element of
+ * out, each running independent chains of `iters` fused multiply-adds in
+ * registers and writing their sum there; *flops is the launch's exact flop
+ * count (2 a multiply-add). Fails where the build's kernels lack it. */
+tq_status tq_device_fma_peak(tq_device *dev, tq_tensor *out, int64_t iters, double *flops);
+
 /* ---- output files written atomically ---- */
 
 /* Registers a temporary path to remove if the process is interrupted. */

@@ -95,9 +95,10 @@ double tqb_median(const double *v, int n);
 
 typedef struct tqb_ceiling {
     char device[32];
-    int gpu;                  /* 1: no FMA loop of ours runs there */
-    double fma_gflops;        /* CPU: peak f32 FMA rate on every core */
-    char fma_isa[16];         /* "avx512", "avx2+fma", "sse", "portable" */
+    int gpu;                  /* 1: a GPU (its FMA peak by the backend's probe kernel) */
+    double fma_gflops;        /* peak f32 FMA rate: every core, every SM; 0: unmeasured */
+    char fma_isa[16];         /* "avx512", "avx2+fma", "sse", "portable"; GPU "kernel" */
+    int64_t fma_threads, fma_iters; /* GPU: the probe's launch (threads x rounds) */
     double sgemm_gflops;      /* the best engine through tq_op_matmul */
     char sgemm_engine[64];
     int64_t sgemm_n;

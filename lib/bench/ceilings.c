@@ -1,11 +1,13 @@
 /* ceilings.c: what each device can do at best, measured on it, not assumed:
  * on the CPU the peak FMA rate (fma.c), the STREAM triad (triad.c) and the
- * sgemm rate of the best engine through tq_op_matmul; on a GPU the sgemm rate,
- * the f16-operand GEMM rate (tensor cores) and the copy bandwidth, all through
- * the op API (no kernel of our own runs there). Then each op's rate against the ceiling that bounds it, chosen by
- * its arithmetic intensity (the roofline). */
+ * sgemm rate of the best engine through tq_op_matmul; on a GPU the peak FMA
+ * rate by a kernel of our own (the backend's fma_peak probe), the sgemm rate,
+ * the f16-operand GEMM rate (tensor cores) and the copy bandwidth, the last
+ * three through the op API. Then each op's rate against the ceiling that
+ * bounds it, chosen by its arithmetic intensity (the roofline). */
 #include "bench.h"
 #include "../cpu/cpu.h"
+#include "../internal.h"
 
 #include <string.h>
 
@@ -39,6 +41,40 @@ static tq_status device_copy(tq_device *dev, int64_t n, double min_time, double 
     }
     tq_tensor_free(c.x);
     tq_tensor_free(c.y);
+    return st;
+}
+
+/* The GPU's FMA peak: threads x iters rounds of the probe's chains a launch.
+ * At full size 2^22 threads (some 16 waves of a GPU's resident threads, so
+ * that the last wave's idle SMs cost little) of 2048 rounds: ~10^11 flops, a
+ * few ms on a large GPU. Small (CPU-type devices and TQ_BENCH_SMALL=1): 2^12
+ * threads of 64 rounds, 4 Mflop, so that the stand-in driver, which runs
+ * each thread as a fiber on the CPU with fmaf a libm call, takes a few ms. */
+typedef struct peak_run {
+    tq_device *dev;
+    tq_tensor *out;
+    int64_t iters;
+    double flops;
+} peak_run;
+
+static tq_status peak_call(void *ctx)
+{
+    peak_run *p = ctx;
+    return tq_device_fma_peak(p->dev, p->out, p->iters, &p->flops);
+}
+
+static tq_status device_fma_peak(tq_device *dev, int small, double min_time, tqb_ceiling *c)
+{
+    c->fma_threads = (int64_t)1 << (small ? 12 : 22);
+    c->fma_iters = small ? 64 : 2048;
+    peak_run p = {dev, NULL, c->fma_iters, 0};
+    tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &c->fma_threads, &p.out);
+    tqb_timing t;
+    if (!st && !(st = tqb_time(peak_call, &p, dev, 5, min_time, &t))) {
+        c->fma_gflops = p.flops / t.min / 1e9; /* the peak: the best repetition */
+        tqb_timing_free(&t);
+    }
+    tq_tensor_free(p.out);
     return st;
 }
 
@@ -76,8 +112,18 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
             (st = device_copy(dev, (int64_t)1 << (small ? 20 : 26), min_time, &c->mem_gbs)))
             return st;
         c->mem_what = "copy";
-        c->compute_gflops = c->sgemm_gflops;
-        c->compute_what = "sgemm";
+        /* the FMA peak bounds the f32 compute as on the CPU; a backend
+         * without the probe keeps its sgemm rate as the ceiling */
+        if (tq_device_has_fma_peak(dev)) {
+            if ((st = device_fma_peak(dev, small, min_time, c)))
+                return st;
+            snprintf(c->fma_isa, sizeof c->fma_isa, "kernel");
+            c->compute_gflops = c->fma_gflops;
+            c->compute_what = "fma";
+        } else {
+            c->compute_gflops = c->sgemm_gflops;
+            c->compute_what = "sgemm";
+        }
         return TQ_OK;
     }
     const char *isa;
@@ -134,13 +180,17 @@ void tqb_result_rate(tqb_result *r, const tqb_ceiling *c)
 
 void tqb_ceiling_line(const tqb_ceiling *c, char *out, size_t n)
 {
-    if (c->gpu)
+    if (c->gpu) {
+        char fma[96] = "";
+        if (c->fma_gflops > 0)
+            snprintf(fma, sizeof fma, "FMA peak %.1f GFLOP/s (%lld threads x %lld rounds), ",
+                     c->fma_gflops, (long long)c->fma_threads, (long long)c->fma_iters);
         snprintf(out, n,
-                 "%s: sgemm %.1f GFLOP/s (%lld^3 through tq_op_matmul), f16 GEMM %.1f GFLOP/s "
+                 "%s: %ssgemm %.1f GFLOP/s (%lld^3 through tq_op_matmul), f16 GEMM %.1f GFLOP/s "
                  "(%lld^3, f16 operands), copy %.1f GB/s",
-                 c->device, c->sgemm_gflops, (long long)c->sgemm_n, c->f16_gflops,
+                 c->device, fma, c->sgemm_gflops, (long long)c->sgemm_n, c->f16_gflops,
                  (long long)c->f16_n, c->mem_gbs);
-    else
+    } else
         snprintf(out, n,
                  "%s: FMA peak %.1f GFLOP/s (%s, %d threads), sgemm %.1f GFLOP/s (%s, %lld^3), "
                  "STREAM triad %.1f GB/s",

@@ -211,6 +211,10 @@ static void json_ceiling(FILE *f, const tqb_ceiling *c)
     if (!c->gpu) {
         knum(f, "fma_gflops", c->fma_gflops);
         kstr(f, ", ", "fma_isa", c->fma_isa);
+    } else if (c->fma_gflops > 0) { /* a backend without the probe has none */
+        knum(f, "fma_gflops", c->fma_gflops);
+        knum(f, "fma_threads", (double)c->fma_threads);
+        knum(f, "fma_iters", (double)c->fma_iters);
     }
     knum(f, "sgemm_gflops", c->sgemm_gflops);
     kstr(f, ", ", "sgemm_engine", c->sgemm_engine);

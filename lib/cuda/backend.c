@@ -279,6 +279,7 @@ const tq_backend TQ_GPU_BACKEND = {
     .timer_name = "device events",
     .timer_begin = gpu_timer_begin,
     .timer_end = gpu_timer_end,
+    .fma_peak = TQ_GPU(fma_peak),
     .ops =
         {
             .matmul = TQ_GPU(matmul),

@@ -117,7 +117,7 @@ typedef struct gpu_block {
 enum {
     K_ADD, K_ADD_ROW, K_SCALE, K_GELU, K_RELU, K_TANH, K_SIGMOID, K_ROWNORM, K_NORMALIZE,
     K_SOFTMAX, K_LAYERNORM, K_GATHER, K_CONVERT, K_MATMUL, K_TOPK, K_ATTENTION,
-    K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED, K_SELECT, K_ABOVE, K_COUNT
+    K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED, K_SELECT, K_ABOVE, K_FMA_PEAK, K_COUNT
 };
 
 typedef struct tq_gpu_ctx {
@@ -186,6 +186,10 @@ tq_status TQ_GPU(rowprod)(void *ctx, void *state, const tq_tensor *db, const tq_
                           float alpha, tq_tensor *out);
 tq_status TQ_GPU(matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                          int trans_b, float alpha, float beta, tq_tensor *c);
+/* peak.c: tq-bench's FMA peak probe (backend.h's fma_peak): one launch of
+ * kernels/cuda/peak.cu, TQ_PEAK_CHAINS chains a thread. */
+#define TQ_PEAK_CHAINS 8
+tq_status TQ_GPU(fma_peak)(void *ctx, tq_tensor *out, int64_t iters, double *flops);
 tq_status TQ_GPU(matmul_kernel)(tq_gpu_ctx *c, const tq_tensor *a, int trans_a, const tq_tensor *b,
                                 int trans_b, float alpha, float beta, tq_tensor *out);
 

@@ -13,6 +13,7 @@ static const char *const kernel_names[K_COUNT] = {
     [K_ATTENTION] = "tq_k_attention", [K_ATTENTION_WEIGHTS] = "tq_k_attention_weights",
     [K_ATTENTION_RECEIVED] = "tq_k_attention_received",
     [K_SELECT] = "tq_k_select", [K_ABOVE] = "tq_k_above",
+    [K_FMA_PEAK] = "tq_k_fma_peak",
 };
 
 const char *TQ_GPU(kernel_name)(int k) { return kernel_names[k]; }

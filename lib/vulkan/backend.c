@@ -166,6 +166,7 @@ const tq_backend tq_backend_vulkan = {
     .timer_name = "timestamp queries",
     .timer_begin = tq_vk_timer_begin,
     .timer_end = tq_vk_timer_end,
+    .fma_peak = tq_vk_fma_peak,
     .ops =
         {
             .matmul = tq_vk_matmul,

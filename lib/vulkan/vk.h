@@ -260,6 +260,8 @@ tq_status tq_vk_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status tq_vk_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
 tq_status tq_vk_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_vk_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);
+/* ops_peak.c: tq-bench's FMA peak probe (not an op) */
+tq_status tq_vk_fma_peak(void *ctx, tq_tensor *out, int64_t iters, double *flops);
 tq_status tq_vk_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status tq_vk_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status tq_vk_attention(void *ctx, const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,

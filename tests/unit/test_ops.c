@@ -2615,6 +2615,48 @@ static double wall(void)
  * outside; the CUDA and Vulkan clocks tick at the host's rate to well
  * within the margin). One refused during a graph recording stays the
  * device's. */
+/* tq-bench's FMA peak probe (not an op): on a GPU, each element of out is
+ * the sum of 8 chains acc = fma(acc, 0.9999, 1e-4) of iters rounds from
+ * j + 1e-3 (i mod 1024), as the host computes them (one round more or less
+ * moves a sum by ~2e-3, far over the tolerance, which allows Vulkan's fma to
+ * be unfused); the flops reported are 2 * 8 * iters a thread, exactly; the
+ * sentinels around out catch a write past it. The CPU has no probe. */
+static void test_fma_peak(void)
+{
+    if (!tq_device_has_fma_peak(dev)) {
+        CHECK(tq_device_backend(dev) == TQ_BACKEND_CPU, "%s: no FMA peak probe", dev_name);
+        return;
+    }
+    const int64_t n = 1000, iters = 37;
+    gt *g = gt_new(TQ_DTYPE_F32, 1, &n, NULL);
+    double flops = -1;
+    tq_status st = tq_device_fma_peak(dev, g->t, iters, &flops);
+    CHECK(st == TQ_OK, "%s: fma_peak: %s", dev_name, tq_errmsg());
+    CHECK(flops == 2.0 * 8 * (double)iters * (double)n, "%s: fma_peak counted %.0f flops, want %.0f",
+          dev_name, flops, 2.0 * 8 * (double)iters * (double)n);
+    float *y = malloc((size_t)n * sizeof *y);
+    gt_get(g, y, "fma_peak");
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++) {
+        float a[8], base = 1e-3f * (float)(i & 1023);
+        for (int j = 0; j < 8; j++)
+            a[j] = base + (float)j;
+        for (int64_t it = 0; it < iters; it++)
+            for (int j = 0; j < 8; j++)
+                a[j] = fmaf(a[j], 0.9999f, 1e-4f);
+        float want = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+        if (!(fabsf(y[i] - want) <= 1e-4f) && !bad++)
+            first = i;
+    }
+    CHECK(bad == 0, "%s: fma_peak: %lld sums differ from the host's, first [%lld] = %.9g",
+          dev_name, (long long)bad, (long long)first, first >= 0 ? (double)y[first] : 0.0);
+    /* bad arguments fail, launching nothing */
+    CHECK(tq_device_fma_peak(dev, g->t, 0, &flops) == TQ_ERR_USAGE && flops == 0,
+          "%s: fma_peak of 0 rounds", dev_name);
+    free(y);
+    gt_free(g);
+}
+
 static void test_timer(void)
 {
     const char *name = tq_device_timer_name(dev);
@@ -2712,6 +2754,7 @@ int main(void)
         test_codetopk();
         test_codescreen();
         test_timer();
+        test_fma_peak();
         tq_device_close(dev);
         /* plain shader variants exist on Vulkan only; the host path is one
          * mechanism for every backend: checked on the first device it serves */
