@@ -459,8 +459,8 @@ assert t == {"cuda:0": "device events", "hip:0": "device events"}, t
 # at the small sizes); each device's ceilings carry an FMA peak by tq's own
 # kernel (4096 threads x 64 rounds), its compute ceiling is that peak
 # ("fma"), the sgemm rate of the same run is under 1.5 times it, and the
-# matmul row (256^3: 43 flops a byte, compute bound on any of these devices)
-# is held to it, by the roofline recomputed here. A GEMM cannot beat the
+# matmul row (256^3: 43 flops a byte) is held to it where the roofline,
+# recomputed here from the run's ceilings, says compute bound. A GEMM cannot beat the
 # FMA units it runs on; the margin only absorbs timing noise on two loaded
 # cores. Measured here: lavapipe FMA peak ~18 GFLOP/s, sgemm ~0.7 (matmul.comp
 # at 256^3 is far from peak); the stand-in's own kernels ~1.1 against ~0.7
@@ -480,9 +480,15 @@ for c in ceil.values():
     print(c["device"], "FMA peak", c["fma_gflops"], "sgemm", c["sgemm_gflops"], file=sys.stderr)
 for r in d["results"]:
     c = ceil[r["device"]]
-    assert r["op"] == "matmul" and r["flops"] / c["fma_gflops"] > r["bytes"] / c["copy_gbs"], (r, c)
-    assert r["unit"] == "GFLOP/s" and r["bound"] == "fma", r
-    assert abs(r["frac"] - r["rate"] / c["fma_gflops"]) <= 1e-3 * r["frac"], (r, c)
+    # the roofline from the ceilings of this run (under the sanitizers the copy
+    # rate is so low that 256^3 can come out bandwidth bound)
+    assert r["op"] == "matmul", r
+    if r["flops"] / c["fma_gflops"] > r["bytes"] / c["copy_gbs"]:
+        assert r["unit"] == "GFLOP/s" and r["bound"] == "fma", r
+        assert abs(r["frac"] - r["rate"] / c["fma_gflops"]) <= 1e-3 * r["frac"], (r, c)
+    else:
+        assert r["unit"] == "GB/s" and r["bound"] == "copy", r
+        assert abs(r["frac"] - r["rate"] / c["copy_gbs"]) <= 1e-3 * r["frac"], (r, c)
 ' "$1"
 }
 
