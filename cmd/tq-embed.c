@@ -16,6 +16,7 @@ enum {
     OPT_ID_FIELD,
     OPT_BATCH,
     OPT_DTYPE,
+    OPT_PRECISION,
     OPT_MAX_LINE,
     OPT_ON_EMPTY,
     OPT_ON_INVALID,
@@ -35,7 +36,9 @@ static void help(void)
         "standard input), into a TQ stream of batches of \"key\" and \"emb\" [n, dim].\n\n"
         "Model:\n"
         "  -m, --model SPEC      hash:DIM (feature hashing, DIM 1..65536), a fastText\n"
-        "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n\n"
+        "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n"
+        "      --precision P     a model folder's products: f32, bf16 or f16 (bf16/f16\n"
+        "                        on CUDA and HIP devices; elsewhere f32, said under -v)\n\n"
         "Input (default: plain lines; keys are the line numbers from 0, as i64):\n"
         "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
         "      --jsonl           lines are JSON objects; the text is member --field\n"
@@ -264,6 +267,7 @@ int main(int argc, char **argv)
              1024, TQ_DTYPE_F32};
     const char *model = "hash:384";
     int field_set = 0;
+    tq_dtype precision = TQ_DTYPE_F32;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -273,6 +277,7 @@ int main(int argc, char **argv)
         {"id-field", required_argument, NULL, OPT_ID_FIELD},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {"max-line", required_argument, NULL, OPT_MAX_LINE},
         {"on-empty", required_argument, NULL, OPT_ON_EMPTY},
         {"on-invalid", required_argument, NULL, OPT_ON_INVALID},
@@ -306,6 +311,9 @@ int main(int argc, char **argv)
         case OPT_DTYPE:
             c.dtype = dtypes[pick(&t, "--dtype", optarg, dtype_names)];
             break;
+        case OPT_PRECISION:
+            precision = dtypes[pick(&t, "--precision", optarg, dtype_names)];
+            break;
         case OPT_MAX_LINE:
             c.max_line = (size_t)count_arg(&t, "--max-line", optarg, 1, (int64_t)1 << 30);
             break;
@@ -338,10 +346,13 @@ int main(int argc, char **argv)
      * plain CPU code and ignore it. */
     tq_device *dev = NULL;
     tq_status st = tq_device_open(t.device, &dev);
+    char note[256];
     if (!st)
-        st = tq_embedder_open(model, dev, &s.e);
+        st = tq_embedder_open_prec(model, dev, precision, note, sizeof note, &s.e);
     if (st)
         tq_tool_fail(&t, st);
+    if (note[0])
+        tq_tool_log(&t, TQ_LOG_INFO, "%s", note);
     for (int i = 0; i < nfiles; i++) { /* every input must open before any output */
         tq_lines *r;
         if (strcmp(files[i], "-") && (st = tq_lines_open(&r, files[i], 1)))

@@ -177,7 +177,7 @@ static void close_bert(tq_embedder *e)
 
 static const tq_embedder_ops bert_ops = {run, close_bert};
 
-tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_embedder **out)
+tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq_embedder **out)
 {
     if (!dev)
         return tq_fail(TQ_ERR_USAGE, "%s: a BERT model needs a device", path);
@@ -209,6 +209,7 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_embedder **out
         close_bert(&be->base);
         return st;
     }
+    cfg.prec = prec;
     st = tq_bert_model_load(&cfg, dev, &be->m);
     if (st) {
         close_bert(&be->base);

@@ -16,6 +16,10 @@ typedef struct bert_config {
     int normalize;      /* an L2 Normalize module follows the pooling */
     tq_wordpiece_opts wp;
     char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
+    /* the layers' product operands (weights and the activations they
+     * multiply): f32, or bf16/f16 where the device's GEMM takes them
+     * natively (bert.c decides) */
+    tq_dtype prec;
 } bert_config;
 
 /* One encoder layer, weights as PyTorch's Linear stores them (y = x W^T + b):

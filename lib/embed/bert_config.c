@@ -240,6 +240,7 @@ static tq_status tokenizer(bert_config *c)
 tq_status tq_bert_config_load(const char *folder, bert_config *c)
 {
     memset(c, 0, sizeof *c);
+    c->prec = TQ_DTYPE_F32;
     char *pool_dir = NULL;
     tq_status st = modules(folder, c, &pool_dir);
     if (!st)

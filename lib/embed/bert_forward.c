@@ -11,13 +11,17 @@
 typedef struct scratch {
     tq_tensor *x, *x3, *tmp, *x1, *attn, *ctx, *mid, *key_len, *idx, *pidx;
     tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
+    /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
+     * products take them (NULL in f32) */
+    tq_tensor *xl, *ctxl, *x1l, *midl;
 } scratch;
 
 static void scratch_free(scratch *s)
 {
     /* views before their parents */
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->ctx, s->mid, s->key_len,
-                        s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx};
+                        s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
+                        s->xl, s->ctxl, s->x1l, s->midl};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
     memset(s, 0, sizeof *s);
@@ -71,35 +75,52 @@ static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor
     return tq_tensor_new(dev, TQ_DTYPE_F32, 3, d, t);
 }
 
+/* A product's left operand: x itself in f32, or x converted into lp, the
+ * weights' dtype (rounded to nearest even, as the weights were). */
+static tq_status operand(const tq_tensor *x, tq_tensor *lp, const tq_tensor **use)
+{
+    *use = x;
+    if (!lp)
+        return TQ_OK;
+    *use = lp;
+    return tq_op_convert(x, lp);
+}
+
 /* Self-attention of every document over its own real tokens; the output
  * projection without its bias (layer() adds it). */
 static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
 {
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
+    const tq_tensor *x, *ctx;
     tq_status st;
-    if ((st = tq_op_matmul(s->x, 0, L->wq, 1, 1, 0, s->q)) ||
+    if ((st = operand(s->x, s->xl, &x)) ||
+        (st = tq_op_matmul(x, 0, L->wq, 1, 1, 0, s->q)) ||
         (st = tq_op_add(s->q, L->bq, s->q)) ||
-        (st = tq_op_matmul(s->x, 0, L->wk, 1, 1, 0, s->k)) ||
+        (st = tq_op_matmul(x, 0, L->wk, 1, 1, 0, s->k)) ||
         (st = tq_op_add(s->k, L->bk, s->k)) ||
-        (st = tq_op_matmul(s->x, 0, L->wv, 1, 1, 0, s->v)) ||
+        (st = tq_op_matmul(x, 0, L->wv, 1, 1, 0, s->v)) ||
         (st = tq_op_add(s->v, L->bv, s->v)) ||
-        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)))
+        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)) ||
+        (st = operand(s->ctx, s->ctxl, &ctx)))
         return st;
-    return tq_op_matmul(s->ctx, 0, L->wo, 1, 1, 0, s->attn);
+    return tq_op_matmul(ctx, 0, L->wo, 1, 1, 0, s->attn);
 }
 
 static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
 {
     float eps = (float)m->cfg.eps;
+    const tq_tensor *x1, *mid;
     tq_status st;
     if ((st = attention(m, L, s)) ||
         (st = tq_op_add(s->attn, L->bo, s->attn)) ||
         (st = tq_op_add(s->attn, s->x3, s->x1)) ||
         (st = tq_op_layernorm(s->x1, L->ln1_g, L->ln1_b, eps, s->x1)) ||
-        (st = tq_op_matmul(s->x1, 0, L->wi, 1, 1, 0, s->mid)) ||
+        (st = operand(s->x1, s->x1l, &x1)) ||
+        (st = tq_op_matmul(x1, 0, L->wi, 1, 1, 0, s->mid)) ||
         (st = tq_op_add(s->mid, L->bi, s->mid)) ||
         (st = tq_op_gelu(s->mid, s->mid)) ||
-        (st = tq_op_matmul(s->mid, 0, L->wo2, 1, 1, 0, s->attn)) ||
+        (st = operand(s->mid, s->midl, &mid)) ||
+        (st = tq_op_matmul(mid, 0, L->wo2, 1, 1, 0, s->attn)) ||
         (st = tq_op_add(s->attn, L->bo2, s->attn)) ||
         (st = tq_op_add(s->attn, s->x1, s->x3)) ||
         (st = tq_op_layernorm(s->x3, L->ln2_g, L->ln2_b, eps, s->x3)))
@@ -127,6 +148,15 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
         (st = tq_tensor_view(s->k, 0, TQ_DTYPE_F32, 3, d3, &s->k3)) ||
         (st = tq_tensor_view(s->v, 0, TQ_DTYPE_F32, 3, d3, &s->v3)))
         return st;
+    tq_dtype lp = m->cfg.prec;
+    if (lp != TQ_DTYPE_F32) {
+        int64_t di[3] = {b, len, m->cfg.inter};
+        if ((st = tq_tensor_new(dev, lp, 2, d2, &s->xl)) ||
+            (st = tq_tensor_new(dev, lp, 3, d3, &s->ctxl)) ||
+            (st = tq_tensor_new(dev, lp, 3, d3, &s->x1l)) ||
+            (st = tq_tensor_new(dev, lp, 3, di, &s->midl)))
+            return st;
+    }
     return tq_tensor_new(dev, TQ_DTYPE_I64, 1, &b, &s->key_len);
 }
 

@@ -54,25 +54,52 @@ static tq_status mat(loader *l, const char *name, int64_t r, int64_t c, tq_tenso
     return tensor(l, name, 2, d, t);
 }
 
+/* A layer's weight matrix in the products' precision (cfg->prec): rounded
+ * to nearest even on the host, as tq_op_convert would. */
+static tq_status mat_lp(loader *l, tq_dtype prec, const char *name, int64_t r, int64_t c,
+                        tq_tensor **t)
+{
+    if (prec == TQ_DTYPE_F32)
+        return mat(l, name, r, c, t);
+    int64_t d[2] = {r, c};
+    float *w = NULL;
+    uint16_t *h = NULL;
+    tq_status st = host(l, name, 2, d, &w);
+    size_t n = (size_t)(r * c);
+    if (!st && !(h = malloc(n ? n * 2 : 2)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    if (!st)
+        st = tq_convert(prec, h, TQ_DTYPE_F32, w, n, 0);
+    if (!st)
+        st = tq_tensor_new(l->dev, prec, 2, d, t);
+    if (!st)
+        st = tq_tensor_upload(*t, h, n * 2);
+    if (!st)
+        tq_tensor_set_constant(*t);
+    free(w);
+    free(h);
+    return st;
+}
+
 static tq_status layer(loader *l, const bert_config *c, int64_t li, bert_layer *L)
 {
     int64_t H = c->hidden, I = c->inter;
     tq_status st;
     char n[160];
 #define NAME(s) (snprintf(n, sizeof n, "encoder.layer.%lld." s, (long long)li), n)
-    if ((st = mat(l, NAME("attention.self.query.weight"), H, H, &L->wq)) ||
+    if ((st = mat_lp(l, c->prec, NAME("attention.self.query.weight"), H, H, &L->wq)) ||
         (st = vec(l, NAME("attention.self.query.bias"), H, &L->bq)) ||
-        (st = mat(l, NAME("attention.self.key.weight"), H, H, &L->wk)) ||
+        (st = mat_lp(l, c->prec, NAME("attention.self.key.weight"), H, H, &L->wk)) ||
         (st = vec(l, NAME("attention.self.key.bias"), H, &L->bk)) ||
-        (st = mat(l, NAME("attention.self.value.weight"), H, H, &L->wv)) ||
+        (st = mat_lp(l, c->prec, NAME("attention.self.value.weight"), H, H, &L->wv)) ||
         (st = vec(l, NAME("attention.self.value.bias"), H, &L->bv)) ||
-        (st = mat(l, NAME("attention.output.dense.weight"), H, H, &L->wo)) ||
+        (st = mat_lp(l, c->prec, NAME("attention.output.dense.weight"), H, H, &L->wo)) ||
         (st = vec(l, NAME("attention.output.dense.bias"), H, &L->bo)) ||
         (st = vec(l, NAME("attention.output.LayerNorm.weight"), H, &L->ln1_g)) ||
         (st = vec(l, NAME("attention.output.LayerNorm.bias"), H, &L->ln1_b)) ||
-        (st = mat(l, NAME("intermediate.dense.weight"), I, H, &L->wi)) ||
+        (st = mat_lp(l, c->prec, NAME("intermediate.dense.weight"), I, H, &L->wi)) ||
         (st = vec(l, NAME("intermediate.dense.bias"), I, &L->bi)) ||
-        (st = mat(l, NAME("output.dense.weight"), H, I, &L->wo2)) ||
+        (st = mat_lp(l, c->prec, NAME("output.dense.weight"), H, I, &L->wo2)) ||
         (st = vec(l, NAME("output.dense.bias"), H, &L->bo2)) ||
         (st = vec(l, NAME("output.LayerNorm.weight"), H, &L->ln2_g)) ||
         (st = vec(l, NAME("output.LayerNorm.bias"), H, &L->ln2_b)))

@@ -25,6 +25,12 @@ struct tq_embedder {
  * word vectors in text form (.vec); or a sentence-transformers model folder.
  * dev is where numeric work runs (may be NULL for embedders without any). */
 tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e);
+/* The same with the precision of the products' operands (f32, bf16, f16),
+ * for the embedders that have products (BERT): taken where the device's GEMM
+ * multiplies that dtype itself (a CUDA or HIP device: its tensor cores),
+ * else f32, with why in note (for -v; "" when taken). */
+tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec, char *note,
+                                size_t note_n, tq_embedder **e);
 static inline int64_t tq_embedder_dim(const tq_embedder *e) { return e->dim; }
 static inline tq_status tq_embedder_run(tq_embedder *e, int64_t n, const char *const *text,
                                         const size_t *len, float *out)
@@ -37,6 +43,6 @@ void tq_embedder_close(tq_embedder *e);
 tq_status tq_embed_hash_open(const char *args, tq_embedder **e);
 tq_status tq_embed_fasttext_open(const char *path, tq_embedder **e);
 tq_status tq_embed_vec_open(const char *path, tq_embedder **e);
-tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_embedder **e);
+tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq_embedder **e);
 
 #endif
