@@ -31,12 +31,13 @@ tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec,
     struct stat sb;
     int folder = spec && *spec && !stat(spec, &sb) && S_ISDIR(sb.st_mode);
     if (prec != TQ_DTYPE_F32 && !native_low_precision(dev)) {
+        int cpu = !dev || tq_device_backend(dev) == TQ_BACKEND_CPU;
         if (note && note_n && folder) /* the other embedders have no products */
             snprintf(note, note_n,
                      "--precision %s: f32 products on %s (bf16 and f16 products run on CUDA "
-                     "and HIP devices' tensor cores; this version has no AVX512-BF16 or AMX "
-                     "kernel)",
-                     tq_dtype_name(prec), dev ? tq_device_name(dev) : "cpu");
+                     "and HIP devices' tensor cores; this version has no %s)",
+                     tq_dtype_name(prec), dev ? tq_device_name(dev) : "cpu",
+                     cpu ? "AVX512-BF16 or AMX kernel" : "16-bit shader product");
         prec = TQ_DTYPE_F32;
     }
     if (!spec || !*spec)

@@ -81,3 +81,14 @@ open("kv.tq", "wb").write(tq.array_frame("keys", x) + tq.array_frame("vals", x))
     comp 2 tq-score --emb ""
     [ "${#COMPREPLY[@]}" -eq 0 ]
 }
+
+@test "completion: --precision offers the values tq-embed takes" {
+    comp 2 tq-embed --precision ""
+    [ "${COMPREPLY[*]}" = "f32 bf16 f16" ]
+    for p in "${COMPREPLY[@]}"; do
+        run -0 tq-embed --precision "$p" -o out.tq /dev/null
+    done
+    run -2 tq-embed --precision int8 -o out.tq /dev/null
+    comp 2 tq-embed --precision b
+    [ "${COMPREPLY[*]}" = bf16 ]
+}

@@ -118,6 +118,49 @@ needs_gpu() {
     done
 }
 
+# tq-embed --precision bf16/f16 (tq-embed.1): on CUDA and HIP the layers'
+# weights and each product's left operand are rounded to bf16 (8 significant
+# bits) or f16 (11), the sums stay f32. The man page promises cosine >= 0.999
+# with the f32 rows: a relative error e of a row costs about e^2/2 of cosine,
+# so 0.999 allows e near 0.04, some ten times what bf16 rounding through the
+# layers gives (measured: 0.99999 bf16, 0.9999999 f16 on this model, 0.99998
+# bf16 on all-MiniLM-L6-v2); a wrong operand, weight or row is far below (two
+# different lines of this model score under 0.85).
+@test "tq-embed -m FOLDER --device cuda/hip --precision bf16 and f16: within cosine 0.999 of the CPU's f32 rows; bf16/f16 GEMMs, no fallback note" {
+    needs_gpu
+    needs_numpy
+    T="$BATS_TEST_TMPDIR"
+    py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
+    printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
+        "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
+    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    # the model's 2 layers make 6 products each (q, k, v, output, intermediate,
+    # output): 24 GEMMs over the 2 batches of 3 and 2 lines
+    for b in $(built_backends); do
+        for p in f32 bf16 f16; do
+            run --separate-stderr env TQ_STANDIN_QUIET=0 TQ_STANDIN_TRACE_GEMM=1 \
+                tq-embed -v -m "$T/m" --device "$b" --batch 3 --precision "$p" -o "$T/$b.$p.tq" "$T/in.txt"
+            assert_success
+            [[ "$stderr" != *"f32 products on"* ]] || fail "$b $p: a fallback note: $stderr"
+            tq-cat -t tsv --name emb "$T/$b.$p.tq" | tail -n +2 | tr '\t' ' ' > "$T/$b.$p.txt"
+            [ "$(wc -l < "$T/$b.$p.txt")" -eq 5 ]
+            run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.$p.txt" 0.999
+            assert_success
+            # the stand-in's BLAS sees the operands' own types (a real GPU's
+            # tensor-core GEMM), not f32 copies; f32 asks for no 16-bit GEMM
+            if [ "${TQ_GPU_REAL:-}" != 1 ] && tq-cat --list-devices | grep -q "^$b:0 .*BLAS"; then
+                [ "$(grep -c "tq-standin: gemm $p x $p -> f32" <<< "$stderr")" -eq 24 ] ||
+                    fail "$b $p: not 24 $p x $p GEMMs: $stderr"
+                if [ "$p" = f32 ]; then
+                    [ "$(grep -cE "tq-standin: gemm (bf16|f16) " <<< "$stderr")" -eq 0 ] ||
+                        fail "$b f32: a 16-bit GEMM: $stderr"
+                fi
+            fi
+        done
+    done
+}
+
 # CUDA and HIP graphs: tq-embed records its encoder's layers once per batch
 # shape and replays them for later batches of that shape; the replay runs the
 # same kernels on the same tensors, so the bytes equal those of the ops run

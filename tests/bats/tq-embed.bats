@@ -293,6 +293,43 @@ assert (got == want).all()
 EOF
 }
 
+# --precision bf16/f16 rounds a model folder's products on CUDA and HIP only
+# (gpu.bats holds those to the man page's bound); on the CPU the products stay
+# f32, so the bytes are f32's and -v says so once. Embedders without products
+# (hash:, fastText) take the option and say nothing.
+@test "--precision bf16/f16 on the CPU: f32's bytes and one -v note; hash: ignores it; int8 is exit 2" {
+    "$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed (make_bert.py needs it)"
+    py "$TESTS_DIR/lib/make_bert.py" m --pool mean --normalize --max-seq 32 --seed 11
+    stress_texts > docs.txt
+    tq-embed -m m --device cpu --batch 7 -o f32.tq docs.txt
+    for p in bf16 f16; do
+        run --separate-stderr tq-embed -v -m m --device cpu --batch 7 --precision "$p" -o "$p.tq" docs.txt
+        assert_success
+        cmp f32.tq "$p.tq"
+        [ "$(grep -c -- "--precision $p: f32 products on cpu" <<< "$stderr")" -eq 1 ] ||
+            fail "$p: not one fallback note: $stderr"
+        run --separate-stderr tq-embed -m m --device cpu --precision "$p" -o q.tq docs.txt
+        assert_success
+        [ -z "$stderr" ] || fail "$p: stderr without -v: $stderr"
+    done
+    # f32 asked for: nothing to say
+    run --separate-stderr tq-embed -v -m m --device cpu --batch 7 --precision f32 -o p32.tq docs.txt
+    assert_success
+    cmp f32.tq p32.tq
+    [[ "$stderr" != *"f32 products"* ]] || fail "a note for f32: $stderr"
+    # hash: no products: the same bytes, no note
+    tq-embed -m hash:64 -o h32.tq docs.txt
+    run --separate-stderr tq-embed -v -m hash:64 --precision bf16 -o h16.tq docs.txt
+    assert_success
+    cmp h32.tq h16.tq
+    [[ "$stderr" != *"precision"* ]] || fail "a note for hash: $stderr"
+    # not a choice: a usage error, one line, no output
+    run -2 --separate-stderr tq-embed -m m --precision int8 -o i.tq docs.txt
+    [ "$stderr" = "tq-embed: error: --precision does not know 'int8'; see 'tq-embed --help'" ] ||
+        fail "int8: $stderr"
+    [ ! -e i.tq ]
+}
+
 @test "the thread count does not change a byte of the output" {
     stress_texts > docs.txt
     for i in 1 2 3 4 5 6 7 8; do cat docs.txt; done > big.txt
