@@ -1946,8 +1946,10 @@ static void test_builtin_direct(const char *kernel)
 }
 
 /* The CPU's GELU claims more than the NMSE of the suite: each element within
- * 2 ulp of the exact value (0.5 x erfc(-x / sqrt 2) in double), also in the
- * negative tail where the result is tiny, down to the smallest subnormals. */
+ * 4 units of 2^-23 relative of the exact value (0.5 x erfc(-x / sqrt 2) in
+ * double; gelu.c's f32 way measured at most 2.73 over every f32 of
+ * [-16, 16]; its double way within 1), also in the negative tail where the
+ * result is tiny, down to the smallest subnormals. */
 static void test_gelu_ulp(void)
 {
     int64_t n = 200001;
@@ -1960,11 +1962,26 @@ static void test_gelu_ulp(void)
     int64_t bad = 0, at = 0;
     for (int64_t i = 0; i < n; i++) {
         double ref = 0.5 * x[i] * erfc(-x[i] / sqrt(2.0));
-        if (!(fabs(y[i] - ref) <= 0x1p-23 * fabs(ref) + 0x1p-149) && !bad++)
+        if (!(fabs(y[i] - ref) <= 0x1p-21 * fabs(ref) + 0x1p-149) && !bad++)
             at = i;
     }
-    CHECK(bad == 0, "cpu gelu: %lld values off by more than 2 ulp, first gelu(%.9g) = %.9g, exact %.9g",
+    CHECK(bad == 0, "cpu gelu: %lld values off by more than 4 units of 2^-23, first gelu(%.9g) = %.9g, exact %.9g",
           (long long)bad, x[at], y[at], 0.5 * x[at] * erfc(-x[at] / sqrt(2.0)));
+    /* which way an element takes is its value's (x < -12.5 here takes the
+     * double way): the same bytes on one thread and starting 3 elements on,
+     * where every group of 8 holds other neighbours */
+    int64_t n3 = n - 3;
+    float *y3 = malloc((size_t)n3 * 4);
+    int threads = tq_threads_get();
+    tq_threads_set(1);
+    gt *gx3 = gt_new(TQ_DTYPE_F32, 1, &n3, x + 3), *gy3 = gt_new(TQ_DTYPE_F32, 1, &n3, NULL);
+    CHECK(tq_op_gelu(gx3->t, gy3->t) == TQ_OK, "gelu: %s", tq_errmsg());
+    gt_get(gy3, y3, "gelu offset");
+    tq_threads_set(threads);
+    CHECK(!memcmp(y3, y + 3, (size_t)n3 * 4), "cpu gelu: other bytes on one thread from element 3");
+    gt_free(gx3);
+    gt_free(gy3);
+    free(y3);
     gt_free(gx);
     gt_free(gy);
     free(x);
