@@ -35,6 +35,18 @@ static tq_status host(loader *l, const char *name, int rank, const int64_t *dims
 
 static tq_status tensor(loader *l, const char *name, int rank, const int64_t *dims, tq_tensor **t)
 {
+    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU) {
+        /* straight from the file's map into the tensor: a copy of the model
+         * fewer (~90 MB of page faults: a third of a small run's start-up) */
+        char full[256];
+        snprintf(full, sizeof full, "%s%s", l->prefix, name);
+        tq_status st = tq_tensor_new(l->dev, TQ_DTYPE_F32, rank, dims, t);
+        if (!st)
+            st = tq_st_read_f32_to(l->st, full, rank, dims, tq_tensor_host(*t));
+        if (!st)
+            tq_tensor_set_constant(*t);
+        return st;
+    }
     float *w = NULL;
     tq_status st = host(l, name, rank, dims, &w);
     if (!st)

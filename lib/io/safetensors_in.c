@@ -180,8 +180,8 @@ static const st_entry *find(const tq_st_file *f, const char *name)
 
 int tq_st_has(const tq_st_file *f, const char *name) { return find(f, name) != NULL; }
 
-tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
-                         float **out)
+tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                            float *w)
 {
     const st_entry *e = find(f, name);
     if (!e)
@@ -204,27 +204,35 @@ tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank, const 
         return tq_fail(TQ_ERR_DATA, "%s: tensor \"%s\": dtype %s is not a float weight type",
                        f->path, name, tq_dtype_name(e->dtype));
     size_t n = (size_t)((e->end - e->begin) / tq_dtype_size(e->dtype));
-    float *w = malloc(n ? n * sizeof *w : 1);
-    if (!w)
-        return tq_fail(TQ_ERR_NOMEM, "%s: out of memory for \"%s\"", f->path, name);
     /* The map gives no alignment guarantee for the data: convert from a copy
      * when it is misaligned, so that no unaligned access reaches tq_convert. */
     const unsigned char *src = f->map + e->begin;
     void *tmp = NULL;
     if ((uintptr_t)src % tq_dtype_size(e->dtype)) {
         tmp = malloc(e->end - e->begin + 1);
-        if (!tmp) {
-            free(w);
+        if (!tmp)
             return tq_fail(TQ_ERR_NOMEM, "%s: out of memory for \"%s\"", f->path, name);
-        }
         memcpy(tmp, src, e->end - e->begin);
         src = tmp;
     }
     tq_status st = tq_convert(TQ_DTYPE_F32, w, e->dtype, src, n, 0);
     free(tmp);
+    return st ? tq_fail_context(st, "%s: tensor \"%s\"", f->path, name) : TQ_OK;
+}
+
+tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                         float **out)
+{
+    size_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    float *w = malloc(n ? n * sizeof *w : 1);
+    if (!w)
+        return tq_fail(TQ_ERR_NOMEM, "%s: out of memory for \"%s\"", f->path, name);
+    tq_status st = tq_st_read_f32_to(f, name, rank, dims, w);
     if (st) {
         free(w);
-        return tq_fail_context(st, "%s: tensor \"%s\"", f->path, name);
+        return st;
     }
     *out = w;
     return TQ_OK;

@@ -18,5 +18,9 @@ int tq_st_has(const tq_st_file *f, const char *name);
  * be exactly dims[0..rank). F32, F16 and BF16 tensors are accepted. */
 tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank,
                          const int64_t *dims, float **out);
+/* The same into w, room for the shape's elements (a CPU tensor's own memory:
+ * no copy of the weights in between). */
+tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank,
+                            const int64_t *dims, float *w);
 
 #endif
