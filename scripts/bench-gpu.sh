@@ -12,7 +12,9 @@
 #   attention  tq-bench's attention op at n = ATT (8 heads of 64, f32) against
 #              scaled_dot_product_attention
 #   BERT       tq-embed all-MiniLM-L6-v2 sentences/s on the GPU, with graphs
-#              and with TQ_GRAPHS=0, against sentence-transformers' encode()
+#              and with TQ_GRAPHS=0, against sentence-transformers' encode();
+#              then --precision bf16 and f16 (tensor-core products on CUDA/HIP)
+#              with the smallest cosine of their rows to the f32 ones
 # Sizes: TQ_BENCH_GPU_N (4096), TQ_BENCH_GPU_Q (10000), TQ_BENCH_GPU_DB
 # (1000000), TQ_BENCH_GPU_ATT (16384), TQ_BENCH_GPU_SENTENCES (2000).
 # TQ_BENCH_GPU_PY: a Python whose PyTorch runs on the GPU (default
@@ -116,7 +118,25 @@ for dev in $devs; do
         best="$best $(/usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / float(sys.argv[2])))' "$NSENT" "$b")"
     done
     read -r with_g without_g <<< "$best"
-    line="GPU $dev BERT all-MiniLM-L6-v2, $NSENT sentences: tq-embed $with_g/s with graphs, $without_g/s without (whole process)"
+    # --precision bf16 and f16 (graphs on), best of 3, and how close to f32
+    "$BIN/tq-embed" --device "$dev" -m "$model" "$work/sent.txt" > "$work/f32.tq"
+    lowp=""
+    for p in bf16 f16; do
+        b=""
+        for _ in 1 2 3; do
+            t0=$(date +%s.%N)
+            "$BIN/tq-embed" --device "$dev" --precision "$p" -m "$model" "$work/sent.txt" > "$work/$p.tq"
+            t1=$(date +%s.%N)
+            b=$(/usr/bin/python3 -c 'import sys; t = float(sys.argv[2]) - float(sys.argv[1]); b = sys.argv[3]; print(min(t, float(b)) if b else t)' "$t0" "$t1" "$b")
+        done
+        cos=$(PYTHONPATH="$root/tests/lib" /usr/bin/python3 -c 'import sys, numpy as np, tqstream as t
+a, b = [np.concatenate([t.to_numpy(f) for f in t.read(open(p, "rb").read())
+                        if f["dtype"] == "f32" and len(f["dims"]) == 2]) for p in sys.argv[1:3]]
+print("%.6f" % ((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())' \
+            "$work/f32.tq" "$work/$p.tq")
+        lowp="$lowp, --precision $p $(/usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / float(sys.argv[2])))' "$NSENT" "$b")/s (min cosine to f32 $cos)"
+    done
+    line="GPU $dev BERT all-MiniLM-L6-v2, $NSENT sentences: tq-embed $with_g/s with graphs, $without_g/s without (whole process)$lowp"
     if [ "$torch_ok" = 1 ] && [ -z "$(py_why "$PY" sentence_transformers)" ]; then
         s=$("$PY" "$TORCH" st "$index" "$model" "$work/sent.txt")
         line="$line; sentence-transformers $s/s (ratio $(ratio "$with_g" "$s"))"
