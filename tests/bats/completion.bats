@@ -27,16 +27,21 @@ comp() {
 }
 
 @test "completion: every tool is registered, its options come from its --help" {
-    for tool in tq-cat tq-embed tq-simmat tq-attend tq-score; do
+    # every tool make install installs the file for (cmd/tq-*.c)
+    for src in "$ROOT_DIR"/cmd/tq-*.c; do
+        tool=$(basename "$src" .c)
         complete -p "$tool" > /dev/null
         comp 1 "$tool" --
-        # every long option --help lists (before its examples) is offered
-        want=$("$tool" --help | sed '/^Examples:/,$d' | grep -oE '(^|[ ,])--[a-z][-a-z]*' | tr -d ' ,' | sort -u)
+        # every long option --help lists (before its examples) is offered,
+        # digits too (--l2, --beta1)
+        want=$("$tool" --help | sed '/^Examples:/,$d' | grep -oE '(^|[ ,])--[a-z][-a-z0-9]*' | tr -d ' ,' | sort -u)
         got=$(printf '%s\n' "${COMPREPLY[@]}" | grep '^--' | sort -u)
         [ "$got" = "$want" ] || { echo "$tool: got [$got] want [$want]"; return 1; }
     done
     comp 1 tq-simmat --me
     [ "${COMPREPLY[*]}" = "--merge --metric" ]
+    comp 1 tq-train --beta
+    [ "${COMPREPLY[*]}" = "--beta1 --beta2" ]
     comp 2 tq-simmat --metric ""
     [ "${COMPREPLY[*]}" = "cosine dot l2" ]
     # files where a file goes: -o, --db, and the arguments
