@@ -25,12 +25,18 @@ static tq_status put(loader *l, const float *w, int rank, const int64_t *dims, t
     return st;
 }
 
+/* NAME as the file spells it ("bert." or nothing before it) */
+static const char *prefixed(const loader *l, const char *name, char full[256])
+{
+    snprintf(full, 256, "%s%s", l->prefix, name);
+    return full;
+}
+
 /* Reads NAME (prefixed) of the given shape into host memory. */
 static tq_status host(loader *l, const char *name, int rank, const int64_t *dims, float **w)
 {
     char full[256];
-    snprintf(full, sizeof full, "%s%s", l->prefix, name);
-    return tq_st_read_f32(l->st, full, rank, dims, w);
+    return tq_st_read_f32(l->st, prefixed(l, name, full), rank, dims, w);
 }
 
 static tq_status tensor(loader *l, const char *name, int rank, const int64_t *dims, tq_tensor **t)
@@ -39,10 +45,10 @@ static tq_status tensor(loader *l, const char *name, int rank, const int64_t *di
         /* straight from the file's map into the tensor: a copy of the model
          * fewer (~90 MB of page faults: a third of a small run's start-up) */
         char full[256];
-        snprintf(full, sizeof full, "%s%s", l->prefix, name);
         tq_status st = tq_tensor_new(l->dev, TQ_DTYPE_F32, rank, dims, t);
         if (!st)
-            st = tq_st_read_f32_to(l->st, full, rank, dims, tq_tensor_host(*t));
+            st = tq_st_read_f32_to(l->st, prefixed(l, name, full), rank, dims,
+                                   tq_tensor_host(*t));
         if (!st)
             tq_tensor_set_constant(*t);
         return st;
