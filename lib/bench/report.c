@@ -137,6 +137,26 @@ static void csv(FILE *f, const tqb_report *r, const tqb_kv *kv, int nkv)
     }
 }
 
+/* The context values under key as JSON members "NAME": "REST", each value
+ * split at its first sep (NAME cut to 255 bytes; no sep: all NAME). */
+static void json_pairs(FILE *f, const tqb_kv *kv, int nkv, const char *key, const char *sep)
+{
+    int first = 1;
+    for (int i = 0; i < nkv; i++) {
+        if (strcmp(kv[i].key, key))
+            continue;
+        const char *at = strstr(kv[i].val, sep);
+        size_t l = at ? (size_t)(at - kv[i].val) : strlen(kv[i].val);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(l < 255 ? l : 255), kv[i].val);
+        fputs(first ? "" : ", ", f);
+        first = 0;
+        tqb_json_str(f, name);
+        fputs(": ", f);
+        tqb_json_str(f, at ? at + strlen(sep) : "");
+    }
+}
+
 static void json_context(FILE *f, const tqb_kv *kv, int nkv)
 {
     fputc('{', f);
@@ -162,33 +182,9 @@ static void json_context(FILE *f, const tqb_kv *kv, int nkv)
     /* "timers": {"cpu": "host clock", "vulkan:0": "timestamp queries"}; a
      * device's name has no ": " in it */
     fputs("], \"timers\": {", f);
-    first = 1;
-    for (int i = 0; i < nkv; i++)
-        if (!strcmp(kv[i].key, "timer")) {
-            const char *sep = strstr(kv[i].val, ": ");
-            int l = sep ? (int)(sep - kv[i].val) : (int)strlen(kv[i].val);
-            char name[64];
-            snprintf(name, sizeof name, "%.*s", l < 63 ? l : 63, kv[i].val);
-            fputs(first ? "" : ", ", f);
-            first = 0;
-            tqb_json_str(f, name);
-            fputs(": ", f);
-            tqb_json_str(f, sep ? sep + 2 : "");
-        }
+    json_pairs(f, kv, nkv, "timer", ": ");
     fputs("}, \"env\": {", f);
-    first = 1;
-    for (int i = 0; i < nkv; i++)
-        if (!strcmp(kv[i].key, "env")) {
-            char name[256];
-            const char *eq = strchr(kv[i].val, '=');
-            size_t l = eq ? (size_t)(eq - kv[i].val) : strlen(kv[i].val);
-            snprintf(name, sizeof name, "%.*s", (int)(l < 255 ? l : 255), kv[i].val);
-            fputs(first ? "" : ", ", f);
-            first = 0;
-            tqb_json_str(f, name);
-            fputs(": ", f);
-            tqb_json_str(f, eq ? eq + 1 : "");
-        }
+    json_pairs(f, kv, nkv, "env", "=");
     fputs("}}", f);
 }
 
