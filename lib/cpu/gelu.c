@@ -8,7 +8,7 @@
  *    three products);
  *  - the baseline build, and x below -12.5 (or NaN) everywhere: branch-free
  *    double arithmetic that the compiler vectorizes, to about 1e-10 relative
- *    before the final rounding (~3.5 ns an element).
+ *    before the final rounding (~3.5 ns an element as AVX2 code).
  * Which way an element takes depends on its value alone, never on where the
  * threads' ranges fall, so the bytes do not depend on the thread count. */
 #include "../internal.h"
