@@ -157,6 +157,16 @@ void TQ_GPU(arg)(gpu_args *a, const void *v, size_t n);
 tq_status TQ_GPU(launch)(tq_gpu_ctx *c, int kernel, unsigned gx, unsigned gy, unsigned gz,
                          unsigned block, unsigned shared, gpu_args *a);
 /* A device pointer to a tensor's first byte: a tensor's buf is its block. */
+/* The grid-stride kernels of kernels/cuda/ (elementwise ops, the FMA probe):
+ * GPU_BLOCK threads a block, a block per GPU_BLOCK elements up to GPU_GRID_CAP
+ * blocks (enough to fill any GPU; the threads then stride). */
+#define GPU_BLOCK 256u
+#define GPU_GRID_CAP (1u << 20)
+static inline unsigned gpu_stride_grid(uint64_t n)
+{
+    uint64_t g = (n + GPU_BLOCK - 1) / GPU_BLOCK;
+    return (unsigned)(g < 1 ? 1 : g > GPU_GRID_CAP ? GPU_GRID_CAP : g);
+}
 static inline gpu_ptr gpu_tensor_ptr(const tq_tensor *t) { return ((const gpu_block *)t->buf)->ptr + t->offset; }
 
 /* graph.c: recording the stream into a graph and replaying it. */

@@ -4,15 +4,6 @@
 #include "gpu.h"
 #include "../hostpath.h"
 
-#define BLOCK 256u
-#define GRID_CAP (1u << 20) /* grid-stride kernels: enough blocks to fill any GPU */
-
-static unsigned ew_grid(uint64_t n)
-{
-    uint64_t g = (n + BLOCK - 1) / BLOCK;
-    return (unsigned)(g < 1 ? 1 : g > GRID_CAP ? GRID_CAP : g);
-}
-
 static int64_t cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
 static int64_t rows(const tq_tensor *t)
 {
@@ -44,7 +35,7 @@ static tq_status ew(tq_gpu_ctx *c, int k, const tq_tensor *x, const tq_tensor *b
     if (has_alpha)
         ARG(&a, alpha);
     current(c);
-    return TQ_GPU(launch)(c, k, ew_grid(n), 1, 1, BLOCK, 0, &a);
+    return TQ_GPU(launch)(c, k, gpu_stride_grid(n), 1, 1, GPU_BLOCK, 0, &a);
 }
 
 tq_status TQ_GPU(add)(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y)
@@ -101,7 +92,7 @@ static tq_status rowop(tq_gpu_ctx *c, int k, const tq_tensor *x, const tq_tensor
         ARG(&a, eps);
     unsigned gx = r < 65535 ? (unsigned)r : 65535, gy = (unsigned)((r + gx - 1) / gx);
     current(c);
-    return TQ_GPU(launch)(c, k, gx, gy, 1, BLOCK, 0, &a);
+    return TQ_GPU(launch)(c, k, gx, gy, 1, GPU_BLOCK, 0, &a);
 }
 
 /* Rows as 32-bit counts, and grid.y within its 65535: 2^32 rows at most. */
@@ -168,7 +159,7 @@ tq_status TQ_GPU(gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq
     gpu_res r = c->api->memset8(pf, 0, 4, c->stream);
     if (r)
         return TQ_GPU(fail)(c->api, r, "clearing a flag");
-    tq_status st = TQ_GPU(launch)(c, K_GATHER, ew_grid(ry * 32), 1, 1, BLOCK, 0, &a);
+    tq_status st = TQ_GPU(launch)(c, K_GATHER, gpu_stride_grid(ry * 32), 1, 1, GPU_BLOCK, 0, &a);
     int bad = 0;
     if (!st)
         st = c->api->dtoh(&bad, pf, sizeof bad, c->stream) || c->api->stream_sync(c->stream)
@@ -203,7 +194,7 @@ tq_status TQ_GPU(convert)(void *ctx, const tq_tensor *x, tq_tensor *y)
     ARG(&a, from);
     ARG(&a, to);
     current(c);
-    return TQ_GPU(launch)(c, K_CONVERT, ew_grid(n), 1, 1, BLOCK, 0, &a);
+    return TQ_GPU(launch)(c, K_CONVERT, gpu_stride_grid(n), 1, 1, GPU_BLOCK, 0, &a);
 }
 
 /* The device keeps up to 256 per row; more go to the host. */
@@ -226,7 +217,7 @@ tq_status TQ_GPU(topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals
     ARG(&a, kk);
     unsigned gx = r < 65535 ? r : 65535, gy = (r + gx - 1) / gx;
     current(c);
-    return TQ_GPU(launch)(c, K_TOPK, gx, gy, 1, BLOCK, 0, &a);
+    return TQ_GPU(launch)(c, K_TOPK, gx, gy, 1, GPU_BLOCK, 0, &a);
 }
 
 /* ---- products with one database ---- */

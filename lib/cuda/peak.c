@@ -4,9 +4,6 @@
  * multiply-adds. */
 #include "gpu.h"
 
-#define BLOCK 256u
-#define GRID_CAP (1u << 20)
-
 tq_status TQ_GPU(fma_peak)(void *ctx, tq_tensor *out, int64_t iters, double *flops)
 {
     tq_gpu_ctx *c = ctx;
@@ -30,10 +27,8 @@ tq_status TQ_GPU(fma_peak)(void *ctx, tq_tensor *out, int64_t iters, double *flo
     ARG(&a, it);
     ARG(&a, m);
     ARG(&a, add);
-    uint64_t g = (n + BLOCK - 1) / BLOCK;
     c->api->set_current(c->dev, c->ctx);
-    tq_status st = TQ_GPU(launch)(c, K_FMA_PEAK, (unsigned)(g > GRID_CAP ? GRID_CAP : g), 1, 1,
-                                  BLOCK, 0, &a);
+    tq_status st = TQ_GPU(launch)(c, K_FMA_PEAK, gpu_stride_grid(n), 1, 1, GPU_BLOCK, 0, &a);
     if (!st)
         *flops = 2.0 * TQ_PEAK_CHAINS * (double)iters * (double)n;
     return st;
