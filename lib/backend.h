@@ -102,6 +102,9 @@ typedef struct tq_backend {
      * out NULL it only says whether this device's kernels have it (TQ_OK)
      * or why not. */
     tq_status (*fma_peak)(void *ctx, tq_tensor *out, int64_t iters, double *flops);
+    /* Whether matmul multiplies two operands of dtype dt (bf16, f16) as
+     * such, rather than widening them to f32 first (NULL: never). */
+    int (*native_product)(tq_dtype dt);
     tq_backend_ops ops;
 } tq_backend;
 

@@ -177,6 +177,12 @@ void tq_device_close(tq_device *dev)
 }
 
 tq_backend_kind tq_device_backend(const tq_device *dev) { return dev->backend->kind; }
+
+int tq_device_native_product(const tq_device *dev, tq_dtype dt)
+{
+    const tq_backend *b = dev ? dev->backend : &tq_backend_cpu;
+    return b->native_product && b->native_product(dt);
+}
 const char *tq_device_name(const tq_device *dev) { return dev->name; }
 /* The one-line description, made on first use: the CPU's names its sgemm
  * engine, which means loading OpenBLAS (~4 ms: a fifth of a small tq-train

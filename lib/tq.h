@@ -242,6 +242,10 @@ void tq_graph_free(tq_graph *g);
 int tq_device_has_graphs(const tq_device *dev);
 /* How many graphs were recorded on dev, and replayed (for -v). */
 void tq_device_graph_counts(const tq_device *dev, long *recorded, long *replays);
+/* Whether tq_op_matmul on dev (NULL: the CPU) multiplies two bf16 or two f16
+ * operands as such (CUDA/HIP tensor cores, AVX512-BF16 on the CPU) rather than
+ * widening them to f32 first, which gives the same numbers more slowly. */
+int tq_device_native_product(const tq_device *dev, tq_dtype dt);
 /* Waits for queued work on the device. */
 tq_status tq_device_sync(tq_device *dev);
 

@@ -2,6 +2,7 @@
 #include "../backend.h"
 #include "../internal.h"
 #include "cpu.h"
+#include "gemm.h"
 
 #include <unistd.h>
 
@@ -86,6 +87,12 @@ static tq_status cpu_download(void *ctx, const void *buf, size_t off, void *dst,
     return TQ_OK;
 }
 
+/* bf16 x bf16 on AVX512-BF16 (gemm_bf16.c); f16 products are widened. */
+static int cpu_native_product(tq_dtype dt)
+{
+    return dt == TQ_DTYPE_BF16 && tq_cpu_gemm_bf16_use();
+}
+
 const tq_backend tq_backend_cpu = {
     .kind = TQ_BACKEND_CPU,
     .name = "cpu",
@@ -96,6 +103,7 @@ const tq_backend tq_backend_cpu = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .derived_free = tq_cpu_derived_free,
+    .native_product = cpu_native_product,
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = NULL,

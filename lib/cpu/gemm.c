@@ -158,6 +158,7 @@ tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k
     pb->tb = tb;
     pb->k = k;
     pb->n = n;
+    pb->nr = kern->nr;
     pb->npad = (n + kern->nr - 1) / kern->nr * kern->nr;
     const int KC = kern->kc;
     /* slice pc (KC rows of op(B)) at pc * npad, its strip t at t * nr * kc */
@@ -173,8 +174,10 @@ tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k
 
 void tq_cpu_gemm_packed_free(tq_cpu_packed_b *pb)
 {
-    if (pb)
+    if (pb) {
         free(pb->data);
+        free(pb->pairs);
+    }
     free(pb);
 }
 

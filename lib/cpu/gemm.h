@@ -3,6 +3,8 @@
 #ifndef TQ_CPU_GEMM_H
 #define TQ_CPU_GEMM_H
 
+#include <stdint.h>
+
 /* C[0..mr_eff, 0..nr_eff] = alpha * acc + beta * C (beta == 0: alpha * acc,
  * C not read), acc[i][j] = sum over p < kc of a[p * MR + i] * b[p * NR + j]:
  * a and b are packed strips, zero-padded to MR rows and NR columns. */
@@ -44,9 +46,11 @@ void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int
  * op(B), k x n, in kern's strips, kern->kc rows at a time as the built-in sgemm
  * takes them. Products with it give the bits the built-in sgemm gives. */
 typedef struct tq_cpu_packed_b {
-    const tq_gemm_kernel *kern;
-    int tb, k, n, npad; /* npad: n rounded up to kern->nr */
-    float *data;
+    const tq_gemm_kernel *kern; /* NULL: bf16 pairs for tq_cpu_gemm_bf16 */
+    int tb, k, n, nr, npad;     /* npad: n rounded up to the strips' width nr */
+    int kpad;                   /* bf16: k rounded up to a whole pair */
+    float *data;                /* f32: kern's strips */
+    uint16_t *pairs;            /* bf16: strips of nr columns, pair-major */
 } tq_cpu_packed_b;
 
 /* NULL when out of memory (the caller then multiplies unpacked). */
@@ -62,5 +66,23 @@ const tq_gemm_kernel *tq_cpu_gemm_kernel(void);
 /* For the tests: makes the built-in sgemm use the kernel NAME (NULL: the best
  * again); 0 if this CPU cannot run it. */
 int tq_cpu_gemm_kernel_force(const char *name);
+
+
+/* ---- bf16 x bf16 -> f32 on AVX512-BF16 (gemm_bf16.c) ---- */
+#define TQ_GEMM_BF16_NR 32
+/* Whether this CPU has the instructions (and the OS their registers). */
+int tq_cpu_gemm_bf16_supported(void);
+/* Whether the CPU's bf16 products run here: supported and not disabled (the
+ * tests disable it to run the widening path on such CPUs too). */
+int tq_cpu_gemm_bf16_use(void);
+void tq_cpu_gemm_bf16_disable(int off);
+/* op(B), k x n bf16, packed whole for tq_cpu_gemm_bf16; NULL: out of memory. */
+tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int k, int n);
+/* C[0..m, 0..nc) = alpha A op(B)[:, j0..j0+nc) + beta C, A bf16 rows in place
+ * (m x k at lda), j0 a multiple of TQ_GEMM_BF16_NR; only where supported.
+ * Sums in f32 by VDPBF16PS, which reads bf16 subnormals as zero and flushes
+ * subnormal results (the instruction's rule, whatever MXCSR says). */
+void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                      const tq_cpu_packed_b *pb, float beta, float *c, int ldc);
 
 #endif

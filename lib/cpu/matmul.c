@@ -16,6 +16,7 @@ typedef struct mm {
     int ta, tb;
     int64_t m, n, k, lda, ldb;
     const float *a, *b;
+    const uint16_t *a16; /* A, bf16, where pb holds bf16 pairs */
     float *c;
     int64_t a_stride, b_stride; /* elements between batch items; 0 = shared */
     int64_t bm, bn, row_blocks, col_blocks;
@@ -28,7 +29,7 @@ typedef struct mm {
  * packed B, of its strips' width (16 or 32), as blocks start on a strip. */
 static void plan(mm *p)
 {
-    int64_t u = p->pb && p->pb->kern->nr > 16 ? p->pb->kern->nr : 16;
+    int64_t u = p->pb && p->pb->nr > 16 ? p->pb->nr : 16;
     /* with B packed, rows of C up to 2048 wide, rows halved first: each block
      * packs its rows of A, so the fewer blocks across, the fewer times */
     int64_t wmax = p->pb ? 2048 : 512;
@@ -63,6 +64,12 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         const float *a = p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda);
         const float *b = p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0);
         float *c = p->c + item * p->m * p->n + i0 * p->n + j0;
+        if (p->a16) {
+            tq_cpu_gemm_bf16((int)mb, (int)j0, (int)nb, p->alpha,
+                             p->a16 + item * p->a_stride + i0 * p->lda, (int)p->lda, p->pb,
+                             p->beta, c, (int)p->n);
+            continue;
+        }
         if (p->pb) {
             tq_cpu_sgemm_packed(p->ta, (int)mb, (int)j0, (int)nb, p->alpha, a, (int)p->lda, p->pb,
                                 p->beta, c, (int)p->n);
@@ -111,6 +118,43 @@ static const tq_cpu_packed_b *packed_b(const tq_tensor *b, int tb)
 
 void tq_cpu_derived_free(void *derived) { tq_cpu_gemm_packed_free(derived); }
 
+/* bf16 B packed into pairs for tq_cpu_gemm_bf16: a constant B's kept in its
+ * derived as packed_b's are, any other packed for this product (*owned, for
+ * the caller to free). NULL when memory is short. */
+static const tq_cpu_packed_b *packed_bf16(const tq_tensor *b, int tb, tq_cpu_packed_b **owned)
+{
+    const int64_t *d = b->dims;
+    int k = (int)(tb ? d[1] : d[0]), n = (int)(tb ? d[0] : d[1]);
+    *owned = NULL;
+    if (!b->constant)
+        return *owned = tq_cpu_gemm_bf16_pack_b(tb, tq_cpu_ptr(b), (int)d[1], k, n);
+    tq_cpu_packed_b *pb = b->derived;
+    if (pb && pb->tb == tb && !pb->kern)
+        return pb;
+    tq_cpu_gemm_packed_free(pb);
+    pb = tq_cpu_gemm_bf16_pack_b(tb, tq_cpu_ptr(b), (int)d[1], k, n);
+    ((tq_tensor *)b)->derived = pb;
+    return pb;
+}
+
+/* bf16 x bf16 on AVX512-BF16: A's rows in place (not A^T), one B (rank 2)
+ * for every batch item; anything else is widened to f32. 0 when it cannot
+ * run here (or memory is short): the caller then widens. */
+static int matmul_bf16(mm *p, int64_t batch, const tq_tensor *a, const tq_tensor *b)
+{
+    if (a->dtype != TQ_DTYPE_BF16 || b->dtype != TQ_DTYPE_BF16 || p->ta || b->rank != 2 ||
+        !tq_cpu_gemm_bf16_use())
+        return 0;
+    tq_cpu_packed_b *owned;
+    if (!(p->pb = packed_bf16(b, p->tb, &owned)))
+        return 0;
+    p->a16 = tq_cpu_ptr(a);
+    plan(p);
+    tq_parallel_for(batch * p->row_blocks * p->col_blocks, 1, mm_blocks, p);
+    tq_cpu_gemm_packed_free(owned);
+    return 1;
+}
+
 /* k == 0 or alpha == 0: C = beta C, A and B unread (as BLAS does). */
 static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
 {
@@ -145,6 +189,8 @@ tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_ten
         tq_parallel_for(batch * p.m, 1 + 65536 / p.n, mm_scale_c, &p);
         return TQ_OK;
     }
+    if (matmul_bf16(&p, batch, a, b))
+        return TQ_OK;
     float *wa, *wb = NULL;
     tq_status st = operand(a, &p.a, &wa);
     if (!st)

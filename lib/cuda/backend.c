@@ -255,6 +255,10 @@ static tq_status gpu_timer_end(void *ctx, double *seconds)
     return r ? TQ_GPU(fail)(api, r, "reading the timer") : TQ_OK;
 }
 
+/* bf16 and f16 products go to cuBLAS/rocBLAS's tensor-core GEMM (without
+ * the library, tq's kernels widen them: slower, the same numbers). */
+static int native_product(tq_dtype dt) { return dt == TQ_DTYPE_BF16 || dt == TQ_DTYPE_F16; }
+
 const tq_backend TQ_GPU_BACKEND = {
 #ifdef TQ_GPU_HIP
     .kind = TQ_BACKEND_HIP,
@@ -280,6 +284,7 @@ const tq_backend TQ_GPU_BACKEND = {
     .timer_begin = gpu_timer_begin,
     .timer_end = gpu_timer_end,
     .fma_peak = TQ_GPU(fma_peak),
+    .native_product = native_product,
     .ops =
         {
             .matmul = TQ_GPU(matmul),

@@ -13,14 +13,14 @@ tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e)
     return tq_embedder_open_prec(spec, dev, TQ_DTYPE_F32, NULL, 0, e);
 }
 
-/* Where bf16/f16 operands are multiplied as such: the CUDA and HIP backends
- * hand them to cuBLAS/rocBLAS's tensor-core GEMM. The CPU and Vulkan would
- * widen them to f32 first (no AVX512-BF16, AMX or 16-bit shader product in
- * this version): slower than f32 for the same numbers, so f32 there. */
-static int native_low_precision(const tq_device *dev)
+/* Why a device multiplies prec's operands widened to f32 (slower than f32
+ * for the same numbers, so tq-embed runs f32 there): the -v note's words. */
+static const char *why_widened(const tq_device *dev, tq_dtype prec)
 {
-    tq_backend_kind k = dev ? tq_device_backend(dev) : TQ_BACKEND_CPU;
-    return k == TQ_BACKEND_CUDA || k == TQ_BACKEND_HIP;
+    if (dev && tq_device_backend(dev) != TQ_BACKEND_CPU)
+        return "this version has no 16-bit shader product";
+    return prec == TQ_DTYPE_BF16 ? "this CPU has no AVX512-BF16"
+                                 : "this version has no f16 product on the CPU";
 }
 
 tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec, char *note,
@@ -30,14 +30,13 @@ tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec,
         note[0] = 0;
     struct stat sb;
     int folder = spec && *spec && !stat(spec, &sb) && S_ISDIR(sb.st_mode);
-    if (prec != TQ_DTYPE_F32 && !native_low_precision(dev)) {
-        int cpu = !dev || tq_device_backend(dev) == TQ_BACKEND_CPU;
+    if (prec != TQ_DTYPE_F32 && !tq_device_native_product(dev, prec)) {
         if (note && note_n && folder) /* the other embedders have no products */
             snprintf(note, note_n,
                      "--precision %s: f32 products on %s (bf16 and f16 products run on CUDA "
-                     "and HIP devices' tensor cores; this version has no %s)",
+                     "and HIP devices' tensor cores, bf16 on CPUs with AVX512-BF16; %s)",
                      tq_dtype_name(prec), dev ? tq_device_name(dev) : "cpu",
-                     cpu ? "AVX512-BF16 or AMX kernel" : "16-bit shader product");
+                     why_widened(dev, prec));
         prec = TQ_DTYPE_F32;
     }
     if (!spec || !*spec)

@@ -1988,6 +1988,41 @@ static void test_gelu_ulp(void)
     free(y);
 }
 
+/* bf16 x bf16 on AVX512-BF16 (lib/cpu/gemm_bf16.c): every test_matmul ran
+ * it already where the CPU has it (A not transposed); here shapes that cross
+ * its 12-row and 32-column tiles, its 96-row blocks and an odd k's half pair,
+ * with B constant (packed once) and not, and then the widening path that
+ * other CPUs take. The reference sums the rounded values in float64: the
+ * products of two bf16 are exact in f32, so TOL_MM holds as for f32. */
+static void test_matmul_bf16_kernel(void)
+{
+    const tq_dtype BH = TQ_DTYPE_BF16;
+    if (!tq_cpu_gemm_bf16_supported()) {
+        CHECK(!tq_device_native_product(NULL, BH), "cpu: bf16 products said native without AVX512-BF16");
+        printf("ok cpu: skip the AVX512-BF16 product: this CPU lacks it\n");
+        return;
+    }
+    CHECK(tq_device_native_product(NULL, BH) && !tq_device_native_product(NULL, TQ_DTYPE_F16),
+          "cpu: AVX512-BF16: bf16 products not said native (or f16 said so)");
+    static const int64_t shapes[][3] = {{1, 1, 1}, {13, 33, 3}, {25, 31, 2}, {97, 65, 384},
+                                        {200, 384, 1537}, {12, 32, 64}};
+    for (int c = 0; c < 2; c++) {
+        b_constant = c;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int64_t *d = shapes[i];
+                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], 0, tb, 1.0f, 0.0f, BH, BH);
+                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], 0, tb, -0.5f, 1.5f, BH, BH);
+            }
+        one_matmul_dt("AVX512-BF16", 3, 1, 0, 40, 70, 33, 0, 1, 2.0f, 0.0f, BH, BH);
+    }
+    b_constant = 0;
+    tq_cpu_gemm_bf16_disable(1);
+    CHECK(!tq_device_native_product(NULL, BH), "cpu: bf16 products said native when disabled");
+    test_matmul_f16("bf16 widened");
+    tq_cpu_gemm_bf16_disable(0);
+}
+
 static void test_cpu_engines(void)
 {
     test_gelu_ulp();
@@ -2020,6 +2055,7 @@ static void test_cpu_engines(void)
         test_rowprod(engine);
     }
     tq_cpu_gemm_kernel_force(NULL);
+    test_matmul_bf16_kernel();
     /* simtopk's portable stretch check against the references too */
     tq_cpu_simtopk_force_portable(1);
     test_simtopk();

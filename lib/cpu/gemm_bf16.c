@@ -1,0 +1,174 @@
+/* gemm_bf16.c: products of bf16 matrices into f32 on CPUs with AVX512-BF16
+ * (AMD Zen 4 and later, Intel Cooper Lake, Sapphire Rapids and later), where
+ * one VDPBF16PS multiplies 16 pairs of bf16 and adds both products into 16
+ * f32 sums: twice the multiply-adds of an f32 FMA per instruction. tq-embed's
+ * --precision bf16 runs its layers' products here.
+ *
+ * B is packed once (a constant B: model weights) into strips of NR columns,
+ * each pair of k's two values of a column side by side, so that one 64-byte
+ * load holds 16 columns' pairs; A is read in place, a row's pair of bf16 is
+ * one 32-bit broadcast. Sums run over the whole k in registers (no slices of
+ * k): the same operations for every element of C, whatever the block. */
+#include "../internal.h"
+#include "cpu.h"
+#include "gemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TQ_BF16_X86 1
+#endif
+
+/* MC rows of A (at k = 1536, 288 KiB) stay in L2 while B's strips pass. */
+enum { MR = 12, NR = TQ_GEMM_BF16_NR, MC = 96 };
+
+/* The pair of op(B) rows 2q, 2q+1 at column j, as packed (0 past k or n). */
+static void pack_strip(uint16_t *dst, int tb, const uint16_t *b, int ldb, int k, int n, int j0,
+                       int kpad)
+{
+    for (int q = 0; q < kpad / 2; q++, dst += 2 * NR)
+        for (int c = 0; c < NR; c++)
+            for (int e = 0; e < 2; e++) {
+                int p = 2 * q + e, j = j0 + c;
+                uint16_t v = 0;
+                if (p < k && j < n)
+                    v = tb ? b[(long)j * ldb + p] : b[(long)p * ldb + j];
+                dst[2 * c + e] = v;
+            }
+}
+
+tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int k, int n)
+{
+    tq_cpu_packed_b *pb = calloc(1, sizeof *pb);
+    if (!pb)
+        return NULL;
+    pb->tb = tb;
+    pb->k = k;
+    pb->n = n;
+    pb->nr = NR;
+    pb->npad = (n + NR - 1) / NR * NR;
+    pb->kpad = (k + 1) & ~1;
+    size_t strip = (size_t)NR * (size_t)pb->kpad;
+    if (!(pb->pairs = malloc((size_t)(pb->npad / NR) * strip * sizeof *pb->pairs + 64))) {
+        free(pb);
+        return NULL;
+    }
+    for (int s = 0; s < pb->npad / NR; s++)
+        pack_strip(pb->pairs + (size_t)s * strip, tb, b, ldb, k, n, s * NR, pb->kpad);
+    return pb;
+}
+
+#ifdef TQ_BF16_X86
+#define TQ_TARGET_BF16 __attribute__((target("avx512f,avx512bf16")))
+
+/* A row's pair p as a 32-bit broadcast; `half` keeps only its first value
+ * (the last pair of an odd k: the second would be the next row's). */
+TQ_TARGET_BF16 static inline __m512bh pair_bcast(const uint16_t *row, int p, int half)
+{
+    uint32_t w = row[2 * p];
+    if (!half)
+        memcpy(&w, row + 2 * p, 4);
+    return (__m512bh)_mm512_set1_epi32((int)w);
+}
+
+/* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread),
+ * acc = A's rows (in place, at lda) times the packed strip b, over k. Rows
+ * past mr_eff read row 0 again and are dropped. */
+TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const uint16_t *b,
+                                     float *c, int ldc, int mr_eff, int nr_eff, float alpha,
+                                     float beta)
+{
+    const uint16_t *r[MR];
+    for (int i = 0; i < MR; i++)
+        r[i] = a + (i < mr_eff ? (long)i * lda : 0);
+    for (int i = 0; i < mr_eff; i++) {
+        _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (long)i * ldc + nr_eff - 1), _MM_HINT_T0);
+    }
+    __m512 z = _mm512_setzero_ps();
+    __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
+           c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z, c80 = z, c81 = z,
+           c90 = z, c91 = z, cA0 = z, cA1 = z, cB0 = z, cB1 = z;
+    /* the full pairs, then the last half pair of an odd k */
+#define ROWB(i, n, half)                                                           \
+    x = pair_bcast(r[n], p, half);                                                 \
+    c##i##0 = _mm512_dpbf16_ps(c##i##0, x, b0);                                    \
+    c##i##1 = _mm512_dpbf16_ps(c##i##1, x, b1);
+#define STEPB(half)                                                                \
+    {                                                                              \
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);                             \
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + NR), x;                     \
+        ROWB(0, 0, half) ROWB(1, 1, half) ROWB(2, 2, half) ROWB(3, 3, half)        \
+        ROWB(4, 4, half) ROWB(5, 5, half) ROWB(6, 6, half) ROWB(7, 7, half)        \
+        ROWB(8, 8, half) ROWB(9, 9, half) ROWB(A, 10, half) ROWB(B, 11, half)      \
+        b += 2 * NR;                                                               \
+    }
+    int p = 0;
+    for (; p < k / 2; p++)
+        STEPB(0)
+    if (k & 1)
+        STEPB(1)
+#undef STEPB
+#undef ROWB
+    __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                         {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
+                         {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
+    int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
+    __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int i = 0; i < mr_eff; i++) {
+        float *ci = c + (long)i * ldc;
+        __m512 t0 = _mm512_mul_ps(va, acc[i][0]), t1 = _mm512_mul_ps(va, acc[i][1]);
+        if (beta != 0.0f) {
+            t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), t0);
+            t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);
+        }
+        if (nr_eff == NR) { /* whole rows: plain stores, faster on Zen 4 */
+            _mm512_storeu_ps(ci, t0);
+            _mm512_storeu_ps(ci + 16, t1);
+        } else {
+            _mm512_mask_storeu_ps(ci, m0, t0);
+            _mm512_mask_storeu_ps(ci + 16, m1, t1);
+        }
+    }
+}
+#endif
+
+static int disabled; /* tq_cpu_gemm_bf16_disable: the tests' switch */
+
+void tq_cpu_gemm_bf16_disable(int off) { __atomic_store_n(&disabled, off, __ATOMIC_RELAXED); }
+
+int tq_cpu_gemm_bf16_use(void)
+{
+    return tq_cpu_gemm_bf16_supported() && !__atomic_load_n(&disabled, __ATOMIC_RELAXED);
+}
+
+int tq_cpu_gemm_bf16_supported(void)
+{
+#ifdef TQ_BF16_X86
+    __builtin_cpu_init(); /* avx512f also says the OS saves the zmm registers */
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                      const tq_cpu_packed_b *pb, float beta, float *c, int ldc)
+{
+#ifdef TQ_BF16_X86
+    size_t strip = (size_t)NR * (size_t)pb->kpad;
+    for (int ic = 0; ic < m; ic += MC) {
+        int mc = m - ic < MC ? m - ic : MC;
+        for (int jr = 0; jr < nc; jr += NR) {
+            const uint16_t *bs = pb->pairs + (size_t)((j0 + jr) / NR) * strip;
+            int ne = nc - jr < NR ? nc - jr : NR;
+            for (int ir = 0; ir < mc; ir += MR)
+                kern_bf16(pb->k, a + (long)(ic + ir) * lda, lda, bs, c + (long)(ic + ir) * ldc + jr,
+                          ldc, mc - ir < MR ? mc - ir : MR, ne, alpha, beta);
+        }
+    }
+#else
+    (void)m, (void)j0, (void)nc, (void)alpha, (void)a, (void)lda, (void)pb, (void)beta, (void)c,
+        (void)ldc;
+#endif
+}
