@@ -1,7 +1,8 @@
 /* attention.c: the fused multi-head attention op on the CPU, FlashAttention
  * style. A unit of work is one (batch item, head, block of BQ queries): it
  * walks the keys in tiles of BK, computes the score tile with the built-in
- * sgemm's micro-kernel on packed strips, folds it into a running max and sum
+ * sgemm's micro-kernel (the queries' rows read in place, the keys packed in
+ * strips once per head), folds it into a running max and sum
  * per query (online softmax, the accumulator rescaled when the max grows) and
  * accumulates P V the same way. Memory is O(BQ (BK + Dv)) per thread: no
  * [Lq, Lk] matrix. Units are fixed by the shape, so results are the same bits
@@ -19,7 +20,7 @@
 /* BQ is a multiple of every micro-kernel's MR (12, 6, 4) and BK of every NR
  * (32, 16), so tiles are whole strips; a tile of scores, its packed copy and
  * the output accumulator stay in L2 (48 x 64 floats each). */
-enum { BQ = 48, BK = 64, P_SLACK = 8 };
+enum { BQ = 48, BK = 64 };
 
 #define LOG2E 1.44269504088896340736
 
@@ -118,28 +119,35 @@ static void online_base(float *s, int nq, int nk, float *m, float *l, float *o, 
 
 /* The second pass's probabilities: s = 2^(s - m) / l per row, rows whose keys
  * were all masked (l == 0) all zero. */
-#define FINAL_PROBS(name, attr)                                                            \
-    attr static void name(float *s, int nq, const float *m, const float *l)               \
-    {                                                                                      \
-        for (int r = 0; r < nq; r++) {                                                     \
-            float *row = s + (int64_t)r * BK;                                              \
-            if (!(l[r] > 0.0f)) {                                                          \
-                memset(row, 0, BK * sizeof *row);                                          \
-                continue;                                                                  \
-            }                                                                              \
-            float mr = m[r], inv = 1.0f / l[r];                                            \
-            for (int j = 0; j < BK; j++)                                                   \
-                row[j] = exp2_neg(row[j] - mr) * inv;                                      \
-        }                                                                                  \
+static void final_base(float *s, int nq, const float *m, const float *l)
+{
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (int64_t)r * BK;
+        if (!(l[r] > 0.0f)) {
+            memset(row, 0, BK * sizeof *row);
+            continue;
+        }
+        float mr = m[r], inv = 1.0f / l[r];
+        for (int j = 0; j < BK; j++)
+            row[j] = exp2_neg(row[j] - mr) * inv;
     }
+}
 
 #ifdef TQ_HAVE_ISA_VARIANTS
 #include <immintrin.h>
 
-/* exp2_neg on 8 lanes: its operations one for one (no fused multiply-adds,
- * as the C above compiles without contraction), so the same bits. GCC leaves
- * the C version scalar (its selects become branches): on 256-token passages
- * the online softmax was 15% of tq-embed's time. */
+/* 2^f for |f| <= 1/2, degree 6, fitted for least maximum relative error
+ * (iterated weighted least squares on Chebyshev nodes, in double, then
+ * rounded to f32): with FMA Horner in f32, within 1.4 units of 2^-24 of 2^f
+ * over [-1/2, 1/2], as exact as the Taylor series of degree 7 above. */
+static const float exp2_fit6[7] = {0x1.41db16p-13f, 0x1.5f4580p-10f, 0x1.3b2db0p-7f,
+                                   0x1.c6aed4p-5f,  0x1.ebfbdap-3f,  0x1.62e430p-1f, 1.0f};
+
+/* exp2_neg on 8 lanes, with the polynomial above by fused multiply-adds:
+ * 6 FMAs where the C version takes 7 multiplies and 7 adds (the online
+ * softmax was a third of the attention's time on 256-token passages; GCC
+ * leaves the C version scalar, its selects become branches). Not the C
+ * version's bits: a machine runs one or the other. */
 TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
 {
     __m256 dead = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LE_OQ); /* false for NaN */
@@ -147,9 +155,9 @@ TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
     const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
     __m256 kf = _mm256_add_ps(xc, shifter), n = _mm256_sub_ps(kf, shifter);
     __m256 f = _mm256_sub_ps(xc, n);
-    __m256 p = _mm256_set1_ps(exp2_poly[0]);
-    for (int i = 1; i < 8; i++)
-        p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(exp2_poly[i]));
+    __m256 p = _mm256_set1_ps(exp2_fit6[0]);
+    for (int i = 1; i < 7; i++)
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp2_fit6[i]));
     __m256i eb = _mm256_slli_epi32(
         _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_castps_si256(shifter)),
                          _mm256_set1_epi32(127)),
@@ -157,8 +165,9 @@ TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
     return _mm256_andnot_ps(dead, _mm256_mul_ps(p, _mm256_castsi256_ps(eb)));
 }
 
-/* online_base's loops in AVX2, lane t of the 16 in register t / 8: the
- * same operations in the same order. AVX-512 machines run it too. */
+/* online_base's loops in AVX2, lane t of the 16 in register t / 8, the
+ * same order, exp2_neg8 for the probabilities (the rescale factor, one a
+ * row, by exp2_neg). AVX-512 machines run it too. */
 TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float *l, float *o,
                                        int64_t dvp)
 {
@@ -194,72 +203,34 @@ TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float
         fold_row(lane, mx, corr, &m[r], &l[r], o + r * dvp, dvp);
     }
 }
-FINAL_PROBS(final_avx512, TQ_TARGET_AVX512)
-FINAL_PROBS(final_avx2, TQ_TARGET_AVX2)
 
-/* pack_p (below) for the AVX2 kernel's strips of 6 rows: each 8 columns of a
- * strip are transposed in registers (two rows of zeros make it 8 x 8) and
- * stored as 8 groups of 6 with 8-float stores, each overlapping the start of
- * the next group, which is written after it: every value ends right, and the
- * last store reaches 2 floats past the strip's columns (the scratch has room:
- * P_SLACK). Data movement only, so the same bits as the scalar loop, which
- * read the tile one float at a time at a stride of 256 bytes. */
-TQ_TARGET_AVX2 static void pack_p6_avx2(const float *s, int nq, int nk, float *dst)
+/* final_base with exp2_neg8, the exp the sums of online_avx2 were made with */
+TQ_TARGET_AVX2 static void final_avx2(float *s, int nq, const float *m, const float *l)
 {
-    const __m256 z = _mm256_setzero_ps();
-    for (int st = 0; st < nq; st += 6) {
-        const float *r = s + (int64_t)st * BK;
-        float *d = dst + (int64_t)st * BK;
-        int p = 0;
-        for (; p + 8 <= nk; p += 8) {
-            __m256 a0 = _mm256_loadu_ps(r + p), a1 = _mm256_loadu_ps(r + BK + p);
-            __m256 a2 = _mm256_loadu_ps(r + 2 * BK + p), a3 = _mm256_loadu_ps(r + 3 * BK + p);
-            __m256 a4 = _mm256_loadu_ps(r + 4 * BK + p), a5 = _mm256_loadu_ps(r + 5 * BK + p);
-            __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
-            __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
-            __m256 t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5);
-            /* u0..u3: columns 0-3 (low lanes) and 4-7 (high lanes) of rows
-             * 0-3; u4..u7 the same of rows 4-5 and two rows of zeros */
-            __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u4 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u5 = _mm256_shuffle_ps(t4, z, _MM_SHUFFLE(3, 2, 3, 2));
-            __m256 u6 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(1, 0, 1, 0));
-            __m256 u7 = _mm256_shuffle_ps(t5, z, _MM_SHUFFLE(3, 2, 3, 2));
-            _mm256_storeu_ps(d + (p + 0) * 6, _mm256_permute2f128_ps(u0, u4, 0x20));
-            _mm256_storeu_ps(d + (p + 1) * 6, _mm256_permute2f128_ps(u1, u5, 0x20));
-            _mm256_storeu_ps(d + (p + 2) * 6, _mm256_permute2f128_ps(u2, u6, 0x20));
-            _mm256_storeu_ps(d + (p + 3) * 6, _mm256_permute2f128_ps(u3, u7, 0x20));
-            _mm256_storeu_ps(d + (p + 4) * 6, _mm256_permute2f128_ps(u0, u4, 0x31));
-            _mm256_storeu_ps(d + (p + 5) * 6, _mm256_permute2f128_ps(u1, u5, 0x31));
-            _mm256_storeu_ps(d + (p + 6) * 6, _mm256_permute2f128_ps(u2, u6, 0x31));
-            _mm256_storeu_ps(d + (p + 7) * 6, _mm256_permute2f128_ps(u3, u7, 0x31));
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (int64_t)r * BK;
+        if (!(l[r] > 0.0f)) {
+            memset(row, 0, BK * sizeof *row);
+            continue;
         }
-        for (; p < nk; p++)
-            for (int q = 0; q < 6; q++)
-                d[p * 6 + q] = r[(int64_t)q * BK + p];
+        __m256 vm = _mm256_set1_ps(m[r]), inv = _mm256_set1_ps(1.0f / l[r]);
+        for (int j = 0; j < BK; j += 8)
+            _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm)), inv));
     }
 }
+
 #endif
-FINAL_PROBS(final_base, )
 
 typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);
 typedef void (*final_fn)(float *s, int nq, const float *m, const float *l);
-typedef void (*pack6_fn)(const float *s, int nq, int nk, float *dst);
-
-/* pack6: pack_p's AVX2 version where the kernel's strips have 6 rows (the
- * AVX2 kernel's), else NULL. */
-static void pick_isa(int mr, online_fn *on, final_fn *fin, pack6_fn *pack6)
+static void pick_isa(online_fn *on, final_fn *fin)
 {
-    *pack6 = NULL;
     switch (tq_cpu_isa()) {
 #ifdef TQ_HAVE_ISA_VARIANTS
-    case 2: *on = online_avx2; *fin = final_avx512; *pack6 = mr == 6 ? pack_p6_avx2 : NULL; return;
-    case 1: *on = online_avx2; *fin = final_avx2; *pack6 = mr == 6 ? pack_p6_avx2 : NULL; return;
+    case 2:
+    case 1: *on = online_avx2; *fin = final_avx2; return;
 #endif
-    default: (void)mr; *on = online_base; *fin = final_base;
+    default: *on = online_base; *fin = final_base;
     }
 }
 
@@ -268,35 +239,13 @@ static void pick_isa(int mr, online_fn *on, final_fn *fin, pack6_fn *pack6)
 /* Asks for n rows of `len` floats at `stride` before they are read: a head's
  * slice of each row is a short piece at a long stride (1.5 KiB in BERT), which
  * the hardware prefetcher does not follow, so reading them one after another
- * waited on memory row by row (88% of pack_q's time was that load). */
+ * waited on memory row by row (88% of the time of packing q was that load,
+ * when q was packed). */
 static void prefetch_rows(const float *first, int64_t stride, int n, int64_t len)
 {
     for (int r = 0; r < n; r++)
         for (int64_t c = 0; c < len; c += 16)
             __builtin_prefetch(first + r * stride + c);
-}
-
-/* Rows i0.. i0+nq of head h of q as strips of MR rows, k-major, the last
- * zero-padded: the micro-kernel's A operand. Only the strips that hold rows
- * are written, and read: short sequences (a sentence is ~15 tokens) would
- * otherwise pay for the whole tile. */
-static void pack_q(const att *a, const float *q, int64_t i0, int nq, int64_t h, float *dst)
-{
-    const int mr = a->kern->mr;
-    const int64_t dk = a->Dk;
-    prefetch_rows(q + i0 * a->dqk + h * dk, a->dqk, nq, dk);
-    for (int s = 0; s < nq; s += mr)
-        for (int r = 0; r < mr; r++) {
-            float *d = dst + (int64_t)s * dk + r;
-            if (s + r >= nq) {
-                for (int64_t p = 0; p < dk; p++)
-                    d[p * mr] = 0.0f;
-                continue;
-            }
-            const float *row = q + (i0 + s + r) * a->dqk + h * dk;
-            for (int64_t p = 0; p < dk; p++)
-                d[p * mr] = row[p];
-        }
 }
 
 /* Keys j0.. j0+nk of head h as strips of NR columns of K^T, the last
@@ -341,28 +290,20 @@ static void pack_v(const att *a, const float *v, int64_t j0, int nk, int64_t h, 
     }
 }
 
-/* Columns 0.. nk of the probability tile [BQ, BK], the strips of MR rows
- * that hold rows < nq: the A operand of P V (strip stride BK * MR). */
-static void pack_p(const att *a, const float *s, int nq, int nk, float *dst)
-{
-    const int mr = a->kern->mr;
-    for (int st = 0; st < nq; st += mr) {
-        float *d = dst + (int64_t)st * BK;
-        for (int p = 0; p < nk; p++, d += mr)
-            for (int r = 0; r < mr; r++)
-                d[r] = s[(int64_t)(st + r) * BK + p];
-    }
-}
-
-/* s [BQ, BK] = alpha * (packed q) (packed k)^T where it matters: the strips
- * holding rows < nq and columns < nk (the rest is masked or unused). */
-static void scores(const att *a, const float *qp, const float *kp, int nq, int nk, float *s)
+/* s [BQ, BK] = alpha * q k^T where it matters: rows < nq, read in place
+ * from q (row i0 of the batch item's q; the kernel takes A's rows at their
+ * stride, so q needs no packing) against the packed keys, columns < nk in
+ * whole strips (the rest of a strip is masked after). */
+static void scores(const att *a, const float *q, int64_t i0, int64_t h, const float *kp, int nq,
+                   int nk, float *s)
 {
     const tq_gemm_kernel *kn = a->kern;
+    const float *q0 = q + i0 * a->dqk + h * a->Dk;
     for (int jr = 0; jr < nk; jr += kn->nr)
         for (int ir = 0; ir < nq; ir += kn->mr)
-            kn->fn((int)a->Dk, qp + (int64_t)ir * a->Dk, kp + (int64_t)jr * a->Dk,
-                   s + (int64_t)ir * BK + jr, BK, kn->mr, kn->nr, a->alpha, 0.0f);
+            kn->fn_rows((int)a->Dk, q0 + ir * a->dqk, (int)a->dqk, kp + (int64_t)jr * a->Dk,
+                        s + (int64_t)ir * BK + jr, BK, nq - ir < kn->mr ? nq - ir : kn->mr,
+                        kn->nr, a->alpha, 0.0f);
 }
 
 /* ------------------------------------------------------------ masks */
@@ -430,24 +371,23 @@ static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, i
 /* ------------------------------------------------------------ pass 1 */
 
 typedef struct scratch {
-    float *qp, *kp, *vp, *s, *pp, *o, *m, *l;
+    float *kp, *s, *o, *m, *l;
     void *mem;
 } scratch;
 
 static int scratch_new(const att *a, scratch *w)
 {
-    size_t f_qp = (size_t)BQ * (size_t)a->Dk, f_kp = (size_t)BK * (size_t)a->Dk,
-           f_vp = (size_t)BK * (size_t)a->dvp, f_s = (size_t)BQ * BK, f_o = (size_t)BQ * (size_t)a->dvp;
+    size_t f_kp = (size_t)BK * (size_t)a->Dk, f_s = (size_t)BQ * BK,
+           f_o = (size_t)BQ * (size_t)a->dvp;
     /* each piece rounded up to a cache line */
-    /* P_SLACK: pack_p6_avx2's last store reaches past the tile */
-    size_t sz[8] = {f_qp, f_kp, f_vp, f_s, f_s + P_SLACK, f_o, BQ, BQ}, total = 0;
-    for (int i = 0; i < 8; i++)
+    size_t sz[5] = {f_kp, f_s, f_o, BQ, BQ}, total = 0;
+    for (int i = 0; i < 5; i++)
         total += (sz[i] + 15) & ~(size_t)15;
     w->mem = aligned_alloc(64, (total ? total : 16) * sizeof(float));
     if (!w->mem)
         return 0;
-    float *p = w->mem, **dst[8] = {&w->qp, &w->kp, &w->vp, &w->s, &w->pp, &w->o, &w->m, &w->l};
-    for (int i = 0; i < 8; i++) {
+    float *p = w->mem, **dst[5] = {&w->kp, &w->s, &w->o, &w->m, &w->l};
+    for (int i = 0; i < 5; i++) {
         *dst[i] = p;
         p += (sz[i] + 15) & ~(size_t)15;
     }
@@ -458,7 +398,6 @@ typedef struct run {
     const att *a;
     online_fn online;
     final_fn final;
-    pack6_fn pack6;     /* pack_p's AVX2 version, or NULL */
     int64_t h;          /* the head pass 1 works on */
     float *kpk, *vpk;   /* its K and V, packed once: [B, kblocks] tiles */
     int failed;         /* atomic: a chunk found no memory for its scratch */
@@ -494,33 +433,27 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
-    int packed_q = 0;
+    prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int nk = (int)(kend - j0 < BK ? kend - j0 : BK);
         if (!tile_live(a, b, i0, nq, j0, nk))
             continue;
-        if (!packed_q) {
-            pack_q(a, q, i0, nq, h, w->qp);
-            packed_q = 1;
-        }
         int64_t tile = b * a->kblocks + j0 / BK;
-        scores(a, w->qp, rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
+        scores(a, q, i0, h, rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
          * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         rn->online(w->s, nq, nk, w->m, w->l, w->o, a->dvp);
         if (!a->dvp)
             continue;
-        /* P V over the tile's live keys only: the rest have probability 0 */
-        if (rn->pack6)
-            rn->pack6(w->s, nq, nk, w->pp);
-        else
-            pack_p(a, w->s, nq, nk, w->pp);
+        /* P V over the tile's live keys only (the rest have probability 0),
+         * the tile's rows read in place */
         const float *vp = rn->vpk + tile * BK * a->dvp;
         for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
             for (int ir = 0; ir < nq; ir += kn->mr)
-                kn->fn(nk, w->pp + (int64_t)ir * BK, vp + jr * BK,
-                       w->o + ir * a->dvp + jr, (int)a->dvp, kn->mr, kn->nr, 1.0f, 1.0f);
+                kn->fn_rows(nk, w->s + (int64_t)ir * BK, BK, vp + jr * BK,
+                            w->o + ir * a->dvp + jr, (int)a->dvp,
+                            nq - ir < kn->mr ? nq - ir : kn->mr, kn->nr, 1.0f, 1.0f);
     }
     for (int r = 0; r < nq; r++) {
         float *restrict out = a->out + (b * a->Lq + i0 + r) * a->dv + h * a->Dv;
@@ -577,8 +510,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
             int live = nlive && tile_live(a, b, i0, nq, j0, nlive);
             if (live) {
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
-                pack_q(a, q, i0, nq, h, w->qp);
-                scores(a, w->qp, w->kp, nq, nlive, w->s);
+                scores(a, q, i0, h, w->kp, nq, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
                 rn->final(w->s, nq, m, m + plane);
             }
@@ -651,7 +583,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     run rn;
     memset(&rn, 0, sizeof rn);
     rn.a = &a;
-    pick_isa(a.kern->mr, &rn.online, &rn.final, &rn.pack6);
+    pick_isa(&rn.online, &rn.final);
     int second = a.received || a.weights;
     /* one head's K and V packed (2 / H of k and v), and the row statistics */
     size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
