@@ -34,6 +34,7 @@ typedef struct att {
     float alpha;  /* scale * log2(e): scores come out in base-2 units */
     float *stats; /* [B, H, Lq] maxima then [B, H, Lq] sums, for the second pass */
     const tq_gemm_kernel *kern;
+    int isa; /* tq_cpu_isa() */
 } att;
 
 /* ------------------------------------------------------------ vector math */
@@ -214,11 +215,54 @@ TQ_TARGET_AVX2 static void final_avx2(float *s, int nq, const float *m, const fl
             continue;
         }
         __m256 vm = _mm256_set1_ps(m[r]), inv = _mm256_set1_ps(1.0f / l[r]);
-        for (int j = 0; j < BK; j += 8)
-            _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm)), inv));
+        for (int j = 0; j < BK; j += 8) {
+            __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + j), vm);
+            _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(x), inv));
+        }
     }
 }
 
+/* Keys j0.. j0+nk of one head (rows at `stride`, from k0 = the head's slice of
+ * key j0) into strips of nr columns of K^T, for whole groups of 8 keys and 8
+ * of the dk columns: 8 x 8 blocks transposed in registers. The rest is left
+ * to pack_k's scalar loop. Data movement only: the same bits. */
+TQ_TARGET_AVX2 static void pack_k8_avx2(const float *k0, int64_t stride, int nk, int nr,
+                                         int64_t dk, float *dst)
+{
+    for (int c = 0; c + 8 <= nk; c += 8) {
+        float *d = dst + (int64_t)(c / nr * nr) * dk + c % nr;
+        for (int64_t p = 0; p + 8 <= dk; p += 8) {
+            const float *src = k0 + c * stride + p;
+            __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + stride);
+            __m256 r2 = _mm256_loadu_ps(src + 2 * stride), r3 = _mm256_loadu_ps(src + 3 * stride);
+            __m256 r4 = _mm256_loadu_ps(src + 4 * stride), r5 = _mm256_loadu_ps(src + 5 * stride);
+            __m256 r6 = _mm256_loadu_ps(src + 6 * stride), r7 = _mm256_loadu_ps(src + 7 * stride);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+            __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+            /* u0..u3: columns p..p+3 of keys c..c+3 (low halves) and, in the
+             * high halves, columns p+4..p+7; u4..u7 the same of keys c+4.. */
+            float *o = d + p * nr;
+            _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(o + nr, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(o + 2 * nr, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(o + 3 * nr, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(o + 4 * nr, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(o + 5 * nr, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(o + 6 * nr, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(o + 7 * nr, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+    }
+}
 #endif
 
 typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);
@@ -255,6 +299,17 @@ static void pack_k(const att *a, const float *k, int64_t j0, int nk, int64_t h, 
     const int nr = a->kern->nr;
     const int64_t dk = a->Dk;
     prefetch_rows(k + j0 * a->dqk + h * dk, a->dqk, nk, dk);
+    /* with AVX2, whole 8 x 8 blocks first (nr is a multiple of 8), then the
+     * keys and columns they leave */
+    int keys8 = 0;
+    int64_t cols8 = 0;
+#ifdef TQ_HAVE_ISA_VARIANTS
+    if (a->isa >= 1 && nr % 8 == 0) {
+        pack_k8_avx2(k + j0 * a->dqk + h * dk, a->dqk, nk, nr, dk, dst);
+        keys8 = nk & ~7;
+        cols8 = dk & ~(int64_t)7;
+    }
+#endif
     for (int s = 0; s < nk; s += nr)
         for (int c = 0; c < nr; c++) {
             float *d = dst + (int64_t)s * dk + c;
@@ -264,7 +319,7 @@ static void pack_k(const att *a, const float *k, int64_t j0, int nk, int64_t h, 
                 continue;
             }
             const float *row = k + (j0 + s + c) * a->dqk + h * dk;
-            for (int64_t p = 0; p < dk; p++)
+            for (int64_t p = s + c < keys8 ? cols8 : 0; p < dk; p++)
                 d[p * nr] = row[p];
         }
 }
@@ -565,6 +620,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.Dk = a.dqk / a.H;
     a.Dv = a.dv / a.H;
     a.kern = tq_cpu_gemm_kernel();
+    a.isa = tq_cpu_isa();
     a.dvp = (a.Dv + a.kern->nr - 1) / a.kern->nr * a.kern->nr;
     a.q = tq_cpu_ptr(q);
     a.k = tq_cpu_ptr(k);

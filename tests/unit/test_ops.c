@@ -1762,6 +1762,8 @@ static void test_attention(void)
         {"odd sizes", 1, 130, 130, 3, 5, 7, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
         {"causal", 1, 200, 200, 2, 16, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0},
         {"cross, more keys", 1, 70, 150, 4, 8, 12, 0, 0, 0, 0, 1, 0, NULL, -1, 1, 0},
+        /* Dk 12: the AVX2 key packing's 8 x 8 blocks and its scalar rest */
+        {"d_head 12, 83 keys", 1, 70, 83, 2, 12, 12, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
         {"causal, fewer keys", 1, 150, 70, 2, 8, 8, 0, 1, 0, 1, 0, 0, NULL, -1, 1, 0},
         {"batch, key_len (one 0)", 3, 50, 150, 2, 8, 4, 1, 0, 0, 1, 1, 0, lens3, -1, 1, 0},
         {"groups", 2, 100, 100, 2, 6, 10, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0},
