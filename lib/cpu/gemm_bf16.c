@@ -15,11 +15,14 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "gemm_avx512.h"
 #define TQ_BF16_X86 1
 #endif
 
 /* MC rows of A (at k = 1536, 288 KiB) stay in L2 while B's strips pass. */
 enum { MR = 12, NR = TQ_GEMM_BF16_NR, MC = 96 };
+_Static_assert(NR == 32, "tq_gemm512_store writes rows of 32 columns");
 
 /* The pair of op(B) rows 2q, 2q+1 at column j, as packed (0 past k or n). */
 static void pack_strip(uint16_t *dst, int tb, const uint16_t *b, int ldb, int k, int n, int j0,
@@ -112,24 +115,7 @@ TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const ui
     __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
                          {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
-    int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
-    __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    for (int i = 0; i < mr_eff; i++) {
-        float *ci = c + (long)i * ldc;
-        __m512 t0 = _mm512_mul_ps(va, acc[i][0]), t1 = _mm512_mul_ps(va, acc[i][1]);
-        if (beta != 0.0f) {
-            t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), t0);
-            t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);
-        }
-        if (nr_eff == NR) { /* whole rows: plain stores, faster on Zen 4 */
-            _mm512_storeu_ps(ci, t0);
-            _mm512_storeu_ps(ci + 16, t1);
-        } else {
-            _mm512_mask_storeu_ps(ci, m0, t0);
-            _mm512_mask_storeu_ps(ci + 16, m1, t1);
-        }
-    }
+    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta);
 }
 #endif
 

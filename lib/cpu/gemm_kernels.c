@@ -14,6 +14,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "gemm_avx512.h"
 #define TQ_GEMM_X86 1
 #endif
 
@@ -168,24 +170,7 @@ avx512_core(int kc, const float *a, long rs, long cs, const float *b, float *c, 
     __m512 acc[A5_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                             {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
                             {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
-    int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
-    __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    for (int i = 0; i < mr_eff; i++) {
-        float *ci = c + (long)i * ldc;
-        __m512 t0 = _mm512_mul_ps(va, acc[i][0]), t1 = _mm512_mul_ps(va, acc[i][1]);
-        if (beta != 0.0f) {
-            t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), t0);
-            t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);
-        }
-        if (nr_eff == A5_NR) { /* whole rows: plain stores, faster on Zen 4 */
-            _mm512_storeu_ps(ci, t0);
-            _mm512_storeu_ps(ci + 16, t1);
-        } else {
-            _mm512_mask_storeu_ps(ci, m0, t0);
-            _mm512_mask_storeu_ps(ci + 16, m1, t1);
-        }
-    }
+    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta);
 }
 
 __attribute__((target("avx512f"))) static void
