@@ -6,6 +6,9 @@
 #include "embed/text_input.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,6 +345,15 @@ int main(int argc, char **argv)
     if (!nfiles)
         files = stdin_only, nfiles = 1;
     state s = {.t = &t, .c = &c};
+#ifdef __GLIBC__
+    /* A BERT model's encoder allocates its batch's tensors (a few MB each)
+     * and frees them after every batch: glibc handed each back to the kernel
+     * and faulted it in again (0.4 s of system time in a 2.3 s bf16 run of
+     * 2,000 sentences; median wall 2.41 -> 2.24 s kept). Blocks up to 32 MB
+     * stay in the heap; the peak is the batch's, as before. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
     /* The device runs the BERT encoder's products; the other embedders are
      * plain CPU code and ignore it. */
     tq_device *dev = NULL;
