@@ -33,8 +33,9 @@ typedef struct mm {
 static void plan(mm *p)
 {
     int64_t u = p->pb && p->pb->nr > 16 ? p->pb->nr : 16;
-    /* with B packed, rows of C up to 2048 wide, rows halved first: each block
-     * packs its rows of A, so the fewer blocks across, the fewer times */
+    /* with B packed, rows of C up to 2048 wide, rows halved first: a block
+     * reads its rows of A (or packs them, for A^T) once for all its columns,
+     * so the fewer blocks across, the fewer times */
     int64_t wmax = p->pb ? 2048 : 512;
     int64_t r = p->m < 512 ? p->m : 512, c = p->n < wmax ? p->n : wmax;
     for (;;) {
