@@ -349,7 +349,7 @@ int main(int argc, char **argv)
     /* A BERT model's encoder allocates its batch's tensors (a few MB each)
      * and frees them after every batch: glibc handed each back to the kernel
      * and faulted it in again (0.4 s of system time in a 2.3 s bf16 run of
-     * 2,000 sentences; median wall 2.41 -> 2.24 s kept). Blocks up to 32 MB
+     * 2,000 sentences; median wall of five 2.77 -> 2.45 s). Blocks up to 32 MB
      * stay in the heap; the peak is the batch's, as before. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -67,7 +67,6 @@ const tq_gemm_kernel *tq_cpu_gemm_kernel(void);
  * again); 0 if this CPU cannot run it. */
 int tq_cpu_gemm_kernel_force(const char *name);
 
-
 /* ---- bf16 x bf16 -> f32 on AVX512-BF16 (gemm_bf16.c) ---- */
 #define TQ_GEMM_BF16_NR 32
 /* Whether this CPU has the instructions (and the OS their registers). */

@@ -1,8 +1,22 @@
-/* gemm_avx512.h: the end of the 12 x 32 AVX-512 micro-kernels, the f32 one
- * (gemm_kernels.c) and the bf16 one (gemm_bf16.c): their sums leave the
- * registers the same way. x86 only; include after <immintrin.h>. */
+/* gemm_avx512.h: what the 12 x 32 AVX-512 micro-kernels, the f32 one
+ * (gemm_kernels.c) and the bf16 one (gemm_bf16.c), do alike around their
+ * loops: ask for C's block, and store their sums into it. x86 only; include after <immintrin.h>. */
 #ifndef TQ_CPU_GEMM_AVX512_H
 #define TQ_CPU_GEMM_AVX512_H
+
+/* Asks for the kernel's block of C first, which its loop then hides: the
+ * stores at the end otherwise wait on memory. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+tq_gemm512_prefetch_c(const float *c, int ldc, int mr_eff, int nr_eff)
+{
+    for (int i = 0; i < mr_eff; i++) {
+        const char *ci = (const char *)(c + (long)i * ldc);
+        _mm_prefetch(ci, _MM_HINT_T0);
+        if (nr_eff > 16)
+            _mm_prefetch(ci + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (long)i * ldc + nr_eff - 1), _MM_HINT_T0);
+    }
+}
 
 /* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread), acc
  * row i in acc[i][0] (columns 0-15) and acc[i][1] (16-31). */

@@ -15,7 +15,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-
 #include "gemm_avx512.h"
 #define TQ_BF16_X86 1
 #endif
@@ -51,7 +50,7 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
     pb->npad = (n + NR - 1) / NR * NR;
     pb->kpad = (k + 1) & ~1;
     size_t strip = (size_t)NR * (size_t)pb->kpad;
-    if (!(pb->pairs = malloc((size_t)(pb->npad / NR) * strip * sizeof *pb->pairs + 64))) {
+    if (!(pb->pairs = malloc((size_t)(pb->npad / NR) * strip * sizeof *pb->pairs))) {
         free(pb);
         return NULL;
     }
@@ -83,10 +82,7 @@ TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const ui
     const uint16_t *r[MR];
     for (int i = 0; i < MR; i++)
         r[i] = a + (i < mr_eff ? (long)i * lda : 0);
-    for (int i = 0; i < mr_eff; i++) {
-        _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (long)i * ldc + nr_eff - 1), _MM_HINT_T0);
-    }
+    tq_gemm512_prefetch_c(c, ldc, mr_eff, nr_eff);
     __m512 z = _mm512_setzero_ps();
     __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
            c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z, c80 = z, c81 = z,

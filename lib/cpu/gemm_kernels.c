@@ -14,7 +14,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-
 #include "gemm_avx512.h"
 #define TQ_GEMM_X86 1
 #endif
@@ -146,13 +145,7 @@ avx512_core(int kc, const float *a, long rs, long cs, const float *b, float *c, 
     const float *r[A5_MR];
     for (int i = 0; i < A5_MR; i++)
         r[i] = a + (rs == 1 || i < mr_eff ? i * rs : 0);
-    for (int i = 0; i < mr_eff; i++) {
-        const char *ci = (const char *)(c + (long)i * ldc);
-        _mm_prefetch(ci, _MM_HINT_T0);
-        if (nr_eff > 16)
-            _mm_prefetch(ci + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (long)i * ldc + nr_eff - 1), _MM_HINT_T0);
-    }
+    tq_gemm512_prefetch_c(c, ldc, mr_eff, nr_eff);
     __m512 z = _mm512_setzero_ps();
     __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
            c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z, c80 = z, c81 = z,
