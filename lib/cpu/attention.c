@@ -118,20 +118,12 @@ static void online_base(float *s, int nq, int nk, float *m, float *l, float *o, 
     }
 }
 
-/* The second pass's probabilities: s = 2^(s - m) / l per row, rows whose keys
- * were all masked (l == 0) all zero. */
-static void final_base(float *s, int nq, const float *m, const float *l)
+/* A row of BK scores into the second pass's probabilities: 2^(s - m) * inv,
+ * inv = 1 / the row's sum (final_probs, below, runs the rows). */
+static void probs_base(float *row, float m, float inv)
 {
-    for (int r = 0; r < nq; r++) {
-        float *row = s + (int64_t)r * BK;
-        if (!(l[r] > 0.0f)) {
-            memset(row, 0, BK * sizeof *row);
-            continue;
-        }
-        float mr = m[r], inv = 1.0f / l[r];
-        for (int j = 0; j < BK; j++)
-            row[j] = exp2_neg(row[j] - mr) * inv;
-    }
+    for (int j = 0; j < BK; j++)
+        row[j] = exp2_neg(row[j] - m) * inv;
 }
 
 #ifdef TQ_HAVE_ISA_VARIANTS
@@ -205,20 +197,13 @@ TQ_TARGET_AVX2 static void online_avx2(float *s, int nq, int nk, float *m, float
     }
 }
 
-/* final_base with exp2_neg8, the exp the sums of online_avx2 were made with */
-TQ_TARGET_AVX2 static void final_avx2(float *s, int nq, const float *m, const float *l)
+/* probs_base with exp2_neg8, the exp the sums of online_avx2 were made with */
+TQ_TARGET_AVX2 static void probs_avx2(float *row, float m, float inv)
 {
-    for (int r = 0; r < nq; r++) {
-        float *row = s + (int64_t)r * BK;
-        if (!(l[r] > 0.0f)) {
-            memset(row, 0, BK * sizeof *row);
-            continue;
-        }
-        __m256 vm = _mm256_set1_ps(m[r]), inv = _mm256_set1_ps(1.0f / l[r]);
-        for (int j = 0; j < BK; j += 8) {
-            __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + j), vm);
-            _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(x), inv));
-        }
+    __m256 vm = _mm256_set1_ps(m), vi = _mm256_set1_ps(inv);
+    for (int j = 0; j < BK; j += 8) {
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + j), vm);
+        _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(x), vi));
     }
 }
 
@@ -266,15 +251,15 @@ TQ_TARGET_AVX2 static void pack_k8_avx2(const float *k0, int64_t stride, int nk,
 #endif
 
 typedef void (*online_fn)(float *s, int nq, int nk, float *m, float *l, float *o, int64_t dvp);
-typedef void (*final_fn)(float *s, int nq, const float *m, const float *l);
-static void pick_isa(online_fn *on, final_fn *fin)
+typedef void (*probs_fn)(float *row, float m, float inv);
+static void pick_isa(online_fn *on, probs_fn *probs)
 {
     switch (tq_cpu_isa()) {
 #ifdef TQ_HAVE_ISA_VARIANTS
     case 2:
-    case 1: *on = online_avx2; *fin = final_avx2; return;
+    case 1: *on = online_avx2; *probs = probs_avx2; return;
 #endif
-    default: *on = online_base; *fin = final_base;
+    default: *on = online_base; *probs = probs_base;
     }
 }
 
@@ -452,7 +437,7 @@ static int scratch_new(const att *a, scratch *w)
 typedef struct run {
     const att *a;
     online_fn online;
-    final_fn final;
+    probs_fn probs;
     int64_t h;          /* the head pass 1 works on */
     float *kpk, *vpk;   /* its K and V, packed once: [B, kblocks] tiles */
     int failed;         /* atomic: a chunk found no memory for its scratch */
@@ -545,6 +530,19 @@ static void forward_chunk(void *ctx, int64_t begin, int64_t end)
 
 /* ------------------------------------------------------------ pass 2 */
 
+/* The second pass's probabilities: s = 2^(s - m) / l per row, rows whose keys
+ * were all masked (l == 0) all zero. */
+static void final_probs(const run *rn, float *s, int nq, const float *m, const float *l)
+{
+    for (int r = 0; r < nq; r++) {
+        float *row = s + (int64_t)r * BK;
+        if (l[r] > 0.0f)
+            rn->probs(row, m[r], 1.0f / l[r]);
+        else
+            memset(row, 0, BK * sizeof *row);
+    }
+}
+
 /* Keys j0.. j0+BK of batch item b: for every head and block of queries, the
  * final probabilities, into weights and summed (i != j) into received. */
 static void unit_keys(const run *rn, scratch *w, int64_t u)
@@ -567,7 +565,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
                 scores(a, q, i0, h, w->kp, nq, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
-                rn->final(w->s, nq, m, m + plane);
+                final_probs(rn, w->s, nq, m, m + plane);
             }
             if (a->weights)
                 for (int r = 0; r < nq; r++) {
@@ -639,7 +637,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     run rn;
     memset(&rn, 0, sizeof rn);
     rn.a = &a;
-    pick_isa(&rn.online, &rn.final);
+    pick_isa(&rn.online, &rn.probs);
     int second = a.received || a.weights;
     /* one head's K and V packed (2 / H of k and v), and the row statistics */
     size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
