@@ -148,18 +148,26 @@ const char *tq_cpu_sgemm_builtin_isa(void) { return tq_cpu_gemm_kernel()->name; 
 
 /* ---- products with a B packed once (gemm.h: tq_cpu_packed_b) ---- */
 
-tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k, int n)
+tq_cpu_packed_b *tq_cpu_gemm_packed_new(int tb, int k, int n, int nr)
 {
-    const tq_gemm_kernel *kern = tq_cpu_gemm_kernel();
     tq_cpu_packed_b *pb = calloc(1, sizeof *pb);
     if (!pb)
         return NULL;
-    pb->kern = kern;
     pb->tb = tb;
     pb->k = k;
     pb->n = n;
-    pb->nr = kern->nr;
-    pb->npad = (n + kern->nr - 1) / kern->nr * kern->nr;
+    pb->nr = nr;
+    pb->npad = (n + nr - 1) / nr * nr;
+    return pb;
+}
+
+tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k, int n)
+{
+    const tq_gemm_kernel *kern = tq_cpu_gemm_kernel();
+    tq_cpu_packed_b *pb = tq_cpu_gemm_packed_new(tb, k, n, kern->nr);
+    if (!pb)
+        return NULL;
+    pb->kern = kern;
     const int KC = kern->kc;
     /* slice pc (KC rows of op(B)) at pc * npad, its strip t at t * nr * kc */
     if (!(pb->data = malloc((size_t)pb->npad * (size_t)(k ? k : 1) * sizeof *pb->data))) {

@@ -53,6 +53,9 @@ typedef struct tq_cpu_packed_b {
     uint16_t *pairs;            /* bf16: strips of nr columns, pair-major */
 } tq_cpu_packed_b;
 
+/* An empty one for op(B) k x n in strips of nr columns (kern and the data
+ * for the packer to fill); NULL when out of memory. */
+tq_cpu_packed_b *tq_cpu_gemm_packed_new(int tb, int k, int n, int nr);
 /* NULL when out of memory (the caller then multiplies unpacked). */
 tq_cpu_packed_b *tq_cpu_gemm_pack_b_whole(int tb, const float *b, int ldb, int k, int n);
 void tq_cpu_gemm_packed_free(tq_cpu_packed_b *pb);

@@ -40,14 +40,9 @@ static void pack_strip(uint16_t *dst, int tb, const uint16_t *b, int ldb, int k,
 
 tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int k, int n)
 {
-    tq_cpu_packed_b *pb = calloc(1, sizeof *pb);
+    tq_cpu_packed_b *pb = tq_cpu_gemm_packed_new(tb, k, n, NR);
     if (!pb)
         return NULL;
-    pb->tb = tb;
-    pb->k = k;
-    pb->n = n;
-    pb->nr = NR;
-    pb->npad = (n + NR - 1) / NR * NR;
     pb->kpad = (k + 1) & ~1;
     size_t strip = (size_t)NR * (size_t)pb->kpad;
     if (!(pb->pairs = malloc((size_t)(pb->npad / NR) * strip * sizeof *pb->pairs))) {
