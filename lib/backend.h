@@ -19,6 +19,10 @@ typedef struct tq_device_info {
 typedef struct tq_backend_ops {
     tq_status (*matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                         int trans_b, float alpha, float beta, tq_tensor *c);
+    /* NULL: op.c runs matmul, add, gelu and convert one by one */
+    tq_status (*matmul_then)(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                             int trans_b, float alpha, float beta, const tq_matmul_then *then,
+                             tq_tensor *c);
     tq_status (*rownorm)(void *ctx, const tq_tensor *x, tq_tensor *norms);
     tq_status (*normalize)(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
     tq_status (*topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,

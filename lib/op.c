@@ -54,8 +54,8 @@ static int matmul_operand(tq_dtype t)
     return t == TQ_DTYPE_F32 || t == TQ_DTYPE_F16 || t == TQ_DTYPE_BF16;
 }
 
-tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
-                       float alpha, float beta, tq_tensor *c)
+static tq_status matmul_check(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
+                              const tq_tensor *c)
 {
     CHECK(matmul_operand(a->dtype), "matmul A must be f32, f16 or bf16, not %s",
           tq_dtype_name(a->dtype));
@@ -78,7 +78,43 @@ tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int 
     CHECK(cd[0] == m && cd[1] == n, "matmul: C is %lldx%lld, the product is %lldx%lld",
           (long long)cd[0], (long long)cd[1], (long long)m, (long long)n);
     CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "matmul: dims over 2^31");
-    return CALL(c, matmul, a, trans_a, b, trans_b, alpha, beta, c);
+    return TQ_OK;
+}
+
+tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
+                       float alpha, float beta, tq_tensor *c)
+{
+    tq_status st = matmul_check(a, trans_a, b, trans_b, c);
+    return st ? st : CALL(c, matmul, a, trans_a, b, trans_b, alpha, beta, c);
+}
+
+tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
+                            float alpha, float beta, const tq_matmul_then *then, tq_tensor *c)
+{
+    tq_status st = matmul_check(a, trans_a, b, trans_b, c);
+    if (st)
+        return st;
+    tq_matmul_then none = {NULL, 0, NULL};
+    const tq_matmul_then *t = then ? then : &none;
+    if (t->bias) {
+        F32(t->bias, "matmul_then bias");
+        SAME_DEV(t->bias, c);
+        CHECK(t->bias->rank == 1 && t->bias->dims[0] == last_dim(c),
+              "matmul_then: bias must be a row of %lld values", (long long)last_dim(c));
+    }
+    if (t->low) {
+        CHECK(t->low->dtype == TQ_DTYPE_BF16 || t->low->dtype == TQ_DTYPE_F16,
+              "matmul_then low must be bf16 or f16, not %s", tq_dtype_name(t->low->dtype));
+        SAME_DEV(t->low, c);
+        CHECK(same_shape(t->low, c), "matmul_then: low and C differ in shape");
+    }
+    if (NATIVE(c, matmul_then))
+        return ENTRY(c, matmul_then)(c->dev->ctx, a, trans_a, b, trans_b, alpha, beta, t, c);
+    /* the ops one by one, each on the device or through the host path */
+    if ((st = tq_op_matmul(a, trans_a, b, trans_b, alpha, beta, c)) ||
+        (t->bias && (st = tq_op_add(c, t->bias, c))) || (t->gelu && (st = tq_op_gelu(c, c))))
+        return st;
+    return t->low ? tq_op_convert(c, t->low) : TQ_OK;
 }
 
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms)

@@ -306,6 +306,22 @@ tq_status tq_tensor_download(const tq_tensor *t, void *dst, size_t nbytes);
  * products of such values are exact in f32 too); C is f32. */
 tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b,
                        int trans_b, float alpha, float beta, tq_tensor *c);
+/* What a layer does to a product's C next, done by tq_op_matmul_then: add
+ * bias (f32, a row of C's n columns, broadcast over its rows; NULL: none),
+ * then GELU (gelu set), then round C into low (a bf16 or f16 tensor of C's
+ * shape, NULL: none) for the next product to take. */
+typedef struct tq_matmul_then {
+    const tq_tensor *bias;
+    int gelu;
+    tq_tensor *low;
+} tq_matmul_then;
+/* tq_op_matmul, then what `then` asks, in that order: the values of
+ * tq_op_matmul, tq_op_add, tq_op_gelu and tq_op_convert run one after
+ * another (bit for bit on the CPU, which applies them to each block of C
+ * while it is still in cache; other devices run those ops). */
+tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
+                            int trans_b, float alpha, float beta,
+                            const tq_matmul_then *then, tq_tensor *c);
 /* norms[i] = ||x[i,:]||_2 over the last dim (x viewed as rows). */
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms);
 /* y[i,:] = x[i,:] / max(||x[i,:]||, eps); y may be x. */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum {
-    OP_MATMUL, OP_MATMUL_F16, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
@@ -42,6 +42,10 @@ const tqb_opdef tqb_ops[] = {
      * (tensor cores on a GPU), only the order of the f32 sums differs */
     [OP_MATMUL_F16] = {"matmul_f16", "C[n,n] = A[n,n] B[n,n], f16 operands, f32 result",
                        {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    /* a transformer's first feed-forward product: C in f32 and in bf16 for
+     * the next product (only C is compared) */
+    [OP_MATMUL_THEN] = {"matmul_then", "C[n,n] = A[n,n] B[n,n] + bias[n], then GELU, and a bf16 copy",
+                        {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
     [OP_ROWPROD] = {"rowprod", "out[256,n] = q[256,256] . db[n,256]^T, db prepared once",
                     {4096, 32768}, {256, 1024}, TQB_CMP_NMSE, TOL_MM},
     [OP_SIMTOPK] = {"simtopk", "top-10 of q[256,256] against db[n,256] by dot product",
@@ -211,6 +215,19 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
     }
+    case OP_MATMUL_THEN:
+        if ((st = mk(in, 0, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = mk(in, 1, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_F32, 2, n, n, 0, &seed)) ||
+            (st = mk(in, 3, TQ_DTYPE_F32, 1, n, 0, 1, &seed)) ||
+            (st = mk(in, 4, TQ_DTYPE_BF16, 2, n, n, 0, &seed)))
+            return st;
+        in->out[0] = 2;
+        in->flops = 2.0 * n * n * n;
+        in->bytes = 14.0 * n * n + 4.0 * n;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
+                 (long long)n, (long long)n, (long long)n);
+        return TQ_OK;
     case OP_ROWPROD:
     case OP_SIMTOPK:
         if ((st = mk(in, 0, TQ_DTYPE_F32, 2, SIM_Q, SIM_D, 1, &seed)) ||
@@ -380,6 +397,10 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_MATMUL:
     case OP_MATMUL_F16:
         return tq_op_matmul(t[0], 0, t[1], 0, 1.0f, 0.0f, t[2]);
+    case OP_MATMUL_THEN: {
+        tq_matmul_then then = {t[3], 1, t[4]};
+        return tq_op_matmul_then(t[0], 0, t[1], 0, 1.0f, 0.0f, &then, t[2]);
+    }
     case OP_ROWPROD:
         return tq_op_rowprod(in->rp, t[0], 1.0f, t[2]);
     case OP_SIMTOPK:

@@ -110,6 +110,7 @@ const tq_backend tq_backend_cpu = {
     .ops =
         {
             .matmul = tq_cpu_matmul,
+            .matmul_then = tq_cpu_matmul_then,
             .rownorm = tq_cpu_rownorm,
             .normalize = tq_cpu_normalize,
             .topk = tq_cpu_topk,

@@ -41,6 +41,9 @@ tq_cpu_sgemm_fn tq_cpu_sgemm_current(const char **name);
  * elementwise.c). */
 tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                         int trans_b, float alpha, float beta, tq_tensor *c);
+tq_status tq_cpu_matmul_then(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                             int trans_b, float alpha, float beta, const tq_matmul_then *then,
+                             tq_tensor *c);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);
@@ -51,6 +54,12 @@ tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma
 tq_status tq_cpu_topk(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
                       tq_tensor *idx);
 tq_status tq_cpu_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
+/* GELU of n values in one thread, each as tq_cpu_gelu computes it (y may be
+ * x): for matmul's epilogue. */
+void tq_cpu_gelu_span(const float *x, float *y, int64_t n);
+/* For the tests: GELU's way for ISA level isa (tq_cpu_isa's: 2 AVX-512, 1
+ * AVX2, 0 the baseline; -1: the CPU's best again); 0 if this CPU lacks it. */
+int tq_cpu_gelu_force(int isa);
 tq_status tq_cpu_activate(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
 tq_status tq_cpu_add(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);
 tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y);

@@ -80,11 +80,14 @@ int tq_cpu_gemm_bf16_use(void);
 void tq_cpu_gemm_bf16_disable(int off);
 /* op(B), k x n bf16, packed whole for tq_cpu_gemm_bf16; NULL: out of memory. */
 tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int k, int n);
-/* C[0..m, 0..nc) = alpha A op(B)[:, j0..j0+nc) + beta C, A bf16 rows in place
- * (m x k at lda), j0 a multiple of TQ_GEMM_BF16_NR; only where supported.
+/* C[0..m, 0..nc) = alpha A op(B)[:, j0..j0+nc) + beta C + bias[j0..j0+nc)
+ * (bias NULL: none; the whole row of n, a rounding of its own as tq_op_add's),
+ * A bf16 rows in place (m x k at lda), j0 a multiple of TQ_GEMM_BF16_NR; only
+ * where supported.
  * Sums in f32 by VDPBF16PS, which reads bf16 subnormals as zero and flushes
  * subnormal results (the instruction's rule, whatever MXCSR says). */
 void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
-                      const tq_cpu_packed_b *pb, float beta, float *c, int ldc);
+                      const tq_cpu_packed_b *pb, float beta, const float *bias, float *c,
+                      int ldc);
 
 #endif

@@ -18,21 +18,31 @@ tq_gemm512_prefetch_c(const float *c, int ldc, int mr_eff, int nr_eff)
     }
 }
 
-/* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread), acc
- * row i in acc[i][0] (columns 0-15) and acc[i][1] (16-31). */
+/* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread), then
+ * + bias[j] in column j (bias NULL: none; a rounding of its own, as
+ * tq_op_add's), acc row i in acc[i][0] (columns 0-15) and acc[i][1] (16-31). */
 __attribute__((target("avx512f"), always_inline)) static inline void
 tq_gemm512_store(__m512 acc[][2], float *c, int ldc, int mr_eff, int nr_eff, float alpha,
-                 float beta)
+                 float beta, const float *bias)
 {
     int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
     __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = bias0;
+    if (bias) {
+        bias0 = _mm512_maskz_loadu_ps(m0, bias);
+        bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+    }
     for (int i = 0; i < mr_eff; i++) {
         float *ci = c + (long)i * ldc;
         __m512 t0 = _mm512_mul_ps(va, acc[i][0]), t1 = _mm512_mul_ps(va, acc[i][1]);
         if (beta != 0.0f) {
             t0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), t0);
             t1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), t1);
+        }
+        if (bias) {
+            t0 = _mm512_add_ps(t0, bias0);
+            t1 = _mm512_add_ps(t1, bias1);
         }
         if (nr_eff == 32) { /* whole rows: plain stores, faster on Zen 4 */
             _mm512_storeu_ps(ci, t0);

@@ -67,12 +67,12 @@ TQ_TARGET_BF16 static inline __m512bh pair_bcast(const uint16_t *row, int p, int
     return (__m512bh)_mm512_set1_epi32((int)w);
 }
 
-/* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread),
- * acc = A's rows (in place, at lda) times the packed strip b, over k. Rows
- * past mr_eff read row 0 again and are dropped. */
+/* C[0..mr_eff, 0..nr_eff) = alpha * acc + beta * C (beta 0: C unread) +
+ * bias (NULL: none), acc = A's rows (in place, at lda) times the packed
+ * strip b, over k. Rows past mr_eff read row 0 again and are dropped. */
 TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const uint16_t *b,
                                      float *c, int ldc, int mr_eff, int nr_eff, float alpha,
-                                     float beta)
+                                     float beta, const float *bias)
 {
     const uint16_t *r[MR];
     for (int i = 0; i < MR; i++)
@@ -106,7 +106,7 @@ TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const ui
     __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
                          {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
-    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta);
+    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta, bias);
 }
 #endif
 
@@ -130,7 +130,7 @@ int tq_cpu_gemm_bf16_supported(void)
 }
 
 void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
-                      const tq_cpu_packed_b *pb, float beta, float *c, int ldc)
+                      const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc)
 {
 #ifdef TQ_BF16_X86
     size_t strip = (size_t)NR * (size_t)pb->kpad;
@@ -141,11 +141,12 @@ void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int
             int ne = nc - jr < NR ? nc - jr : NR;
             for (int ir = 0; ir < mc; ir += MR)
                 kern_bf16(pb->k, a + (long)(ic + ir) * lda, lda, bs, c + (long)(ic + ir) * ldc + jr,
-                          ldc, mc - ir < MR ? mc - ir : MR, ne, alpha, beta);
+                          ldc, mc - ir < MR ? mc - ir : MR, ne, alpha, beta,
+                          bias ? bias + j0 + jr : NULL);
         }
     }
 #else
-    (void)m, (void)j0, (void)nc, (void)alpha, (void)a, (void)lda, (void)pb, (void)beta, (void)c,
-        (void)ldc;
+    (void)m, (void)j0, (void)nc, (void)alpha, (void)a, (void)lda, (void)pb, (void)beta,
+        (void)bias, (void)c, (void)ldc;
 #endif
 }

@@ -163,7 +163,7 @@ avx512_core(int kc, const float *a, long rs, long cs, const float *b, float *c, 
     __m512 acc[A5_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                             {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
                             {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
-    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta);
+    tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta, NULL);
 }
 
 __attribute__((target("avx512f"))) static void

@@ -21,7 +21,36 @@ typedef struct mm {
     int64_t a_stride, b_stride; /* elements between batch items; 0 = shared */
     int64_t bm, bn, row_blocks, col_blocks;
     float alpha, beta;
+    /* tq_op_matmul_then's epilogue: bias, gelu, low (NULL, 0, NULL: none) */
+    const float *bias;
+    int gelu;
+    unsigned char *low;
+    tq_dtype low_dt;
+    size_t low_size;
 } mm;
+
+/* The epilogue on rows of C, c at column j0 of a row, nb columns each: the
+ * operations tq_cpu_add (a row's broadcast), tq_cpu_gelu and tq_cpu_convert
+ * do to each element, so the same bits, right after the block's product
+ * (bias: only where the kernel did not add it as it stored C). A block of
+ * tq-embed's is larger than L2, so its first rows come back from memory;
+ * what is saved is the passes: GELU's row goes to its bf16 copy from L1. */
+static void then_rows(const mm *p, float *c, int64_t rows, int64_t j0, int64_t nb, int bias)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        float *ci = c + i * p->n;
+        if (bias)
+            for (int64_t j = 0; j < nb; j++)
+                ci[j] = ci[j] + p->bias[j0 + j];
+        if (p->gelu)
+            tq_cpu_gelu_span(ci, ci, nb);
+        if (p->low) /* f32 to bf16 or f16: cannot fail */
+            (void)tq_convert(p->low_dt, p->low + (size_t)(ci - p->c) * p->low_size,
+                             TQ_DTYPE_F32, ci, (size_t)nb, 0);
+    }
+}
+
+static int has_then(const mm *p) { return p->bias || p->gelu || p->low; }
 
 /* Block sizes: at most 512 x 512, halved (rows first when taller) until there
  * are 16 blocks to share out or a block would drop below ~4 MFLOP, 96 rows or
@@ -68,19 +97,20 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         const float *a = p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda);
         const float *b = p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0);
         float *c = p->c + item * p->m * p->n + i0 * p->n + j0;
-        if (p->a16) {
+        /* the bf16 kernel adds the bias as it stores C: C then goes to
+         * memory once (added afterwards, every load of C missed cache) */
+        if (p->a16)
             tq_cpu_gemm_bf16((int)mb, (int)j0, (int)nb, p->alpha,
                              p->a16 + item * p->a_stride + i0 * p->lda, (int)p->lda, p->pb,
-                             p->beta, c, (int)p->n);
-            continue;
-        }
-        if (p->pb) {
+                             p->beta, p->bias, c, (int)p->n);
+        else if (p->pb)
             tq_cpu_sgemm_packed(p->ta, (int)mb, (int)j0, (int)nb, p->alpha, a, (int)p->lda, p->pb,
                                 p->beta, c, (int)p->n);
-            continue;
-        }
-        p->sgemm(p->ta, p->tb, (int)mb, (int)nb, (int)p->k, p->alpha, a, (int)p->lda, b,
-                 (int)p->ldb, p->beta, c, (int)p->n);
+        else
+            p->sgemm(p->ta, p->tb, (int)mb, (int)nb, (int)p->k, p->alpha, a, (int)p->lda, b,
+                     (int)p->ldb, p->beta, c, (int)p->n);
+        if (p->gelu || p->low || (p->bias && !p->a16))
+            then_rows(p, c, mb, j0, nb, p->bias && !p->a16);
     }
 }
 
@@ -165,14 +195,32 @@ static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
     const mm *p = ctx;
     for (int64_t i = begin * p->n; i < end * p->n; i++)
         p->c[i] = p->beta == 0.0f ? 0.0f : p->beta * p->c[i];
+    if (has_then(p))
+        then_rows(p, p->c + begin * p->n, end - begin, 0, p->n, p->bias != NULL);
 }
 
 tq_status tq_cpu_matmul(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
                         int trans_b, float alpha, float beta, tq_tensor *c)
 {
+    return tq_cpu_matmul_then(ctx, a, trans_a, b, trans_b, alpha, beta, NULL, c);
+}
+
+tq_status tq_cpu_matmul_then(void *ctx, const tq_tensor *a, int trans_a, const tq_tensor *b,
+                             int trans_b, float alpha, float beta, const tq_matmul_then *then,
+                             tq_tensor *c)
+{
     (void)ctx;
     mm p;
     memset(&p, 0, sizeof p);
+    if (then) {
+        p.bias = then->bias ? tq_cpu_ptr(then->bias) : NULL;
+        p.gelu = then->gelu;
+        if (then->low) {
+            p.low = tq_cpu_ptr(then->low);
+            p.low_dt = then->low->dtype;
+            p.low_size = tq_dtype_size(p.low_dt);
+        }
+    }
     const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2;
     int64_t batch = c->rank == 3 ? c->dims[0] : 1;
     p.ta = trans_a != 0;

@@ -9,7 +9,7 @@
 #include "internal.h"
 
 typedef struct scratch {
-    tq_tensor *x, *x3, *tmp, *x1, *attn, *ctx, *mid, *key_len, *idx, *pidx;
+    tq_tensor *x, *x3, *tmp, *x1, *ctx, *mid, *key_len, *idx, *pidx;
     tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
     /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
      * products take them (NULL in f32) */
@@ -19,7 +19,7 @@ typedef struct scratch {
 static void scratch_free(scratch *s)
 {
     /* views before their parents */
-    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->attn, s->ctx, s->mid, s->key_len,
+    tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->ctx, s->mid, s->key_len,
                         s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
                         s->xl, s->ctxl, s->x1l, s->midl};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -86,44 +86,41 @@ static tq_status operand(const tq_tensor *x, tq_tensor *lp, const tq_tensor **us
     return tq_op_convert(x, lp);
 }
 
-/* Self-attention of every document over its own real tokens; the output
- * projection without its bias (layer() adds it). */
+/* Self-attention of every document over its own real tokens, and the output
+ * projection, its bias and the residual: x3 += ctx Wo + bo (x3 as the
+ * product's C with beta 1: no pass of its own). */
 static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
 {
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
+    tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
+                   bo = {L->bo, 0, NULL};
     const tq_tensor *x, *ctx;
     tq_status st;
     if ((st = operand(s->x, s->xl, &x)) ||
-        (st = tq_op_matmul(x, 0, L->wq, 1, 1, 0, s->q)) ||
-        (st = tq_op_add(s->q, L->bq, s->q)) ||
-        (st = tq_op_matmul(x, 0, L->wk, 1, 1, 0, s->k)) ||
-        (st = tq_op_add(s->k, L->bk, s->k)) ||
-        (st = tq_op_matmul(x, 0, L->wv, 1, 1, 0, s->v)) ||
-        (st = tq_op_add(s->v, L->bv, s->v)) ||
+        (st = tq_op_matmul_then(x, 0, L->wq, 1, 1, 0, &bq, s->q)) ||
+        (st = tq_op_matmul_then(x, 0, L->wk, 1, 1, 0, &bk, s->k)) ||
+        (st = tq_op_matmul_then(x, 0, L->wv, 1, 1, 0, &bv, s->v)) ||
         (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)) ||
         (st = operand(s->ctx, s->ctxl, &ctx)))
         return st;
-    return tq_op_matmul(ctx, 0, L->wo, 1, 1, 0, s->attn);
+    return tq_op_matmul_then(ctx, 0, L->wo, 1, 1, 1, &bo, s->x3);
 }
 
+/* The biases, GELU, residuals and mid's rounding to the products' dtype ride
+ * on the products (tq_op_matmul_then), which the CPU applies to each block
+ * of C while it is in cache. */
 static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
 {
     float eps = (float)m->cfg.eps;
-    const tq_tensor *x1, *mid;
+    tq_matmul_then ffn1 = {L->bi, 1, s->midl}, ffn2 = {L->bo2, 0, NULL};
+    const tq_tensor *x1;
     tq_status st;
     if ((st = attention(m, L, s)) ||
-        (st = tq_op_add(s->attn, L->bo, s->attn)) ||
-        (st = tq_op_add(s->attn, s->x3, s->x1)) ||
-        (st = tq_op_layernorm(s->x1, L->ln1_g, L->ln1_b, eps, s->x1)) ||
+        (st = tq_op_layernorm(s->x3, L->ln1_g, L->ln1_b, eps, s->x1)) ||
         (st = operand(s->x1, s->x1l, &x1)) ||
-        (st = tq_op_matmul(x1, 0, L->wi, 1, 1, 0, s->mid)) ||
-        (st = tq_op_add(s->mid, L->bi, s->mid)) ||
-        (st = tq_op_gelu(s->mid, s->mid)) ||
-        (st = operand(s->mid, s->midl, &mid)) ||
-        (st = tq_op_matmul(mid, 0, L->wo2, 1, 1, 0, s->attn)) ||
-        (st = tq_op_add(s->attn, L->bo2, s->attn)) ||
-        (st = tq_op_add(s->attn, s->x1, s->x3)) ||
-        (st = tq_op_layernorm(s->x3, L->ln2_g, L->ln2_b, eps, s->x3)))
+        (st = tq_op_matmul_then(x1, 0, L->wi, 1, 1, 0, &ffn1, s->mid)) ||
+        (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
+        (st = tq_op_layernorm(s->x1, L->ln2_g, L->ln2_b, eps, s->x3)))
         return st;
     return TQ_OK;
 }
@@ -139,7 +136,7 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->x)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->tmp)) ||
         (st = tq_tensor_view(s->x, 0, TQ_DTYPE_F32, 3, d3, &s->x3)) ||
-        (st = new3(dev, b, len, H, &s->x1)) || (st = new3(dev, b, len, H, &s->attn)) ||
+        (st = new3(dev, b, len, H, &s->x1)) ||
         (st = new3(dev, b, len, H, &s->ctx)) || (st = new3(dev, b, len, m->cfg.inter, &s->mid)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->q)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->k)) ||

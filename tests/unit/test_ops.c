@@ -343,6 +343,167 @@ static void test_matmul(const char *engine)
  * bits of the built-in sgemm (the same kernel calls), at shapes that cross
  * its slices of k (256, the AVX2 kernel 384), strips and the column blocks of
  * C (2048). */
+/* ------------------------------------------------------------ matmul_then */
+
+/* tq_op_matmul_then, one product: C against float64 (the product, then the
+ * bias and the erfc GELU, in double: TOL_MM as for matmul, GELU's slope
+ * being at most 1.13), the low copy within half a unit in its last place of
+ * the C returned (RNE: 2^-8 relative for bf16, 2^-11 for f16, plus half
+ * the smallest subnormal of each: GELU's far negative tail is subnormal),
+ * and on the CPU, byte for byte, what tq_op_matmul,
+ * tq_op_add, tq_op_gelu and tq_op_convert give one after another (the CPU
+ * runs them on each block of C, its bf16 kernel adds the bias as it stores:
+ * the API promises the same bits). batch 0: rank 2; else a batch of A
+ * against one B. */
+static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                            float beta, tq_dtype dt, int with_bias, int gelu, tq_dtype low_dt,
+                            int constant)
+{
+    int64_t items = batch ? batch : 1, an = items * m * k, bn = k * n, cn = items * m * n;
+    int64_t ad[3] = {batch, m, k}, bd[2] = {k, n}, cd[3] = {batch, m, n};
+    int r = batch ? 3 : 2;
+    const int64_t *adims = batch ? ad : ad + 1, *cdims = batch ? cd : cd + 1;
+    float *a = malloc((size_t)an * 4 + 4), *b = malloc((size_t)bn * 4 + 4),
+          *c0 = malloc((size_t)cn * 4 + 4), *bias = malloc((size_t)n * 4 + 4),
+          *out = malloc((size_t)cn * 4 + 4), *out2 = malloc((size_t)cn * 4 + 4);
+    uint16_t *ah = malloc((size_t)an * 2 + 2), *bh = malloc((size_t)bn * 2 + 2),
+             *low = malloc((size_t)cn * 2 + 2), *low2 = malloc((size_t)cn * 2 + 2);
+    double *ref = malloc((size_t)cn * 8 + 8);
+    fill(a, an, -1, 1);
+    fill(b, bn, -1, 1);
+    fill(bias, n, -1, 1);
+    if (beta == 0)
+        for (int64_t i = 0; i < cn; i++)
+            c0[i] = NAN;
+    else
+        fill(c0, cn, -2, 2);
+    to_low(dt, a, ah, an);
+    to_low(dt, b, bh, bn);
+    for (int64_t it = 0; it < items; it++)
+        ref_matmul(0, 0, m, n, k, alpha, a + it * m * k, b, beta, c0 + it * m * n, ref + it * m * n);
+    for (int64_t i = 0; i < cn; i++) {
+        if (with_bias)
+            ref[i] += bias[i % n];
+        if (gelu)
+            ref[i] = 0.5 * ref[i] * erfc(-ref[i] / sqrt(2.0));
+    }
+    const void *ad16 = dt != TQ_DTYPE_F32 ? (const void *)ah : a,
+               *bd16 = dt != TQ_DTYPE_F32 ? (const void *)bh : b;
+    int has_low = low_dt != TQ_DTYPE_F32;
+    gt *ga = gt_new(dt, r, adims, ad16), *gb = gt_new(dt, 2, bd, bd16);
+    gt *gbias = gt_new(TQ_DTYPE_F32, 1, &n, bias), *gc = gt_new(TQ_DTYPE_F32, r, cdims, c0);
+    gt *gl = has_low ? gt_new(low_dt, r, cdims, NULL) : NULL;
+    if (constant)
+        tq_tensor_set_constant(gb->t);
+    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, has_low ? gl->t : NULL};
+    char what[192];
+    snprintf(what, sizeof what, "matmul_then batch %lld m=%lld n=%lld k=%lld alpha=%g beta=%g %s%s%s%s%s%s",
+             (long long)batch, (long long)m, (long long)n, (long long)k, alpha, beta,
+             tq_dtype_name(dt), constant ? " constant B" : "", with_bias ? " +bias" : "",
+             gelu ? " gelu" : "", has_low ? " into " : "", has_low ? tq_dtype_name(low_dt) : "");
+    tq_status st = tq_op_matmul_then(ga->t, 0, gb->t, 0, alpha, beta, &then, gc->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gc, out, what);
+    gt_unchanged(ga, ad16, what);
+    gt_unchanged(gb, bd16, what);
+    CHECK_NMSE(out, ref, cn, TOL_MM, what);
+    if (has_low) {
+        gt_get(gl, low, what);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < cn; i++) {
+            int bf = low_dt == TQ_DTYPE_BF16;
+            double v = bf ? tq_bf16_to_f32(low[i]) : tq_f16_to_f32(low[i]);
+            if (!(fabs(v - out[i]) <= (bf ? 0x1p-8 : 0x1p-11) * fabs(out[i]) +
+                                           (bf ? 0x1p-134 : 0x1p-25)))
+                bad++;
+        }
+        CHECK(bad == 0, "%s: %s: %lld of the %s copy off C by more than half a unit", dev_name,
+              what, (long long)bad, tq_dtype_name(low_dt));
+    }
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+        gt *gc2 = gt_new(TQ_DTYPE_F32, r, cdims, c0);
+        gt *gl2 = has_low ? gt_new(low_dt, r, cdims, NULL) : NULL;
+        st = tq_op_matmul(ga->t, 0, gb->t, 0, alpha, beta, gc2->t);
+        if (!st && with_bias)
+            st = tq_op_add(gc2->t, gbias->t, gc2->t);
+        if (!st && gelu)
+            st = tq_op_gelu(gc2->t, gc2->t);
+        if (!st && has_low)
+            st = tq_op_convert(gc2->t, gl2->t);
+        CHECK(st == TQ_OK, "%s: %s, as ops: %s", dev_name, what, tq_errmsg());
+        gt_get(gc2, out2, what);
+        CHECK(!memcmp(out, out2, (size_t)cn * 4), "%s: %s: C differs from the ops one by one",
+              dev_name, what);
+        if (has_low) {
+            gt_get(gl2, low2, what);
+            CHECK(!memcmp(low, low2, (size_t)cn * 2), "%s: %s: the %s copy differs from the ops'",
+                  dev_name, what, tq_dtype_name(low_dt));
+        }
+        gt_free(gc2);
+        gt_free(gl2);
+    }
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(gbias);
+    gt_free(gc);
+    gt_free(gl);
+    free(a);
+    free(b);
+    free(c0);
+    free(bias);
+    free(out);
+    free(out2);
+    free(ah);
+    free(bh);
+    free(low);
+    free(low2);
+    free(ref);
+}
+
+/* Odd shapes, a batch of A against one B (the CPU makes it one product),
+ * tq-embed's kind (several blocks of C, columns past the kernels' strips),
+ * alpha 0 (C = beta C, A and B unread, then the rest); f32 and bf16
+ * operands; the residual as beta 1; and the checks of the arguments. */
+static void test_matmul_then(void)
+{
+    static const struct { int64_t batch, m, n, k; float alpha; } sh[] = {
+        {0, 1, 1, 1, 1.0f}, {0, 13, 33, 3, 1.0f}, {0, 97, 65, 384, 1.0f},
+        {3, 40, 70, 33, -0.5f}, {0, 150, 1100, 200, 1.0f}, {0, 5, 40, 7, 0.0f}};
+    const tq_dtype BH = TQ_DTYPE_BF16, F = TQ_DTYPE_F32;
+    int cpu = tq_device_backend(dev) == TQ_BACKEND_CPU;
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            /* the many-block shape is the CPU's (elsewhere the ops run one
+             * by one, each tested on its own: lavapipe and the stand-in are
+             * slow) */
+            if (!cpu && sh[i].n > 1000)
+                continue;
+            tq_dtype dt = d ? BH : F;
+            int cst = (int)(i & 1);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 0, F, cst);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 1.0f, dt, 1, 0, F, !cst);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 1, BH, cst);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 1.5f, dt, 0, 1,
+                            TQ_DTYPE_F16, !cst);
+        }
+    int64_t ad[2] = {4, 6}, bd[2] = {6, 5}, cd[2] = {4, 5}, bad_n = 4;
+    gt *ga = gt_new(F, 2, ad, NULL), *gb = gt_new(F, 2, bd, NULL), *gc = gt_new(F, 2, cd, NULL);
+    gt *gbias = gt_new(F, 1, &bad_n, NULL), *gl = gt_new(F, 2, cd, NULL);
+    tq_matmul_then t1 = {gbias->t, 0, NULL}, t2 = {NULL, 0, gl->t};
+    CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, 1, 0, &t1, gc->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "bias must be a row of 5"),
+          "%s: matmul_then took a bias of 4 for 5 columns (%s)", dev_name, tq_errmsg());
+    CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, 1, 0, &t2, gc->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "low must be bf16 or f16"),
+          "%s: matmul_then took an f32 low copy (%s)", dev_name, tq_errmsg());
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(gc);
+    gt_free(gbias);
+    gt_free(gl);
+    printf("ok %s: matmul_then\n", dev_name);
+}
+
 static void test_matmul_constant(const char *engine)
 {
     b_constant = 1;
@@ -1955,20 +2116,35 @@ static void test_builtin_direct(const char *kernel)
 static void test_gelu_ulp(void)
 {
     int64_t n = 200001;
-    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4), *y8 = malloc((size_t)n * 4);
     for (int64_t i = 0; i < n; i++)
         x[i] = (float)(-15.0 + 30.0 * (double)i / (double)(n - 1));
     gt *gx = gt_new(TQ_DTYPE_F32, 1, &n, x), *gy = gt_new(TQ_DTYPE_F32, 1, &n, NULL);
-    CHECK(tq_op_gelu(gx->t, gy->t) == TQ_OK, "gelu: %s", tq_errmsg());
-    gt_get(gy, y, "gelu ulp");
-    int64_t bad = 0, at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double ref = 0.5 * x[i] * erfc(-x[i] / sqrt(2.0));
-        if (!(fabs(y[i] - ref) <= 0x1p-21 * fabs(ref) + 0x1p-149) && !bad++)
-            at = i;
+    /* every way this CPU has (the baseline's double one, AVX2's 8 lanes,
+     * AVX-512's 16), the CPU's own last; the f32 ways in 8 and 16 lanes run
+     * the same operations: the same bytes */
+    static const char *ways[] = {"baseline", "AVX2", "AVX-512"};
+    for (int isa = 0; isa <= 3; isa++) {
+        if (isa < 3 && !tq_cpu_gelu_force(isa))
+            continue;
+        if (isa == 3)
+            tq_cpu_gelu_force(-1);
+        CHECK(tq_op_gelu(gx->t, gy->t) == TQ_OK, "gelu: %s", tq_errmsg());
+        gt_get(gy, y, "gelu ulp");
+        int64_t bad = 0, at = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double ref = 0.5 * x[i] * erfc(-x[i] / sqrt(2.0));
+            if (!(fabs(y[i] - ref) <= 0x1p-21 * fabs(ref) + 0x1p-149) && !bad++)
+                at = i;
+        }
+        CHECK(bad == 0, "cpu gelu %s: %lld values off by more than 4 units of 2^-23, first gelu(%.9g) = %.9g, exact %.9g",
+              isa < 3 ? ways[isa] : "default", (long long)bad, x[at], y[at],
+              0.5 * x[at] * erfc(-x[at] / sqrt(2.0)));
+        if (isa == 1)
+            memcpy(y8, y, (size_t)n * 4);
+        if (isa == 2)
+            CHECK(!memcmp(y, y8, (size_t)n * 4), "cpu gelu: AVX-512's 16 lanes differ from AVX2's 8");
     }
-    CHECK(bad == 0, "cpu gelu: %lld values off by more than 4 units of 2^-23, first gelu(%.9g) = %.9g, exact %.9g",
-          (long long)bad, x[at], y[at], 0.5 * x[at] * erfc(-x[at] / sqrt(2.0)));
     /* which way an element takes is its value's (x < -12.5 here takes the
      * double way): the same bytes on one thread and starting 3 elements on,
      * where every group of 8 holds other neighbours */
@@ -1988,6 +2164,7 @@ static void test_gelu_ulp(void)
     gt_free(gy);
     free(x);
     free(y);
+    free(y8);
 }
 
 /* bf16 x bf16 on AVX512-BF16 (lib/cpu/gemm_bf16.c): every test_matmul ran
@@ -2795,6 +2972,7 @@ int main(void)
         else
             test_matmul("default");
         test_matmul_constant("default");
+        test_matmul_then();
         test_threads(NULL);
         test_rows();
         test_elementwise();
