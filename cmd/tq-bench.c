@@ -270,7 +270,7 @@ int main(int argc, char **argv)
     int nops = 0;
     if (op_list && !strcmp(op_list, "list")) {
         for (int i = 0; i < tqb_nops; i++)
-            printf("%-11s %s\n", tqb_ops[i].name, tqb_ops[i].what);
+            printf("%-10s %s\n", tqb_ops[i].name, tqb_ops[i].what);
         return fflush(stdout) ? 74 : 0;
     }
     if (!op_list || !strcmp(op_list, "all")) {

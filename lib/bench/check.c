@@ -99,17 +99,17 @@ tq_status tqb_check(FILE *f, const tqb_opdef *op, tq_device *dev, tq_device *cpu
         if (mismatch)
             ++*bad;
         if (mismatch)
-            fprintf(f, "%-9s %-11s %-24s MISMATCH: %s\n", tq_device_name(dev), op->name, a->shape,
+            fprintf(f, "%-9s %-10s %-24s MISMATCH: %s\n", tq_device_name(dev), op->name, a->shape,
                     why);
         else if (op->cmp == TQB_CMP_BITS)
-            fprintf(f, "%-9s %-11s %-24s ok: bit-identical to the CPU\n", tq_device_name(dev),
+            fprintf(f, "%-9s %-10s %-24s ok: bit-identical to the CPU\n", tq_device_name(dev),
                     op->name, a->shape);
         else
-            fprintf(f, "%-9s %-11s %-24s ok: NMSE %.2g <= %.0e\n", tq_device_name(dev), op->name,
+            fprintf(f, "%-9s %-10s %-24s ok: NMSE %.2g <= %.0e\n", tq_device_name(dev), op->name,
                     a->shape, worst, op->tol);
     }
     if (st && st != TQ_ERR_NOMEM) { /* the op failed there: a line, and the check goes on */
-        fprintf(f, "%-9s %-11s %-24s FAILED: %s\n", tq_device_name(dev), op->name,
+        fprintf(f, "%-9s %-10s %-24s FAILED: %s\n", tq_device_name(dev), op->name,
                 a ? a->shape : "-", tq_errmsg());
         ++*bad;
         st = TQ_OK;
