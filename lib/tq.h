@@ -317,8 +317,8 @@ typedef struct tq_matmul_then {
 } tq_matmul_then;
 /* tq_op_matmul, then what `then` asks, in that order: the values of
  * tq_op_matmul, tq_op_add, tq_op_gelu and tq_op_convert run one after
- * another (bit for bit on the CPU, which applies them to each block of C
- * while it is still in cache; other devices run those ops). */
+ * another (bit for bit on the CPU, which applies them to each block of C as
+ * it finishes it; other devices run those ops). */
 tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
                             int trans_b, float alpha, float beta,
                             const tq_matmul_then *then, tq_tensor *c);

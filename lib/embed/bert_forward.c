@@ -107,8 +107,8 @@ static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
 }
 
 /* The biases, GELU, residuals and mid's rounding to the products' dtype ride
- * on the products (tq_op_matmul_then), which the CPU applies to each block
- * of C while it is in cache. */
+ * on the products (tq_op_matmul_then): on the CPU no pass of their own (its
+ * bf16 kernel adds the bias as it stores C). */
 static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
 {
     float eps = (float)m->cfg.eps;
