@@ -96,6 +96,30 @@ tq_status tq_host_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, in
     return RUN(h, tq_op_matmul(ha, trans_a, hb, trans_b, alpha, beta, hc));
 }
 
+tq_status tq_host_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, tq_tensor *q,
+                                tq_tensor *scale)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "quantize_rows");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *hcs = tq_hostpath_in(&h, colscale);
+    tq_tensor *hq = tq_hostpath_out(&h, q, 0), *hs = tq_hostpath_out(&h, scale, 0);
+    return RUN(h, tq_op_quantize_rows(hx, hcs, hq, hs));
+}
+
+tq_status tq_host_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
+                            const tq_tensor *bscale, float beta, const tq_matmul_then *then,
+                            tq_tensor *c)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, c->dev, "matmul_i8");
+    const tq_tensor *ha = tq_hostpath_in(&h, a), *has = tq_hostpath_in(&h, ascale),
+                    *hb = tq_hostpath_in(&h, b), *hbs = tq_hostpath_in(&h, bscale);
+    tq_matmul_then ht = {tq_hostpath_in(&h, then->bias), then->gelu,
+                         then->low ? tq_hostpath_out(&h, then->low, 0) : NULL};
+    tq_tensor *hc = tq_hostpath_out(&h, c, beta != 0);
+    return RUN(h, tq_op_matmul_i8(ha, has, hb, hbs, beta, &ht, hc));
+}
+
 tq_status tq_host_rownorm(const tq_tensor *x, tq_tensor *norms)
 {
     tq_hostpath h;

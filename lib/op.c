@@ -88,6 +88,26 @@ tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, int 
     return st ? st : CALL(c, matmul, a, trans_a, b, trans_b, alpha, beta, c);
 }
 
+/* What a product's `then` names: a bias row of C's width, a low copy of C's
+ * shape. */
+static tq_status then_check(const tq_matmul_then *t, const tq_tensor *c, const char *op)
+{
+    if (t->bias) {
+        CHECK(t->bias->dtype == TQ_DTYPE_F32, "%s bias must be f32, not %s", op,
+              tq_dtype_name(t->bias->dtype));
+        SAME_DEV(t->bias, c);
+        CHECK(t->bias->rank == 1 && t->bias->dims[0] == last_dim(c),
+              "%s: bias must be a row of %lld values", op, (long long)last_dim(c));
+    }
+    if (t->low) {
+        CHECK(t->low->dtype == TQ_DTYPE_BF16 || t->low->dtype == TQ_DTYPE_F16,
+              "%s low must be bf16 or f16, not %s", op, tq_dtype_name(t->low->dtype));
+        SAME_DEV(t->low, c);
+        CHECK(same_shape(t->low, c), "%s: low and C differ in shape", op);
+    }
+    return TQ_OK;
+}
+
 tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b, int trans_b,
                             float alpha, float beta, const tq_matmul_then *then, tq_tensor *c)
 {
@@ -96,18 +116,8 @@ tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
         return st;
     tq_matmul_then none = {NULL, 0, NULL};
     const tq_matmul_then *t = then ? then : &none;
-    if (t->bias) {
-        F32(t->bias, "matmul_then bias");
-        SAME_DEV(t->bias, c);
-        CHECK(t->bias->rank == 1 && t->bias->dims[0] == last_dim(c),
-              "matmul_then: bias must be a row of %lld values", (long long)last_dim(c));
-    }
-    if (t->low) {
-        CHECK(t->low->dtype == TQ_DTYPE_BF16 || t->low->dtype == TQ_DTYPE_F16,
-              "matmul_then low must be bf16 or f16, not %s", tq_dtype_name(t->low->dtype));
-        SAME_DEV(t->low, c);
-        CHECK(same_shape(t->low, c), "matmul_then: low and C differ in shape");
-    }
+    if ((st = then_check(t, c, "matmul_then")))
+        return st;
     if (NATIVE(c, matmul_then))
         return ENTRY(c, matmul_then)(c->dev->ctx, a, trans_a, b, trans_b, alpha, beta, t, c);
     /* the ops one by one, each on the device or through the host path */
@@ -115,6 +125,57 @@ tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
         (t->bias && (st = tq_op_add(c, t->bias, c))) || (t->gelu && (st = tq_op_gelu(c, c))))
         return st;
     return t->low ? tq_op_convert(c, t->low) : TQ_OK;
+}
+
+tq_status tq_op_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, tq_tensor *q,
+                              tq_tensor *scale)
+{
+    F32(x, "quantize_rows x");
+    F32(scale, "quantize_rows scale");
+    CHECK(q->dtype == TQ_DTYPE_I8, "quantize_rows q must be i8, not %s", tq_dtype_name(q->dtype));
+    SAME_DEV(x, q);
+    SAME_DEV(x, scale);
+    CHECK(x->rank >= 1 && same_shape(x, q), "quantize_rows: q and x differ in shape");
+    CHECK(tq_tensor_numel(scale) == n_rows(x), "quantize_rows: scale must hold one value per row");
+    if (colscale) {
+        F32(colscale, "quantize_rows colscale");
+        SAME_DEV(x, colscale);
+        CHECK(colscale->rank == 1 && colscale->dims[0] == last_dim(x),
+              "quantize_rows: colscale must be a row of %lld values", (long long)last_dim(x));
+    }
+    return CALL(x, quantize_rows, x, colscale, q, scale);
+}
+
+tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
+                          const tq_tensor *bscale, float beta, const tq_matmul_then *then,
+                          tq_tensor *c)
+{
+    CHECK(a->dtype == TQ_DTYPE_I8 && b->dtype == TQ_DTYPE_I8,
+          "matmul_i8 takes i8 a and b, not %s and %s", tq_dtype_name(a->dtype),
+          tq_dtype_name(b->dtype));
+    F32(ascale, "matmul_i8 ascale");
+    F32(bscale, "matmul_i8 bscale");
+    F32(c, "matmul_i8 C");
+    SAME_DEV(a, b);
+    SAME_DEV(a, c);
+    SAME_DEV(a, ascale);
+    SAME_DEV(a, bscale);
+    CHECK(a->rank >= 2 && a->rank <= 3 && b->rank == 2 && c->rank == a->rank,
+          "matmul_i8: a and C rank 2 or 3 alike, b rank 2");
+    int64_t k = last_dim(a), n = b->dims[0], m = n_rows(a);
+    CHECK(b->dims[1] == k, "matmul_i8: rows of a have %lld codes, of b %lld", (long long)k,
+          (long long)b->dims[1]);
+    CHECK(k <= 65536, "matmul_i8: k = %lld is over 2^16", (long long)k);
+    CHECK(last_dim(c) == n && n_rows(c) == m && (a->rank == 2 || a->dims[0] == c->dims[0]),
+          "matmul_i8: C must be %lld rows of %lld", (long long)m, (long long)n);
+    CHECK(tq_tensor_numel(ascale) == m, "matmul_i8: ascale must hold one value per row of a");
+    CHECK(bscale->rank == 1 && bscale->dims[0] == n, "matmul_i8: bscale must be [%lld]",
+          (long long)n);
+    CHECK(m <= INT32_MAX && n <= INT32_MAX, "matmul_i8: dims over 2^31");
+    tq_matmul_then none = {NULL, 0, NULL};
+    const tq_matmul_then *t = then ? then : &none;
+    tq_status st = then_check(t, c, "matmul_i8");
+    return st ? st : CALL(c, matmul_i8, a, ascale, b, bscale, beta, t, c);
 }
 
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms)

@@ -244,7 +244,9 @@ int tq_device_has_graphs(const tq_device *dev);
 void tq_device_graph_counts(const tq_device *dev, long *recorded, long *replays);
 /* Whether tq_op_matmul on dev (NULL: the CPU) multiplies two bf16 or two f16
  * operands as such (CUDA/HIP tensor cores, AVX512-BF16 on the CPU) rather than
- * widening them to f32 first, which gives the same numbers more slowly. */
+ * widening them to f32 first, which gives the same numbers more slowly; for
+ * dt i8, whether tq_op_matmul_i8 runs on int8 instructions (AVX512-VNNI)
+ * rather than a portable loop (the same numbers, slower than f32). */
 int tq_device_native_product(const tq_device *dev, tq_dtype dt);
 /* Waits for queued work on the device. */
 tq_status tq_device_sync(tq_device *dev);
@@ -322,6 +324,28 @@ typedef struct tq_matmul_then {
 tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
                             int trans_b, float alpha, float beta,
                             const tq_matmul_then *then, tq_tensor *c);
+/* int8 products (tq-embed --precision int8): rows quantized as they come,
+ * then multiplied by int8 weights, exactly in integers.
+ * quantize_rows: x f32 viewed as rows of its last dim k; colscale f32 [k]
+ * (NULL: ones) scales each column first, y = x[i,j] * colscale[j] (f32), so
+ * that a few columns of large values (what layer norms put out) can be
+ * scaled down and the weights' rows up by as much; then each row as
+ * tq-quantize's int8: scale[i] = max_j |y| / 127, q = y / scale[i] rounded
+ * to nearest even (0 for a row of zeros). q is i8 of x's shape, scale f32
+ * with one value per row. A row with a NaN or an infinity gets codes 0 and
+ * scale NaN, which the products carry on. */
+tq_status tq_op_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, tq_tensor *q,
+                              tq_tensor *scale);
+/* C = beta * C + the dequantized product, then what `then` asks (as
+ * tq_op_matmul_then): a i8 viewed as m rows of k (rank 2 or 3, C of the same
+ * rows), ascale f32 [m]; b i8 [n, k], a weight matrix as Linear stores it
+ * (row j gives C's column j; codes in [-127, 127]), bscale f32 [n]. Each
+ * element is dot = the exact integer sum of a[i,p] b[j,p], then
+ * ((float)dot * bscale[j]) * ascale[i] in f32, then fmaf(beta, C, that) when
+ * beta is not 0: the same bits on every CPU and thread count. k <= 2^16. */
+tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
+                          const tq_tensor *bscale, float beta, const tq_matmul_then *then,
+                          tq_tensor *c);
 /* norms[i] = ||x[i,:]||_2 over the last dim (x viewed as rows). */
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms);
 /* y[i,:] = x[i,:] / max(||x[i,:]||, eps); y may be x. */

@@ -10,7 +10,8 @@
 #include <string.h>
 
 enum {
-    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_ROWPROD, OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_ROWPROD,
+    OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
@@ -31,7 +32,9 @@ enum {
  * products over k up to 1024: 1e-9 (blocked orders; TF32 would give 1e-7).
  * Bit identity where an op promises it: topk and simtopk (tq-simmat(1):
  * "the same bytes as on the CPU"), gather and convert (copies and one
- * correctly rounded conversion), add and scale (one IEEE operation). */
+ * correctly rounded conversion), add and scale (one IEEE operation),
+ * quantize_rows and matmul_i8 (exact integers, f32 roundings in a fixed
+ * order). */
 #define TOL_EW 4e-10
 #define TOL_MM 4e-9
 
@@ -46,6 +49,17 @@ const tqb_opdef tqb_ops[] = {
      * the next product (only C is compared) */
     [OP_MATMUL_THEN] = {"matmul_then", "C[n,n] = A[n,n] B[n,n] + bias[n], then GELU, and a bf16 copy",
                         {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    /* tq_op_quantize_rows and tq_op_matmul_i8 (tq-embed --precision int8):
+     * codes and scales rounded once each in a fixed order, the integer dot
+     * exact, the same bits on every device (those without kernels of their
+     * own run the CPU's code through the host) */
+    [OP_QUANTIZE_ROWS] = {"quantize_rows", "n values as rows of 1024 to int8 codes, column scales",
+                          {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
+    /* B a constant weight (tq_tensor_set_constant), as a model's: the CPU
+     * packs it once, at the warm-up call, not in every timed one */
+    [OP_MATMUL_I8] = {"matmul_i8",
+                      "C[n,n] = A[n,n] B[n,n]^T + bias[n], int8 with scales, B constant",
+                      {256, 1024}, {64, 128}, TQB_CMP_BITS, 0},
     [OP_ROWPROD] = {"rowprod", "out[256,n] = q[256,256] . db[n,256]^T, db prepared once",
                     {4096, 32768}, {256, 1024}, TQB_CMP_NMSE, TOL_MM},
     [OP_SIMTOPK] = {"simtopk", "top-10 of q[256,256] against db[n,256] by dot product",
@@ -160,6 +174,22 @@ static tq_status mk_as(tqb_inst *in, int i, tq_dtype dt, int64_t d0, int64_t d1,
     return st;
 }
 
+/* Tensor i, f32 [n]: positive values in [mult / 2, 3 mult / 2) (scales). */
+static tq_status mk_pos(tqb_inst *in, int i, int64_t n, float mult, uint64_t *seed)
+{
+    tq_status st = mk(in, i, TQ_DTYPE_F32, 1, n, 0, 0, seed);
+    if (st)
+        return st;
+    float *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    if (!h)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; j < n; j++)
+        h[j] = (float)(((double)(mix(seed) >> 11) * 0x1p-53 + 0.5) * mult);
+    st = tq_tensor_upload(in->t[i], h, (size_t)n * sizeof *h);
+    free(h);
+    return st;
+}
+
 /* Starts simtopk's running lists at -inf and -1, as the op asks. */
 static tq_status simtopk_reset(tqb_inst *in)
 {
@@ -225,6 +255,23 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->out[0] = 2;
         in->flops = 2.0 * n * n * n;
         in->bytes = 14.0 * n * n + 4.0 * n;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
+                 (long long)n, (long long)n, (long long)n);
+        return TQ_OK;
+    case OP_MATMUL_I8:
+        /* codes in [-127, 127], scales of about 1/127 (a unit value's) */
+        if ((st = mk_as(in, 0, TQ_DTYPE_I8, n, n, 127.0f, &seed)) ||
+            (st = mk_pos(in, 1, n, 1.0f / 127, &seed)) ||
+            (st = mk_as(in, 2, TQ_DTYPE_I8, n, n, 127.0f, &seed)) ||
+            (st = mk_pos(in, 3, n, 1.0f / 127, &seed)) ||
+            (st = mk(in, 4, TQ_DTYPE_F32, 1, n, 0, 1, &seed)) ||
+            (st = mk(in, 5, TQ_DTYPE_F32, 2, n, n, 0, &seed)))
+            return st;
+        tq_tensor_set_constant(in->t[2]);
+        in->out[0] = 5;
+        in->dtype = "i8>f32";
+        in->flops = 2.0 * n * n * n;
+        in->bytes = 6.0 * n * n + 12.0 * n;
         snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
@@ -343,6 +390,17 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->dtype = "f32>f16";
         in->bytes = 6.0 * r * c;
         break;
+    case OP_QUANTIZE_ROWS: /* x, colscale, q and a scale per row */
+        if ((st = rows_inputs(in, &r, &c, &seed)) || (st = mk_pos(in, 1, c, 1.0f, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_I8, 2, r, c, 0, &seed)) ||
+            (st = mk(in, 3, TQ_DTYPE_F32, 1, r, 0, 0, &seed)))
+            return st;
+        in->nout = 2;
+        in->out[0] = 2;
+        in->out[1] = 3;
+        in->dtype = "f32>i8";
+        in->bytes = 5.0 * r * c + 4.0 * c + 4.0 * r;
+        break;
     case OP_ADD:
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
             (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 1, &seed)) ||
@@ -400,6 +458,12 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_MATMUL_THEN: {
         tq_matmul_then then = {t[3], 1, t[4]};
         return tq_op_matmul_then(t[0], 0, t[1], 0, 1.0f, 0.0f, &then, t[2]);
+    }
+    case OP_QUANTIZE_ROWS:
+        return tq_op_quantize_rows(t[0], t[1], t[2], t[3]);
+    case OP_MATMUL_I8: {
+        tq_matmul_then then = {t[4], 0, NULL};
+        return tq_op_matmul_i8(t[0], t[1], t[2], t[3], 0.0f, &then, t[5]);
     }
     case OP_ROWPROD:
         return tq_op_rowprod(in->rp, t[0], 1.0f, t[2]);

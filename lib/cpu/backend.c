@@ -90,7 +90,8 @@ static tq_status cpu_download(void *ctx, const void *buf, size_t off, void *dst,
 /* bf16 x bf16 on AVX512-BF16 (gemm_bf16.c); f16 products are widened. */
 static int cpu_native_product(tq_dtype dt)
 {
-    return dt == TQ_DTYPE_BF16 && tq_cpu_gemm_bf16_use();
+    return (dt == TQ_DTYPE_BF16 && tq_cpu_gemm_bf16_use()) ||
+           (dt == TQ_DTYPE_I8 && tq_cpu_gemm_i8_use());
 }
 
 const tq_backend tq_backend_cpu = {
@@ -111,6 +112,8 @@ const tq_backend tq_backend_cpu = {
         {
             .matmul = tq_cpu_matmul,
             .matmul_then = tq_cpu_matmul_then,
+            .quantize_rows = tq_cpu_quantize_rows,
+            .matmul_i8 = tq_cpu_matmul_i8,
             .rownorm = tq_cpu_rownorm,
             .normalize = tq_cpu_normalize,
             .topk = tq_cpu_topk,

@@ -185,6 +185,7 @@ void tq_cpu_gemm_packed_free(tq_cpu_packed_b *pb)
     if (pb) {
         free(pb->data);
         free(pb->pairs);
+        free(pb->quads);
     }
     free(pb);
 }

@@ -46,11 +46,12 @@ void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int
  * op(B), k x n, in kern's strips, kern->kc rows at a time as the built-in sgemm
  * takes them. Products with it give the bits the built-in sgemm gives. */
 typedef struct tq_cpu_packed_b {
-    const tq_gemm_kernel *kern; /* NULL: bf16 pairs for tq_cpu_gemm_bf16 */
+    const tq_gemm_kernel *kern; /* NULL: bf16 pairs or i8 quads (whichever is set) */
     int tb, k, n, nr, npad;     /* npad: n rounded up to the strips' width nr */
-    int kpad;                   /* bf16: k rounded up to a whole pair */
+    int kpad;                   /* bf16: k rounded up to a whole pair; i8: quad */
     float *data;                /* f32: kern's strips */
     uint16_t *pairs;            /* bf16: strips of nr columns, pair-major */
+    uint8_t *quads;             /* i8: strips of nr columns, quad-major, b + 128 */
 } tq_cpu_packed_b;
 
 /* An empty one for op(B) k x n in strips of nr columns (kern and the data
@@ -89,5 +90,38 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
 void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
                       const tq_cpu_packed_b *pb, float beta, const float *bias, float *c,
                       int ldc);
+
+/* ---- i8 x i8 -> f32 on AVX512-VNNI (gemm_i8.c) ---- */
+#define TQ_GEMM_I8_NR 32
+/* avx512f, avx512bw and avx512vnni (avx512f also says the OS saves zmm). */
+int tq_cpu_gemm_i8_supported(void);
+/* Supported and not disabled (tq_cpu_gemm_i8_disable: the tests' switch, as
+ * tq_cpu_gemm_bf16_disable). */
+int tq_cpu_gemm_i8_use(void);
+void tq_cpu_gemm_i8_disable(int off);
+/* B given as n rows of k int8 at ldb (a weight as PyTorch's Linear stores
+ * it: row j is column j of C), packed whole (tb 1) as b + 128 in strips of
+ * TQ_GEMM_I8_NR columns, 4 consecutive k of a column per 32-bit lane; NULL
+ * when out of memory. Values in [-127, 127]. Portable: packs on any CPU. */
+tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n);
+/* For i < m, j < nc:
+ *   dot = sum over p < k of a[i*lda + p] * B[j0 + j][p]      (exact, int32)
+ *   v   = ((float)dot * bscale[j0 + j]) * ascale[i]         (two roundings)
+ *   c[i*ldc + j] = beta == 0 ? v : fmaf(beta, c[i*ldc + j], v)  (C unread at 0)
+ *   then, when bias != NULL, + bias[j0 + j]     (a rounding of its own)
+ * j0 a multiple of TQ_GEMM_I8_NR, A's rows in place (m x k at lda, values in
+ * [-127, 127]). asum[i] = sum over p < k of a[i*lda + p], from the caller:
+ * the packed B is b + 128, so the kernel's sums are dot + 128 * asum[i].
+ * k up to 133144 (|dot| <= 127 * 127 * k fits an int32; the kernel's sums
+ * may wrap, their difference with 128 * asum does not). Only where supported. */
+void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32_t *asum,
+                    const float *ascale, const tq_cpu_packed_b *pb, const float *bscale,
+                    float beta, const float *bias, float *c, int ldc);
+/* The same values, bit for bit, on any CPU from B unpacked (n rows of k at
+ * ldb; columns 0..n, bscale and bias indexed from 0, asum not needed): AVX2
+ * where the CPU has it, else plain loops. */
+void tq_cpu_gemm_i8_ref(int m, int n, const int8_t *a, int lda, const float *ascale,
+                        const int8_t *b, int ldb, int k, const float *bscale, float beta,
+                        const float *bias, float *c, int ldc);
 
 #endif

@@ -17,6 +17,10 @@ typedef struct mm {
     int64_t m, n, k, lda, ldb;
     const float *a, *b;
     const uint16_t *a16; /* A, bf16, where pb holds bf16 pairs */
+    /* tq_op_matmul_i8: A's codes and scales, B's (b8: rows of B unpacked,
+     * where pb is NULL: no VNNI) */
+    const int8_t *a8, *b8;
+    const float *ascale, *bscale;
     float *c;
     int64_t a_stride, b_stride; /* elements between batch items; 0 = shared */
     int64_t bm, bn, row_blocks, col_blocks;
@@ -52,6 +56,19 @@ static void then_rows(const mm *p, float *c, int64_t rows, int64_t j0, int64_t n
 
 static int has_then(const mm *p) { return p->bias || p->gelu || p->low; }
 
+static void then_args(mm *p, const tq_matmul_then *then)
+{
+    if (!then)
+        return;
+    p->bias = then->bias ? tq_cpu_ptr(then->bias) : NULL;
+    p->gelu = then->gelu;
+    if (then->low) {
+        p->low = tq_cpu_ptr(then->low);
+        p->low_dt = then->low->dtype;
+        p->low_size = tq_dtype_size(p->low_dt);
+    }
+}
+
 /* Block sizes: at most 512 x 512, halved (rows first when taller) until there
  * are 16 blocks to share out or a block would drop below ~4 MFLOP, 96 rows or
  * 64 columns. Rows come in multiples of 48, whole strips of every kernel's MR
@@ -84,6 +101,30 @@ static void plan(mm *p)
     p->col_blocks = (p->n + c - 1) / c;
 }
 
+/* An int8 block: rows i0.. of A's codes against B's columns j0.. (VNNI with
+ * B packed, else the portable loop: the same bits), the bias added as C is
+ * stored. The kernel needs each row's sum of codes (B is kept as b + 128). */
+static void block_i8(const mm *p, int64_t i0, int64_t j0, int64_t mb, int64_t nb, float *c)
+{
+    const int8_t *a = p->a8 + i0 * p->lda;
+    if (!p->pb) {
+        tq_cpu_gemm_i8_ref((int)mb, (int)nb, a, (int)p->lda, p->ascale + i0, p->b8 + j0 * p->ldb,
+                           (int)p->ldb, (int)p->k, p->bscale + j0, p->beta,
+                           p->bias ? p->bias + j0 : NULL, c, (int)p->n);
+        return;
+    }
+    int32_t asum[512]; /* plan's blocks are at most 512 rows */
+    for (int64_t i = 0; i < mb; i++) {
+        const int8_t *r = a + i * p->lda;
+        int32_t s = 0;
+        for (int64_t q = 0; q < p->k; q++)
+            s += r[q];
+        asum[i] = s;
+    }
+    tq_cpu_gemm_i8((int)mb, (int)j0, (int)nb, a, (int)p->lda, asum, p->ascale + i0, p->pb,
+                   p->bscale, p->beta, p->bias, c, (int)p->n);
+}
+
 static void mm_blocks(void *ctx, int64_t begin, int64_t end)
 {
     const mm *p = ctx;
@@ -94,12 +135,15 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         int64_t i0 = rb * p->bm, j0 = cb * p->bn;
         int64_t mb = p->m - i0 < p->bm ? p->m - i0 : p->bm;
         int64_t nb = p->n - j0 < p->bn ? p->n - j0 : p->bn;
-        const float *a = p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda);
-        const float *b = p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0);
         float *c = p->c + item * p->m * p->n + i0 * p->n + j0;
+        /* (A and B are f32 pointers only on the f32 paths: no offsets on NULL) */
+        const float *a = p->a ? p->a + item * p->a_stride + (p->ta ? i0 : i0 * p->lda) : NULL;
+        const float *b = p->b ? p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0) : NULL;
         /* the bf16 kernel adds the bias as it stores C: C then goes to
          * memory once (added afterwards, every load of C missed cache) */
-        if (p->a16)
+        if (p->a8)
+            block_i8(p, i0, j0, mb, nb, c);
+        else if (p->a16)
             tq_cpu_gemm_bf16((int)mb, (int)j0, (int)nb, p->alpha,
                              p->a16 + item * p->a_stride + i0 * p->lda, (int)p->lda, p->pb,
                              p->beta, p->bias, c, (int)p->n);
@@ -109,8 +153,9 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         else
             p->sgemm(p->ta, p->tb, (int)mb, (int)nb, (int)p->k, p->alpha, a, (int)p->lda, b,
                      (int)p->ldb, p->beta, c, (int)p->n);
-        if (p->gelu || p->low || (p->bias && !p->a16))
-            then_rows(p, c, mb, j0, nb, p->bias && !p->a16);
+        int bias_done = p->a16 || p->a8; /* added as the kernel stored C */
+        if (p->gelu || p->low || (p->bias && !bias_done))
+            then_rows(p, c, mb, j0, nb, p->bias && !bias_done);
     }
 }
 
@@ -163,7 +208,7 @@ static const tq_cpu_packed_b *packed_bf16(const tq_tensor *b, int tb, tq_cpu_pac
     if (!b->constant)
         return *owned = tq_cpu_gemm_bf16_pack_b(tb, tq_cpu_ptr(b), (int)d[1], k, n);
     tq_cpu_packed_b *pb = b->derived;
-    if (pb && pb->tb == tb && !pb->kern)
+    if (pb && pb->tb == tb && pb->pairs)
         return pb;
     tq_cpu_gemm_packed_free(pb);
     pb = tq_cpu_gemm_bf16_pack_b(tb, tq_cpu_ptr(b), (int)d[1], k, n);
@@ -189,6 +234,52 @@ static int matmul_bf16(mm *p, int64_t batch, const tq_tensor *a, const tq_tensor
     return 1;
 }
 
+/* i8 B [n, k] packed for tq_cpu_gemm_i8: a constant B's kept in its derived
+ * (an i8 B has no other packing), any other packed for this product (*owned,
+ * for the caller to free). NULL when memory is short. */
+static const tq_cpu_packed_b *packed_i8(const tq_tensor *b, tq_cpu_packed_b **owned)
+{
+    const int64_t *d = b->dims;
+    *owned = NULL;
+    if (!b->constant)
+        return *owned = tq_cpu_gemm_i8_pack_b(tq_cpu_ptr(b), (int)d[1], (int)d[1], (int)d[0]);
+    if (!b->derived)
+        ((tq_tensor *)b)->derived =
+            tq_cpu_gemm_i8_pack_b(tq_cpu_ptr(b), (int)d[1], (int)d[1], (int)d[0]);
+    return b->derived;
+}
+
+tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascale,
+                           const tq_tensor *b, const tq_tensor *bscale, float beta,
+                           const tq_matmul_then *then, tq_tensor *c)
+{
+    (void)ctx;
+    mm p;
+    memset(&p, 0, sizeof p);
+    then_args(&p, then);
+    p.k = a->dims[a->rank - 1];
+    p.m = a->dims[0] * (a->rank == 3 ? a->dims[1] : 1);
+    p.n = b->dims[0];
+    p.tb = 1;
+    p.lda = p.ldb = p.k;
+    p.a8 = tq_cpu_ptr(a);
+    p.b8 = tq_cpu_ptr(b);
+    p.ascale = tq_cpu_ptr(ascale);
+    p.bscale = tq_cpu_ptr(bscale);
+    p.c = tq_cpu_ptr(c);
+    p.alpha = 1.0f;
+    p.beta = beta;
+    if (p.m == 0 || p.n == 0)
+        return TQ_OK;
+    tq_cpu_packed_b *owned = NULL;
+    if (p.k > 0 && tq_cpu_gemm_i8_use())
+        p.pb = packed_i8(b, &owned); /* NULL (memory short): the portable loop */
+    plan(&p);
+    tq_parallel_for(p.row_blocks * p.col_blocks, 1, mm_blocks, &p);
+    tq_cpu_gemm_packed_free(owned);
+    return TQ_OK;
+}
+
 /* k == 0 or alpha == 0: C = beta C, A and B unread (as BLAS does). */
 static void mm_scale_c(void *ctx, int64_t begin, int64_t end)
 {
@@ -212,15 +303,7 @@ tq_status tq_cpu_matmul_then(void *ctx, const tq_tensor *a, int trans_a, const t
     (void)ctx;
     mm p;
     memset(&p, 0, sizeof p);
-    if (then) {
-        p.bias = then->bias ? tq_cpu_ptr(then->bias) : NULL;
-        p.gelu = then->gelu;
-        if (then->low) {
-            p.low = tq_cpu_ptr(then->low);
-            p.low_dt = then->low->dtype;
-            p.low_size = tq_dtype_size(p.low_dt);
-        }
-    }
+    then_args(&p, then);
     const int64_t *ad = a->dims + a->rank - 2, *bd = b->dims + b->rank - 2;
     int64_t batch = c->rank == 3 ? c->dims[0] : 1;
     p.ta = trans_a != 0;

@@ -504,6 +504,263 @@ static void test_matmul_then(void)
     printf("ok %s: matmul_then\n", dev_name);
 }
 
+/* ------------------------------------------------ int8 products (tq-embed) */
+
+/* tq_op_quantize_rows against its definition, evaluated here in f32 as
+ * tq.h states it (y = x * colscale, scale = max |y| / 127, code = y / scale
+ * to nearest even), and the property that makes it a quantization: every
+ * code times the scale within half a scale of y (float64). Rows with a few
+ * large columns, a zero row, a NaN row and an infinite row. */
+static void one_quantize_rows(int64_t rows, int64_t k, int with_cs, const char *what)
+{
+    int64_t n = rows * k, d2[2] = {rows, k};
+    float *x = malloc((size_t)n * 4 + 4), *cs = malloc((size_t)k * 4 + 4),
+          *scale = malloc((size_t)rows * 4 + 4);
+    int8_t *q = malloc((size_t)n + 1);
+    fill(x, n, -2, 2);
+    fill(cs, k, 0.05, 3);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < k; j += 97) /* a layer norm's outlier columns */
+            x[i * k + j] *= 40.0f;
+    if (rows > 3) {
+        memset(x + k, 0, (size_t)k * 4);
+        x[2 * k + k / 2] = NAN;
+        x[3 * k] = -INFINITY;
+    }
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, d2, x), *gcs = gt_new(TQ_DTYPE_F32, 1, &k, cs);
+    gt *gq = gt_new(TQ_DTYPE_I8, 2, d2, NULL), *gs = gt_new(TQ_DTYPE_F32, 1, &rows, NULL);
+    tq_status st = tq_op_quantize_rows(gx->t, with_cs ? gcs->t : NULL, gq->t, gs->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gq, q, what);
+    gt_get(gs, scale, what);
+    int64_t bad = 0, far = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        float amax = 0.0f;
+        int finite = 1;
+        for (int64_t j = 0; j < k; j++) {
+            float y = with_cs ? x[i * k + j] * cs[j] : x[i * k + j];
+            finite &= isfinite(y);
+            amax = fabsf(y) > amax ? fabsf(y) : amax;
+        }
+        float s = amax / 127.0f;
+        if (!finite) {
+            bad += !isnan(scale[i]);
+            for (int64_t j = 0; j < k; j++)
+                bad += q[i * k + j] != 0;
+            continue;
+        }
+        bad += memcmp(&s, &scale[i], 4) != 0;
+        for (int64_t j = 0; j < k; j++) {
+            float y = with_cs ? x[i * k + j] * cs[j] : x[i * k + j];
+            float v = s != 0.0f ? nearbyintf(y / s) : 0.0f;
+            bad += q[i * k + j] != (int8_t)v;
+            far += fabs((double)q[i * k + j] * s - y) > 0.5000001 * s;
+        }
+    }
+    CHECK(bad == 0 && far == 0, "%s: %s: %lld codes or scales differ from the definition, %lld "
+          "farther than half a scale", dev_name, what, (long long)bad, (long long)far);
+    gt_free(gx);
+    gt_free(gcs);
+    gt_free(gq);
+    gt_free(gs);
+    free(x);
+    free(cs);
+    free(scale);
+    free(q);
+}
+
+/* tq_op_matmul_i8 against float64: the integer dot products exactly, times
+ * both scales, beta C and the bias, then GELU by erfc. Without GELU the f32
+ * result is at most three roundings from the exact value (the dot's
+ * conversion, two products: 2^-24 each) plus the sum's and the bias add's:
+ * 4 * 2^-24 of the terms' magnitudes; with GELU, the NMSE bound of the f32
+ * products. The bf16 copy: within half a bf16 step of C. */
+static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float beta, int with_bias,
+                          int gelu, int low, int constant)
+{
+    int64_t items = batch ? batch : 1, rows = items * m, an = rows * k, bn = n * k, cn = rows * n;
+    int64_t ad[3] = {batch, m, k}, bd[2] = {n, k}, cd[3] = {batch, m, n};
+    int r = batch ? 3 : 2;
+    const int64_t *adims = batch ? ad : ad + 1, *cdims = batch ? cd : cd + 1;
+    int8_t *a = malloc((size_t)an + 1), *b = malloc((size_t)bn + 1);
+    float *as = malloc((size_t)rows * 4 + 4), *bs = malloc((size_t)n * 4 + 4),
+          *bias = malloc((size_t)n * 4 + 4), *c0 = malloc((size_t)cn * 4 + 4),
+          *out = malloc((size_t)cn * 4 + 4);
+    uint16_t *lo = malloc((size_t)cn * 2 + 2);
+    double *ref = malloc((size_t)cn * 8 + 8), *mag = malloc((size_t)cn * 8 + 8);
+    for (int64_t i = 0; i < an; i++)
+        a[i] = (int8_t)((int64_t)(rnd() % 255) - 127);
+    for (int64_t i = 0; i < bn; i++)
+        b[i] = (int8_t)((int64_t)(rnd() % 255) - 127);
+    if (m > 1) /* the extremes: a row of +127 against B's row of -127 */
+        for (int64_t p = 0; p < k; p++)
+            a[p] = 127, b[p] = -127;
+    fill(as, rows, 1e-3, 2e-2);
+    fill(bs, n, 1e-3, 2e-2);
+    fill(bias, n, -1, 1);
+    if (beta == 0)
+        for (int64_t i = 0; i < cn; i++)
+            c0[i] = NAN;
+    else
+        fill(c0, cn, -2, 2);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t dot = 0;
+            for (int64_t p = 0; p < k; p++)
+                dot += (int64_t)a[i * k + p] * b[j * k + p];
+            double v = (double)dot * bs[j] * as[i], e = i * n + j;
+            double mg = fabs(v);
+            if (beta != 0)
+                v += (double)beta * c0[i * n + j], mg += fabs((double)beta * c0[i * n + j]);
+            if (with_bias)
+                v += bias[j], mg += fabs(bias[j]);
+            if (gelu)
+                v = 0.5 * v * erfc(-v / sqrt(2.0));
+            ref[(int64_t)e] = v;
+            mag[(int64_t)e] = mg;
+        }
+    gt *ga = gt_new(TQ_DTYPE_I8, r, adims, a), *gb = gt_new(TQ_DTYPE_I8, 2, bd, b);
+    gt *gas = gt_new(TQ_DTYPE_F32, 1, &rows, as), *gbs = gt_new(TQ_DTYPE_F32, 1, &n, bs);
+    gt *gbias = gt_new(TQ_DTYPE_F32, 1, &n, bias), *gc = gt_new(TQ_DTYPE_F32, r, cdims, c0);
+    gt *gl = low ? gt_new(TQ_DTYPE_BF16, r, cdims, NULL) : NULL;
+    if (constant)
+        tq_tensor_set_constant(gb->t);
+    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, low ? gl->t : NULL};
+    char what[160];
+    snprintf(what, sizeof what, "matmul_i8 batch %lld m=%lld n=%lld k=%lld beta=%g%s%s%s%s",
+             (long long)batch, (long long)m, (long long)n, (long long)k, beta,
+             constant ? " constant B" : "", with_bias ? " +bias" : "", gelu ? " gelu" : "",
+             low ? " into bf16" : "");
+    for (int pass = 0; pass < 2; pass++) { /* a constant B again: its kept packing */
+        tq_tensor_upload(gc->t, c0, (size_t)cn * 4);
+        tq_status st = tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &then, gc->t);
+        CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+        gt_get(gc, out, what);
+        gt_unchanged(ga, a, what);
+        gt_unchanged(gb, b, what);
+        if (gelu)
+            CHECK_NMSE(out, ref, cn, TOL_MM, what);
+        else {
+            int64_t bad = 0;
+            for (int64_t i = 0; i < cn; i++)
+                bad += !(fabs(out[i] - ref[i]) <= 4 * 0x1p-24 * mag[i] + 1e-30);
+            CHECK(bad == 0, "%s: %s: %lld of %lld elements off the exact products", dev_name, what,
+                  (long long)bad, (long long)cn);
+        }
+        if (low) {
+            gt_get(gl, lo, what);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < cn; i++)
+                bad += !(fabs(tq_bf16_to_f32(lo[i]) - out[i]) <= 0x1p-8 * fabs(out[i]) + 0x1p-134);
+            CHECK(bad == 0, "%s: %s: %lld bf16 copies off C", dev_name, what, (long long)bad);
+        }
+        if (!constant)
+            break;
+    }
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(gas);
+    gt_free(gbs);
+    gt_free(gbias);
+    gt_free(gc);
+    gt_free(gl);
+    free(a);
+    free(b);
+    free(as);
+    free(bs);
+    free(bias);
+    free(c0);
+    free(out);
+    free(lo);
+    free(ref);
+    free(mag);
+}
+
+static void test_int8_products(void)
+{
+    one_quantize_rows(37, 200, 1, "quantize_rows with column scales");
+    one_quantize_rows(37, 200, 0, "quantize_rows");
+    one_quantize_rows(5, 17, 1, "quantize_rows k=17");
+    static const int64_t sh[][4] = {{0, 1, 1, 1},     {0, 13, 33, 3},   {0, 25, 31, 5},
+                                    {2, 40, 70, 384}, {0, 97, 65, 383}, {0, 150, 1100, 200}};
+    int cpu = tq_device_backend(dev) == TQ_BACKEND_CPU;
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        const int64_t *d = sh[i];
+        if (!cpu && d[2] > 1000) /* the many-block shape is the CPU's */
+            continue;
+        int cst = (int)(i & 1);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 0, 0, cst);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 1.0f, 1, 0, 0, !cst);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 1, 1, cst);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.5f, 0, 0, 0, !cst);
+    }
+    int64_t ad[2] = {4, 6}, bd[2] = {5, 7}, sd = 4, nd = 5;
+    gt *ga = gt_new(TQ_DTYPE_I8, 2, ad, NULL), *gb = gt_new(TQ_DTYPE_I8, 2, bd, NULL);
+    gt *gas = gt_new(TQ_DTYPE_F32, 1, &sd, NULL), *gbs = gt_new(TQ_DTYPE_F32, 1, &nd, NULL);
+    int64_t cd[2] = {4, 5};
+    gt *gc = gt_new(TQ_DTYPE_F32, 2, cd, NULL), *gx = gt_new(TQ_DTYPE_F32, 2, ad, NULL);
+    CHECK(tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, 0, NULL, gc->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "rows of a have 6 codes, of b 7"),
+          "%s: matmul_i8 took k 6 against 7 (%s)", dev_name, tq_errmsg());
+    CHECK(tq_op_quantize_rows(gx->t, NULL, gx->t, gas->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "q must be i8"),
+          "%s: quantize_rows wrote codes into f32 (%s)", dev_name, tq_errmsg());
+    gt_free(ga);
+    gt_free(gb);
+    gt_free(gas);
+    gt_free(gbs);
+    gt_free(gc);
+    gt_free(gx);
+    printf("ok %s: quantize_rows, matmul_i8\n", dev_name);
+}
+
+/* The CPU's ways give the same bits: AVX-512 and the portable loop of
+ * quantize_rows, the VNNI kernel and the portable product (the int8 dot is
+ * exact, the float steps are the same). */
+static void test_int8_cpu_ways(void)
+{
+    int vnni = tq_cpu_gemm_i8_supported();
+    CHECK(tq_device_native_product(NULL, TQ_DTYPE_I8) == vnni,
+          "cpu: int8 products said native %s AVX512-VNNI", vnni ? "without" : "with");
+    int64_t m = 150, n = 100, k = 383, d2[2] = {m, k}, bd[2] = {n, k}, cd[2] = {m, n};
+    float *x = malloc((size_t)(m * k) * 4), *bs = malloc((size_t)n * 4), *c[2];
+    int8_t *b = malloc((size_t)(n * k)), *q[2] = {malloc((size_t)(m * k)), malloc((size_t)(m * k))};
+    fill(x, m * k, -3, 3);
+    fill(bs, n, 1e-3, 1e-2);
+    for (int64_t i = 0; i < n * k; i++)
+        b[i] = (int8_t)((int64_t)(rnd() % 255) - 127);
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, d2, x), *gq = gt_new(TQ_DTYPE_I8, 2, d2, NULL);
+    gt *gs = gt_new(TQ_DTYPE_F32, 1, &m, NULL), *gb = gt_new(TQ_DTYPE_I8, 2, bd, b);
+    gt *gbs = gt_new(TQ_DTYPE_F32, 1, &n, bs), *gc = gt_new(TQ_DTYPE_F32, 2, cd, NULL);
+    for (int w = 0; w < 2; w++) {
+        tq_cpu_quantize_rows_force_portable(w);
+        tq_cpu_gemm_i8_disable(w);
+        c[w] = malloc((size_t)(m * n) * 4);
+        CHECK(tq_op_quantize_rows(gx->t, NULL, gq->t, gs->t) == TQ_OK &&
+                  tq_op_matmul_i8(gq->t, gs->t, gb->t, gbs->t, 0, NULL, gc->t) == TQ_OK,
+              "cpu: int8 ways: %s", tq_errmsg());
+        gt_get(gq, q[w], "int8 ways");
+        gt_get(gc, c[w], "int8 ways");
+    }
+    tq_cpu_quantize_rows_force_portable(0);
+    tq_cpu_gemm_i8_disable(0);
+    CHECK(!memcmp(q[0], q[1], (size_t)(m * k)), "cpu: quantize_rows: AVX-512 and portable codes differ");
+    CHECK(!memcmp(c[0], c[1], (size_t)(m * n) * 4), "cpu: matmul_i8: VNNI and portable bits differ");
+    printf("ok cpu: int8 ways agree bit for bit%s\n",
+           vnni ? "" : " (skip the VNNI kernel: this CPU lacks AVX512-VNNI)");
+    gt_free(gx);
+    gt_free(gq);
+    gt_free(gs);
+    gt_free(gb);
+    gt_free(gbs);
+    gt_free(gc);
+    free(x);
+    free(bs);
+    free(b);
+    for (int w = 0; w < 2; w++)
+        free(q[w]), free(c[w]);
+}
+
 static void test_matmul_constant(const char *engine)
 {
     b_constant = 1;
@@ -2235,6 +2492,7 @@ static void test_cpu_engines(void)
     }
     tq_cpu_gemm_kernel_force(NULL);
     test_matmul_bf16_kernel();
+    test_int8_cpu_ways();
     /* simtopk's portable stretch check against the references too */
     tq_cpu_simtopk_force_portable(1);
     test_simtopk();
@@ -2973,6 +3231,7 @@ int main(void)
             test_matmul("default");
         test_matmul_constant("default");
         test_matmul_then();
+        test_int8_products();
         test_threads(NULL);
         test_rows();
         test_elementwise();
