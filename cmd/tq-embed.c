@@ -40,8 +40,10 @@ static void help(void)
         "Model:\n"
         "  -m, --model SPEC      hash:DIM (feature hashing, DIM 1..65536), a fastText\n"
         "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n"
-        "      --precision P     a model folder's products: f32, bf16 or f16 (bf16/f16\n"
-        "                        on CUDA and HIP devices; elsewhere f32, said under -v)\n\n"
+        "      --precision P     a model folder's products: f32, bf16, f16 or int8\n"
+        "                        (bf16/f16 on CUDA and HIP devices and bf16 on AVX512-BF16\n"
+        "                        CPUs, int8 on AVX512-VNNI CPUs; elsewhere f32, said\n"
+        "                        under -v)\n\n"
         "Input (default: plain lines; keys are the line numbers from 0, as i64):\n"
         "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
         "      --jsonl           lines are JSON objects; the text is member --field\n"
@@ -264,6 +266,8 @@ int main(int argc, char **argv)
     static const char *long_names[] = {"truncate", "skip", "error", NULL};
     static const char *dtype_names[] = {"f32", "f16", "bf16", NULL};
     static const tq_dtype dtypes[] = {TQ_DTYPE_F32, TQ_DTYPE_F16, TQ_DTYPE_BF16};
+    static const char *prec_names[] = {"f32", "f16", "bf16", "int8", NULL};
+    static const tq_dtype precs[] = {TQ_DTYPE_F32, TQ_DTYPE_F16, TQ_DTYPE_BF16, TQ_DTYPE_I8};
     tq_tool t;
     tq_tool_init(&t, "tq-embed");
     cfg c = {IN_PLAIN, "text", NULL, 1048576, EMPTY_SKIP, INVALID_REPLACE, LONG_TRUNCATE,
@@ -315,7 +319,7 @@ int main(int argc, char **argv)
             c.dtype = dtypes[pick(&t, "--dtype", optarg, dtype_names)];
             break;
         case OPT_PRECISION:
-            precision = dtypes[pick(&t, "--precision", optarg, dtype_names)];
+            precision = precs[pick(&t, "--precision", optarg, prec_names)];
             break;
         case OPT_MAX_LINE:
             c.max_line = (size_t)count_arg(&t, "--max-line", optarg, 1, (int64_t)1 << 30);

@@ -17,8 +17,8 @@
 #              vectors to tq-embed's is printed) and sentence-transformers'
 #              encode() (.venv-bench: PyPI sentence-transformers on Debian's
 #              python3-torch; PyTorch's own CPU wheels are not reachable here).
-#              With AVX512-BF16, tq-embed --precision bf16 too, against its own
-#              f32 and ONNX Runtime's (target >= 2.5x), with its min cosine.
+#              With AVX512-BF16 (AVX512-VNNI), tq-embed --precision bf16
+#              (int8) too, against its own f32 and ONNX Runtime's (target >= 2.5x), with its min cosine.
 # A peer that cannot run prints `bench: PEER not measured: WHY` (bench-peer.sh).
 # For the tests of that: TQ_BENCH_FASTTEXT (default /usr/bin/fasttext),
 # TQ_BENCH_TEST_VENV (default .venv, where the model is), TQ_BENCH_VENV (default
@@ -167,14 +167,18 @@ PY
         "$work/model.onnx" > "$work/export.log" 2>&1; then
         why_ort="the export to ONNX failed: $(grep . "$work/export.log" | tail -n 1)"
     fi
-    # --precision bf16 runs bf16 products where the CPU has AVX512-BF16 (else
-    # it is f32, so there is nothing more to time): the issue's target is 2.5x
-    # ONNX Runtime's f32, within cosine 0.999 of tq-embed's f32 rows
-    bf16=1
-    if ! grep -qw avx512_bf16 /proc/cpuinfo; then
-        bf16=0
-        echo "bench: tq-embed --precision bf16 not measured: this CPU has no AVX512-BF16 (the option runs f32 products here)"
-    fi
+    # --precision bf16 runs bf16 products where the CPU has AVX512-BF16, int8
+    # runs int8 products where it has AVX512-VNNI (else they are f32, so there is
+    # nothing more to time): the issue's target is 2.5x ONNX Runtime's f32,
+    # within cosine 0.999 of tq-embed's f32 rows
+    lows=
+    for p in bf16:avx512_bf16:AVX512-BF16 int8:avx512_vnni:AVX512-VNNI; do
+        if grep -qw "$(echo "$p" | cut -d: -f2)" /proc/cpuinfo; then
+            lows="$lows $p"
+        else
+            echo "bench: tq-embed --precision ${p%%:*} not measured: this CPU has no ${p##*:} (the option runs f32 products here)"
+        fi
+    done
     for what in sentences passages; do
         f=$work/sent.txt k=$n ort_s=
         [ "$what" = passages ] && f=$work/pass.txt k=$npass
@@ -193,12 +197,13 @@ PY
             line="$line; sentence-transformers 2.7 on Debian's torch $("$benchvenv/bin/python" -c 'import torch; print(torch.__version__)') $(per "$k" "$s")/s (ratio $(echo "scale=2; $s / $w_tq" | bc -l), target >= 1)"
         fi
         echo "$line"
-        if [ "$bf16" = 1 ]; then
-            read -r w_bf _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 --precision bf16 '$f' > '$work/bf.tq'")
-            line="BERT all-MiniLM-L6-v2, $k $what, $threads threads, --precision bf16 (AVX512-BF16): tq-embed $(per "$k" "$w_bf")/s ($(echo "scale=2; $w_tq / $w_bf" | bc -l)x its f32; min cosine to f32 $(min_cosine "$work/tq.tq" "$work/bf.tq"))"
-            [ -z "$ort_s" ] || line="$line; against ONNX Runtime's f32: ratio $(echo "scale=2; $ort_s / $w_bf" | bc -l), target >= 2.5"
+        for p in $lows; do
+            pr=${p%%:*}
+            read -r w_lo _ < <(best3 "'$BIN/tq-embed' -m '$model' --batch 256 --precision $pr '$f' > '$work/lo.tq'")
+            line="BERT all-MiniLM-L6-v2, $k $what, $threads threads, --precision $pr (${p##*:}): tq-embed $(per "$k" "$w_lo")/s ($(echo "scale=2; $w_tq / $w_lo" | bc -l)x its f32; min cosine to f32 $(min_cosine "$work/tq.tq" "$work/lo.tq"))"
+            [ -z "$ort_s" ] || line="$line; against ONNX Runtime's f32: ratio $(echo "scale=2; $ort_s / $w_lo" | bc -l), target >= 2.5"
             echo "$line"
-        fi
+        done
     done
     [ -z "$why_ort" ] || not_measured "ONNX Runtime (BERT peer)" "$why_ort (scripts/venv-bench.sh sets up .venv-ort)"
     [ -z "$why_st" ] || not_measured "sentence-transformers (BERT peer)" "$why_st (scripts/venv-bench.sh sets up .venv-bench)"

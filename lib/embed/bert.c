@@ -209,8 +209,11 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq
         close_bert(&be->base);
         return st;
     }
-    cfg.prec = prec;
+    /* int8: the f32 model first, which calibrates the int8 one */
+    cfg.prec = prec == TQ_DTYPE_I8 ? TQ_DTYPE_F32 : prec;
     st = tq_bert_model_load(&cfg, dev, &be->m);
+    if (!st && prec == TQ_DTYPE_I8)
+        st = tq_bert_int8(be->m, be->wp);
     if (st) {
         close_bert(&be->base);
         return st;

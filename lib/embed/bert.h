@@ -20,6 +20,9 @@ typedef struct bert_config {
      * multiply): f32, or bf16/f16 where the device's GEMM takes them
      * natively (bert.c decides) */
     tq_dtype prec;
+    /* with prec i8: the second feed-forward product's dtype (bf16 where the
+     * device multiplies bf16 natively, else f32; bert_int8.c says why) */
+    tq_dtype ffn2;
 } bert_config;
 
 /* One encoder layer, weights as PyTorch's Linear stores them (y = x W^T + b):
@@ -28,6 +31,10 @@ typedef struct bert_config {
 typedef struct bert_layer {
     tq_tensor *wq, *bq, *wk, *bk, *wv, *bv, *wo;
     tq_tensor *bo, *ln1_g, *ln1_b, *wi, *bi, *wo2, *bo2, *ln2_g, *ln2_b;
+    /* with prec i8, wq, wk, wv, wo and wi hold int8 codes and these their
+     * rows' scales, and cs_x, cs_ctx, cs_x1 the column scales of the
+     * activations they multiply (bert_int8.c); NULL otherwise */
+    tq_tensor *sq, *sk, *sv, *so, *si, *cs_x, *cs_ctx, *cs_x1;
 } bert_layer;
 
 typedef struct bert_plans bert_plans; /* bert_forward.c: kept per batch shape */
@@ -38,8 +45,19 @@ typedef struct bert_model {
     bert_plans *plans; /* on devices with graphs, else NULL */
     tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row */
     bert_layer *layer;
+    /* while bert_int8.c calibrates: [layers][3][hidden], the largest |value|
+     * of each column of the products' inputs (x, ctx, x1); NULL otherwise */
+    float *calib;
 } bert_model;
 
+/* --precision int8 (bert_int8.c): calibrates m, loaded in f32 on the CPU,
+ * on built-in texts, then makes its products int8 (cfg.prec i8). */
+tq_status tq_bert_int8(bert_model *m, const tq_wordpiece *wp);
+/* Calibration's hook in the forward pass: the input t [b, len, hidden] of
+ * layer's products, which = 0 for q, k, v, 1 for the attention's output
+ * projection, 2 for the first feed-forward; key_len [b] its real tokens. */
+void tq_bert_calib_fold(const bert_model *m, int64_t layer, int which, const tq_tensor *t,
+                        const tq_tensor *key_len);
 /* Reads the sentence-transformers folder's JSON files into cfg. */
 tq_status tq_bert_config_load(const char *folder, bert_config *cfg);
 void tq_bert_config_free(bert_config *cfg);

@@ -14,6 +14,9 @@ typedef struct scratch {
     /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
      * products take them (NULL in f32) */
     tq_tensor *xl, *ctxl, *x1l, *midl;
+    /* with --precision int8: x, ctx and x1 as int8 codes, and their rows'
+     * scales (mid goes to the second feed-forward in midl: bf16, or f32) */
+    tq_tensor *xq, *xs, *ctxq, *ctxs, *x1q, *x1s;
 } scratch;
 
 static void scratch_free(scratch *s)
@@ -21,7 +24,8 @@ static void scratch_free(scratch *s)
     /* views before their parents */
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->ctx, s->mid, s->key_len,
                         s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
-                        s->xl, s->ctxl, s->x1l, s->midl};
+                        s->xl, s->ctxl, s->x1l, s->midl, s->xq, s->xs, s->ctxq,
+                        s->ctxs, s->x1q, s->x1s};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
     memset(s, 0, sizeof *s);
@@ -86,11 +90,31 @@ static tq_status operand(const tq_tensor *x, tq_tensor *lp, const tq_tensor **us
     return tq_op_convert(x, lp);
 }
 
+/* The attention's products with int8 weights (bert_int8.c): x quantized
+ * once for q, k and v, ctx once for the output projection. */
+static tq_status attention_i8(const bert_model *m, int64_t li, scratch *s)
+{
+    const bert_layer *L = &m->layer[li];
+    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
+    tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
+                   bo = {L->bo, 0, NULL};
+    tq_status st;
+    if ((st = tq_op_quantize_rows(s->x, L->cs_x, s->xq, s->xs)) ||
+        (st = tq_op_matmul_i8(s->xq, s->xs, L->wq, L->sq, 0, &bq, s->q)) ||
+        (st = tq_op_matmul_i8(s->xq, s->xs, L->wk, L->sk, 0, &bk, s->k)) ||
+        (st = tq_op_matmul_i8(s->xq, s->xs, L->wv, L->sv, 0, &bv, s->v)) ||
+        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)) ||
+        (st = tq_op_quantize_rows(s->ctx, L->cs_ctx, s->ctxq, s->ctxs)))
+        return st;
+    return tq_op_matmul_i8(s->ctxq, s->ctxs, L->wo, L->so, 1, &bo, s->x3);
+}
+
 /* Self-attention of every document over its own real tokens, and the output
  * projection, its bias and the residual: x3 += ctx Wo + bo (x3 as the
  * product's C with beta 1: no pass of its own). */
-static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
+static tq_status attention(const bert_model *m, int64_t li, scratch *s)
 {
+    const bert_layer *L = &m->layer[li];
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
     tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
                    bo = {L->bo, 0, NULL};
@@ -100,26 +124,43 @@ static tq_status attention(const bert_model *m, const bert_layer *L, scratch *s)
         (st = tq_op_matmul_then(x, 0, L->wq, 1, 1, 0, &bq, s->q)) ||
         (st = tq_op_matmul_then(x, 0, L->wk, 1, 1, 0, &bk, s->k)) ||
         (st = tq_op_matmul_then(x, 0, L->wv, 1, 1, 0, &bv, s->v)) ||
-        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)) ||
-        (st = operand(s->ctx, s->ctxl, &ctx)))
+        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)))
+        return st;
+    if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
+        tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
+    if ((st = operand(s->ctx, s->ctxl, &ctx)))
         return st;
     return tq_op_matmul_then(ctx, 0, L->wo, 1, 1, 1, &bo, s->x3);
 }
 
 /* The biases, GELU, residuals and mid's rounding to the products' dtype ride
- * on the products (tq_op_matmul_then): on the CPU no pass of their own (its
- * bf16 kernel adds the bias as it stores C). */
-static tq_status layer(const bert_model *m, const bert_layer *L, scratch *s)
+ * on the products (tq_op_matmul_then, tq_op_matmul_i8): on the CPU no pass
+ * of their own (its bf16 and int8 kernels add the bias as they store C).
+ * With int8, x1 is quantized for the first feed-forward product; the second
+ * takes mid in bf16 (or f32), as bert_int8.c says why. */
+static tq_status layer(const bert_model *m, int64_t li, scratch *s)
 {
+    const bert_layer *L = &m->layer[li];
     float eps = (float)m->cfg.eps;
     tq_matmul_then ffn1 = {L->bi, 1, s->midl}, ffn2 = {L->bo2, 0, NULL};
     const tq_tensor *x1;
+    int i8 = m->cfg.prec == TQ_DTYPE_I8;
     tq_status st;
-    if ((st = attention(m, L, s)) ||
-        (st = tq_op_layernorm(s->x3, L->ln1_g, L->ln1_b, eps, s->x1)) ||
-        (st = operand(s->x1, s->x1l, &x1)) ||
-        (st = tq_op_matmul_then(x1, 0, L->wi, 1, 1, 0, &ffn1, s->mid)) ||
-        (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
+    if (m->calib)
+        tq_bert_calib_fold(m, li, 0, s->x, s->key_len);
+    if ((st = i8 ? attention_i8(m, li, s) : attention(m, li, s)) ||
+        (st = tq_op_layernorm(s->x3, L->ln1_g, L->ln1_b, eps, s->x1)))
+        return st;
+    if (m->calib)
+        tq_bert_calib_fold(m, li, 2, s->x1, s->key_len);
+    if (i8) {
+        if ((st = tq_op_quantize_rows(s->x1, L->cs_x1, s->x1q, s->x1s)) ||
+            (st = tq_op_matmul_i8(s->x1q, s->x1s, L->wi, L->si, 0, &ffn1, s->mid)))
+            return st;
+    } else if ((st = operand(s->x1, s->x1l, &x1)) ||
+               (st = tq_op_matmul_then(x1, 0, L->wi, 1, 1, 0, &ffn1, s->mid)))
+        return st;
+    if ((st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
         (st = tq_op_layernorm(s->x1, L->ln2_g, L->ln2_b, eps, s->x3)))
         return st;
     return TQ_OK;
@@ -146,7 +187,18 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
         (st = tq_tensor_view(s->v, 0, TQ_DTYPE_F32, 3, d3, &s->v3)))
         return st;
     tq_dtype lp = m->cfg.prec;
-    if (lp != TQ_DTYPE_F32) {
+    if (lp == TQ_DTYPE_I8) {
+        int64_t di[3] = {b, len, m->cfg.inter};
+        if ((st = tq_tensor_new(dev, TQ_DTYPE_I8, 2, d2, &s->xq)) ||
+            (st = tq_tensor_new(dev, TQ_DTYPE_I8, 3, d3, &s->ctxq)) ||
+            (st = tq_tensor_new(dev, TQ_DTYPE_I8, 3, d3, &s->x1q)) ||
+            (st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &n, &s->xs)) ||
+            (st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &n, &s->ctxs)) ||
+            (st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &n, &s->x1s)) ||
+            (m->cfg.ffn2 == TQ_DTYPE_BF16 &&
+             (st = tq_tensor_new(dev, TQ_DTYPE_BF16, 3, di, &s->midl))))
+            return st;
+    } else if (lp != TQ_DTYPE_F32) {
         int64_t di[3] = {b, len, m->cfg.inter};
         if ((st = tq_tensor_new(dev, lp, 2, d2, &s->xl)) ||
             (st = tq_tensor_new(dev, lp, 3, d3, &s->ctxl)) ||
@@ -192,7 +244,7 @@ static tq_status layers(const bert_model *m, scratch *s)
 {
     tq_status st = TQ_OK;
     for (int64_t i = 0; !st && i < m->cfg.layers; i++)
-        st = layer(m, &m->layer[i], s);
+        st = layer(m, i, s);
     return st;
 }
 

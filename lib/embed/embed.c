@@ -18,8 +18,10 @@ tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e)
 static const char *why_widened(const tq_device *dev, tq_dtype prec)
 {
     if (dev && tq_device_backend(dev) != TQ_BACKEND_CPU)
-        return "this version has no 16-bit shader product";
+        return prec == TQ_DTYPE_I8 ? "this version has int8 products on the CPU only"
+                                   : "this version has no 16-bit shader product";
     return prec == TQ_DTYPE_BF16 ? "this CPU has no AVX512-BF16"
+           : prec == TQ_DTYPE_I8 ? "this CPU has no AVX512-VNNI"
                                  : "this version has no f16 product on the CPU";
 }
 
@@ -33,9 +35,13 @@ tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec,
     if (prec != TQ_DTYPE_F32 && !tq_device_native_product(dev, prec)) {
         if (note && note_n && folder) /* the other embedders have no products */
             snprintf(note, note_n,
-                     "--precision %s: f32 products on %s (bf16 and f16 products run on CUDA "
-                     "and HIP devices' tensor cores, bf16 on CPUs with AVX512-BF16; %s)",
-                     tq_dtype_name(prec), dev ? tq_device_name(dev) : "cpu",
+                     "--precision %s: f32 products on %s (%s; %s)",
+                     prec == TQ_DTYPE_I8 ? "int8" : tq_dtype_name(prec),
+                     dev ? tq_device_name(dev) : "cpu",
+                     prec == TQ_DTYPE_I8
+                         ? "int8 products run on CPUs with AVX512-VNNI"
+                         : "bf16 and f16 products run on CUDA and HIP devices' tensor "
+                           "cores, bf16 on CPUs with AVX512-BF16",
                      why_widened(dev, prec));
         prec = TQ_DTYPE_F32;
     }

@@ -10,6 +10,7 @@
 # within 1e-9 or so of 1; a wrong token, position, mask or pooling moves it far
 # below 0.99999 (different sentences of these models score well under 0.999).
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
     VENV_PY="$ROOT_DIR/.venv/bin/python"
@@ -187,6 +188,49 @@ for i in range(len(v)):
 print('ok')"
     assert_success
     assert_output "ok"
+}
+
+# --precision int8 (AVX512-VNNI): int8 weights and activations with the
+# smoothing of lib/embed/bert_int8.c, the second feed-forward product bf16
+# (or f32). The issue's bounds, as the man page states them: every row within
+# cosine 0.999 of f32's (measured 0.99947 on these 40 sentences; 0.9991 over
+# 2,000 sentences and 200 passages), and the top-10 neighbours of each row
+# among the others agreeing at 0.98 on average (measured 0.990). The exact
+# arithmetic of the int8 ops is test_ops.c's; this is the recipe's accuracy.
+# Without VNNI: f32's bytes and one -v note.
+@test "all-MiniLM-L6-v2 --precision int8: cosine 0.999 and top-10 overlap 0.98 with f32, or f32 and a note" {
+    real_model
+    tq-embed -m "$REAL" -o "$T/f32.tq" "$ROOT_DIR/samples/docs.txt"
+    run --separate-stderr tq-embed -v -m "$REAL" --precision int8 -o "$T/i8.tq" "$ROOT_DIR/samples/docs.txt"
+    assert_success
+    if ! grep -qw avx512_vnni /proc/cpuinfo; then
+        cmp "$T/f32.tq" "$T/i8.tq"
+        [ "$(grep -c -- "--precision int8: f32 products on cpu" <<< "$stderr")" -eq 1 ] ||
+            fail "no VNNI: not one fallback note: $stderr"
+        return
+    fi
+    [[ "$stderr" != *"f32 products on"* ]] || fail "int8 with VNNI: a fallback note: $stderr"
+    ! cmp -s "$T/f32.tq" "$T/i8.tq" || fail "int8: f32's bytes (the products were not int8)"
+    tq-cat -t tsv --name emb "$T/f32.tq" | tail -n +2 | tr '\t' ' ' > "$T/f32.txt"
+    tq-cat -t tsv --name emb "$T/i8.tq" | tail -n +2 | tr '\t' ' ' > "$T/i8.txt"
+    [ "$(wc -l < "$T/i8.txt")" -eq 40 ]
+    run py "$TESTS_DIR/lib/cosine.py" "$T/f32.txt" "$T/i8.txt" 0.999
+    assert_success
+    run py -c "
+import numpy as np
+def top(p):
+    v = np.loadtxt(p); v /= np.linalg.norm(v, axis=1, keepdims=True)
+    s = v @ v.T; np.fill_diagonal(s, -np.inf)
+    return np.argsort(-s, axis=1, kind='stable')[:, :10]
+a, b = top('$T/f32.txt'), top('$T/i8.txt')
+ov = np.mean([len(set(a[i]) & set(b[i])) / 10 for i in range(len(a))])
+assert ov >= 0.98, ov
+print('ok')"
+    assert_success
+    assert_output "ok"
+    # the same bytes at any thread count
+    tq-embed -m "$REAL" --precision int8 --threads 1 -o "$T/t1.tq" "$ROOT_DIR/samples/docs.txt"
+    cmp "$T/i8.tq" "$T/t1.tq"
 }
 
 @test "missing model files are exit 66 naming the file" {

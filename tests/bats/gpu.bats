@@ -126,7 +126,7 @@ needs_gpu() {
 # layers gives (measured: 0.99999 bf16, 0.9999999 f16 on this model, 0.99998
 # bf16 on all-MiniLM-L6-v2); a wrong operand, weight or row is far below (two
 # different lines of this model score under 0.85).
-@test "tq-embed -m FOLDER --device cuda/hip --precision bf16 and f16: within cosine 0.999 of the CPU's f32 rows; bf16/f16 GEMMs, no fallback note" {
+@test "tq-embed -m FOLDER --device cuda/hip --precision bf16 and f16: within cosine 0.999 of the CPU's f32 rows; bf16/f16 GEMMs, no fallback note; int8: f32 and a note" {
     needs_gpu
     needs_numpy
     T="$BATS_TEST_TMPDIR"
@@ -158,6 +158,14 @@ needs_gpu() {
                 fi
             fi
         done
+        # int8 products are the CPU's (AVX512-VNNI): on a GPU, f32's bytes
+        # and one -v note
+        run --separate-stderr tq-embed -v -m "$T/m" --device "$b" --batch 3 --precision int8 \
+            -o "$T/$b.int8.tq" "$T/in.txt"
+        assert_success
+        [ "$(grep -c -- "--precision int8: f32 products on $b" <<< "$stderr")" -eq 1 ] ||
+            fail "$b int8: not one fallback note: $stderr"
+        cmp "$T/$b.f32.tq" "$T/$b.int8.tq"
     done
 }
 

@@ -304,7 +304,7 @@ EOF
 # without products (hash:, fastText) take the option and say nothing.
 cpu_has_bf16() { grep -qw avx512_bf16 /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo; }
 
-@test "--precision bf16/f16 on the CPU: bf16 products with AVX512-BF16 (cosine 0.999), else f32's bytes and one -v note; hash: ignores it; int8 is exit 2" {
+@test "--precision bf16/f16 on the CPU: bf16 products with AVX512-BF16 (cosine 0.999), else f32's bytes and one -v note; hash: ignores it; int4 is exit 2" {
     "$PY" -c 'import torch' 2>/dev/null || skip "python3-torch is not installed (make_bert.py needs it)"
     py "$TESTS_DIR/lib/make_bert.py" m --pool mean --normalize --max-seq 32 --seed 11
     stress_texts > docs.txt
@@ -343,9 +343,9 @@ cpu_has_bf16() { grep -qw avx512_bf16 /proc/cpuinfo && grep -qw avx512f /proc/cp
     cmp h32.tq h16.tq
     [[ "$stderr" != *"precision"* ]] || fail "a note for hash: $stderr"
     # not a choice: a usage error, one line, no output
-    run -2 --separate-stderr tq-embed -m m --precision int8 -o i.tq docs.txt
-    [ "$stderr" = "tq-embed: error: --precision does not know 'int8'; see 'tq-embed --help'" ] ||
-        fail "int8: $stderr"
+    run -2 --separate-stderr tq-embed -m m --precision int4 -o i.tq docs.txt
+    [ "$stderr" = "tq-embed: error: --precision does not know 'int4'; see 'tq-embed --help'" ] ||
+        fail "int4: $stderr"
     [ ! -e i.tq ]
 }
 
