@@ -117,6 +117,8 @@ tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n);
 void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32_t *asum,
                     const float *ascale, const tq_cpu_packed_b *pb, const float *bscale,
                     float beta, const float *bias, float *c, int ldc);
+/* asum[i] = the sum of row i's k codes (m rows at lda), for tq_cpu_gemm_i8. */
+void tq_cpu_gemm_i8_rowsums(int m, int k, const int8_t *a, int lda, int32_t *asum);
 /* The same values, bit for bit, on any CPU from B unpacked (n rows of k at
  * ldb; columns 0..n, bscale and bias indexed from 0, asum not needed): AVX2
  * where the CPU has it, else plain loops. */

@@ -114,13 +114,7 @@ static void block_i8(const mm *p, int64_t i0, int64_t j0, int64_t mb, int64_t nb
         return;
     }
     int32_t asum[512]; /* plan's blocks are at most 512 rows */
-    for (int64_t i = 0; i < mb; i++) {
-        const int8_t *r = a + i * p->lda;
-        int32_t s = 0;
-        for (int64_t q = 0; q < p->k; q++)
-            s += r[q];
-        asum[i] = s;
-    }
+    tq_cpu_gemm_i8_rowsums((int)mb, (int)p->k, a, (int)p->lda, asum);
     tq_cpu_gemm_i8((int)mb, (int)j0, (int)nb, a, (int)p->lda, asum, p->ascale + i0, p->pb,
                    p->bscale, p->beta, p->bias, c, (int)p->n);
 }
