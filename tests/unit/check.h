@@ -3,9 +3,21 @@
 #ifndef TQ_CHECK_H
 #define TQ_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int check_pass, check_fail;
+
+/* The tests' random numbers: xorshift64, a fixed seed (the same data every
+ * run). Unused in a test that has no use for it. */
+static uint64_t check_rng = 0x2545f4914f6cdd1dull;
+__attribute__((unused)) static uint64_t check_rand64(void)
+{
+    check_rng ^= check_rng << 13;
+    check_rng ^= check_rng >> 7;
+    check_rng ^= check_rng << 17;
+    return check_rng;
+}
 
 #define CHECK(cond, ...)                                                           \
     do {                                                                           \

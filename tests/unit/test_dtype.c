@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t rand64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static uint32_t fbits(float x)
 {
@@ -191,7 +183,7 @@ static void check_f32_to_half(void)
     bad = 0;
     int worst = 0;
     for (int i = 0; i < 4000000; i++) {
-        float x = bitsf((uint32_t)rand64());
+        float x = bitsf((uint32_t)check_rand64());
         int b = check_one_f32(x);
         if (b) {
             bad++;
@@ -200,8 +192,8 @@ static void check_f32_to_half(void)
     }
     /* and values in the range of f16, where most of its rounding happens */
     for (int i = 0; i < 2000000; i++) {
-        float x = ldexpf((float)(rand64() >> 40) / (float)(1 << 24), (int)(rand64() % 44) - 26);
-        int b = check_one_f32(rand64() & 1 ? x : -x);
+        float x = ldexpf((float)(check_rand64() >> 40) / (float)(1 << 24), (int)(check_rand64() % 44) - 26);
+        int b = check_one_f32(check_rand64() & 1 ? x : -x);
         if (b) {
             bad++;
             worst |= b;
@@ -224,7 +216,7 @@ static void check_vector_paths(void)
     const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65520.0f,
                              0x1p-24f, 0x1p-25f, 0x1.8p-24f, 1e-45f, 3.4e38f, 1.0f + 0x1p-11f};
     for (int i = 0; i <= N; i++)
-        f[i] = i % 5 == 0 ? special[(i / 5) % 14] : bitsf((uint32_t)rand64());
+        f[i] = i % 5 == 0 ? special[(i / 5) % 14] : bitsf((uint32_t)check_rand64());
     int bad = 0;
     for (int n = 1; n <= 101; n++) {
         size_t len = n == 101 ? N : (size_t)n;
@@ -284,23 +276,23 @@ static void check_wide_sources(void)
     for (int i = 0; i < N; i++) {
         /* a third: just off f16/bf16 ties (the double rounding traps), the rest random */
         if (i % 3 == 0) {
-            uint16_t k = (uint16_t)(rand64() % 0x7bff);
+            uint16_t k = (uint16_t)(check_rand64() % 0x7bff);
             double lo = ref_f16(k), hi = ref_f16((uint16_t)(k + 1)), mid = (lo + hi) / 2;
-            d[i] = mid + (rand64() & 1 ? 1 : -1) * ldexp(fabs(mid) + 0x1p-30, -40);
+            d[i] = mid + (check_rand64() & 1 ? 1 : -1) * ldexp(fabs(mid) + 0x1p-30, -40);
         } else if (i % 3 == 1) {
-            uint32_t b = (uint32_t)(rand64() % 0x7f7fu);
-            d[i] = (double)bitsf(b << 16 | 0x8000u) * (1 + (rand64() & 1 ? 0x1p-40 : -0x1p-40));
+            uint32_t b = (uint32_t)(check_rand64() % 0x7f7fu);
+            d[i] = (double)bitsf(b << 16 | 0x8000u) * (1 + (check_rand64() & 1 ? 0x1p-40 : -0x1p-40));
         } else {
-            d[i] = ldexp((double)(rand64() >> 11), (int)(rand64() % 140) - 120 - 53);
+            d[i] = ldexp((double)(check_rand64() >> 11), (int)(check_rand64() % 140) - 120 - 53);
         }
-        if (rand64() & 1)
+        if (check_rand64() & 1)
             d[i] = -d[i];
-        iv[i] = (int64_t)(rand64() >> (1 + rand64() % 63)); /* 1 to 63 bits */
+        iv[i] = (int64_t)(check_rand64() >> (1 + check_rand64() % 63)); /* 1 to 63 bits */
         if (i % 7 == 0) /* just above a tie of f32 / bf16 */
             iv[i] = (1ll << 60) + (1ll << 36) + 1;
         if (i % 11 == 0)
             iv[i] = (1ll << 30) + (1ll << 22) + (int64_t)(i % 3) - 1;
-        if (rand64() & 1)
+        if (check_rand64() & 1)
             iv[i] = -iv[i];
         i32[i] = (int32_t)iv[i];
     }
@@ -425,8 +417,8 @@ static void check_ints(void)
     int ns = (int)(sizeof special / sizeof *special);
     for (int i = 0; i < N; i++) {
         d[i] = i < ns ? special[i]
-                      : ldexp((double)(rand64() >> 11), (int)(rand64() % 70) - 53) *
-                            (rand64() & 1 ? 1 : -1);
+                      : ldexp((double)(check_rand64() >> 11), (int)(check_rand64() % 70) - 53) *
+                            (check_rand64() & 1 ? 1 : -1);
         if (i >= ns && i % 4 == 0) /* a tie */
             d[i] = floor(d[i]) + 0.5;
         f[i] = (float)d[i];
@@ -452,7 +444,7 @@ static void check_ints(void)
     /* integer to integer: saturation */
     int64_t src[N];
     for (int i = 0; i < N; i++)
-        src[i] = (int64_t)rand64() >> (rand64() % 64);
+        src[i] = (int64_t)check_rand64() >> (check_rand64() % 64);
     src[0] = INT64_MAX;
     src[1] = INT64_MIN;
     src[2] = -1;
@@ -528,16 +520,16 @@ static void ref_q4_0(const float *x, unsigned char *blk)
 
 static void make_block(float *x, int kind)
 {
-    double scale = ldexp(1, (int)(rand64() % 30) - 15);
+    double scale = ldexp(1, (int)(check_rand64() % 30) - 15);
     for (int j = 0; j < 32; j++) {
-        double u = (double)(rand64() >> 11) / 0x1p53 * 2 - 1;
+        double u = (double)(check_rand64() >> 11) / 0x1p53 * 2 - 1;
         x[j] = (float)(u * scale);
     }
     if (kind == 1)
         memset(x, 0, 32 * sizeof *x);
     if (kind == 2) { /* one spike */
         memset(x, 0, 32 * sizeof *x);
-        x[rand64() % 32] = (float)-scale;
+        x[check_rand64() % 32] = (float)-scale;
     }
     if (kind == 3) /* every value on a grid: ties everywhere */
         for (int j = 0; j < 32; j++)
@@ -666,9 +658,9 @@ static void check_bits(void)
     for (int64_t len = 1; len <= 40; len++) {
         int64_t rows = 400 / len < 5 ? 400 / len : 5;
         for (int64_t i = 0; i < rows * len; i++) {
-            uint64_t k = rand64() % 8;
+            uint64_t k = check_rand64() % 8;
             x[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : k == 3 ? 1e-45f
-                 : k < 6 ? (float)(rand64() % 100) : -(float)(rand64() % 100);
+                 : k < 6 ? (float)(check_rand64() % 100) : -(float)(check_rand64() % 100);
         }
         memset(p, 0xaa, sizeof p);
         tq_convert(TQ_DTYPE_BIT, p, TQ_DTYPE_F32, x, (size_t)(rows * len), len);

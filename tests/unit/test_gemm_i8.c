@@ -14,21 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t rand64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int8_t rand_i8(void) { return (int8_t)((int)(rand64() % 255) - 127); }
+static int8_t rand_i8(void) { return (int8_t)((int)(check_rand64() % 255) - 127); }
 /* a scale in [2^-12, 2^-4): products of varied exponents */
 static float rand_scale(void)
 {
-    return (float)((1.0 + (double)(rand64() >> 11) * 0x1p-53) * ldexp(1.0, -12 + (int)(rand64() % 8)));
+    return (float)((1.0 + (double)(check_rand64() >> 11) * 0x1p-53) * ldexp(1.0, -12 + (int)(check_rand64() % 8)));
 }
-static float rand_f(void) { return (float)((double)(rand64() >> 11) * 0x1p-53 * 200 - 100); }
+static float rand_f(void) { return (float)((double)(check_rand64() >> 11) * 0x1p-53 * 200 - 100); }
 
 /* Row r of a matrix of random int8, except every 7th (+127) and the one
  * after (-127): the extremes, against each other and against random rows. */
