@@ -87,13 +87,17 @@ open("kv.tq", "wb").write(tq.array_frame("keys", x) + tq.array_frame("vals", x))
     [ "${#COMPREPLY[@]}" -eq 0 ]
 }
 
-@test "completion: --precision offers the values tq-embed takes" {
+@test "completion: --precision offers the values tq-embed and tq-train take" {
     comp 2 tq-embed --precision ""
-    [ "${COMPREPLY[*]}" = "f32 bf16 f16" ]
+    [ "${COMPREPLY[*]}" = "f32 bf16 f16 int8" ]
     for p in "${COMPREPLY[@]}"; do
         run -0 tq-embed --precision "$p" -o out.tq /dev/null
     done
-    run -2 tq-embed --precision int8 -o out.tq /dev/null
+    run -2 tq-embed --precision int4 -o out.tq /dev/null
     comp 2 tq-embed --precision b
     [ "${COMPREPLY[*]}" = bf16 ]
+    # tq-train has no int8 products
+    comp 2 tq-train --precision ""
+    [ "${COMPREPLY[*]}" = "f32 bf16 f16" ]
+    run -2 tq-train --precision int8 --help
 }
