@@ -34,7 +34,8 @@ typedef struct att {
     float alpha;  /* scale * log2(e): scores come out in base-2 units */
     float *stats; /* [B, H, Lq] maxima then [B, H, Lq] sums, for the second pass */
     const tq_gemm_kernel *kern;
-    int isa; /* tq_cpu_isa() */
+    int isa;  /* tq_cpu_isa() */
+    int rows; /* items whose keys fit a tile take attention_rows.c's way */
 } att;
 
 /* ------------------------------------------------------------ vector math */
@@ -346,6 +347,19 @@ static void scores(const att *a, const float *q, int64_t i0, int64_t h, const fl
                         kn->nr, a->alpha, 0.0f);
 }
 
+/* A tile's scores as scores() gives them, or for an item whose keys fit one
+ * tile (`rows`), by attention_rows.c: in both passes the same way, so the
+ * second pass's probabilities are made of the first pass's bits. */
+static void tile_scores(const att *a, int rows, const float *q, int64_t i0, int64_t h,
+                        const float *kp, int nq, int nk, float *s)
+{
+    if (rows)
+        tq_cpu_att_scores_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, kp, a->kern->nr, a->Dk,
+                               nk, a->alpha, s, BK);
+    else
+        scores(a, q, i0, h, kp, nq, nk, s);
+}
+
 /* ------------------------------------------------------------ masks */
 
 /* Keys of batch item b that exist: k's rows, cut by key_len. */
@@ -456,16 +470,20 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* One block of queries of head rn->h, unit = (batch item, query block). */
-static void unit_forward(const run *rn, scratch *w, int64_t u)
+/* Query block qb of head h of batch item b. kp: the item's keys of head h,
+ * packed by the caller (they fit one tile), or NULL: the head's tiles in
+ * rn->kpk. */
+static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64_t h,
+                         const float *kp)
 {
     const att *a = rn->a;
     const tq_gemm_kernel *kn = a->kern;
-    int64_t qb = u % a->qblocks, h = rn->h, b = u / a->qblocks;
     int64_t i0 = qb * BQ;
     int nq = (int)(a->Lq - i0 < BQ ? a->Lq - i0 : BQ);
     const float *q = a->q + b * a->Lq * a->dqk;
     int64_t kend = key_end(a, b);
+    /* by the item's own keys, never the batch's shape: its bits are its own */
+    int rows = a->rows && kend <= BK;
     if (a->causal && kend > i0 + nq)
         kend = i0 + nq; /* no query of the block sees a key past its last row */
     for (int r = 0; r < BQ; r++) {
@@ -479,13 +497,18 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
         if (!tile_live(a, b, i0, nq, j0, nk))
             continue;
         int64_t tile = b * a->kblocks + j0 / BK;
-        scores(a, q, i0, h, rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
+        tile_scores(a, rows, q, i0, h, kp ? kp : rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
          * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         rn->online(w->s, nq, nk, w->m, w->l, w->o, a->dvp);
         if (!a->dvp)
             continue;
+        if (rows) { /* the one tile: o = P V, v's rows read in place */
+            tq_cpu_att_pv_rows(w->s, BK, nq, a->v + (b * a->Lk + j0) * a->dv + h * a->Dv, a->dv,
+                               nk, a->Dv, w->o, a->dvp);
+            continue;
+        }
         /* P V over the tile's live keys only (the rest have probability 0),
          * the tile's rows read in place */
         const float *vp = rn->vpk + tile * BK * a->dvp;
@@ -518,13 +541,37 @@ static void unit_forward(const run *rn, scratch *w, int64_t u)
 static void forward_chunk(void *ctx, int64_t begin, int64_t end)
 {
     run *rn = ctx;
+    const att *a = rn->a;
     scratch w;
-    if (!scratch_new(rn->a, &w)) {
+    if (!scratch_new(a, &w)) {
         __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
         return;
     }
     for (int64_t u = begin; u < end; u++)
-        unit_forward(rn, &w, u);
+        unit_forward(rn, &w, u / a->qblocks, u % a->qblocks, rn->h, NULL);
+    free(w.mem);
+}
+
+/* Every item's keys in one tile, rows' way: a unit is (batch item, head), its
+ * keys packed in the unit and V read in place, so the whole op is one
+ * hand-off to the threads rather than two a head, and nothing is packed
+ * for keys past key_len. */
+static void rows_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    run *rn = ctx;
+    const att *a = rn->a;
+    scratch w;
+    if (!scratch_new(a, &w)) {
+        __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        int64_t b = u / a->H, h = u % a->H, kend = key_end(a, b);
+        if (kend)
+            pack_k(a, a->k + b * a->Lk * a->dqk, 0, (int)kend, h, w.kp);
+        for (int64_t qb = 0; qb < a->qblocks; qb++)
+            unit_forward(rn, &w, b, qb, h, w.kp);
+    }
     free(w.mem);
 }
 
@@ -555,6 +602,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
     int nlive = (int)(kend - j0 < nk ? (kend - j0 < 0 ? 0 : kend - j0) : nk);
     double acc[BK] = {0};
     int64_t plane = a->B * a->H * a->Lq;
+    int rows = a->rows && kend <= BK; /* as pass 1 chose */
     for (int64_t h = 0; h < a->H; h++) {
         if (nlive)
             pack_k(a, k, j0, nlive, h, w->kp);
@@ -563,7 +611,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
             int live = nlive && tile_live(a, b, i0, nq, j0, nlive);
             if (live) {
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
-                scores(a, q, i0, h, w->kp, nq, nlive, w->s);
+                tile_scores(a, rows, q, i0, h, w->kp, nq, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
                 final_probs(rn, w->s, nq, m, m + plane);
             }
@@ -620,6 +668,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.kern = tq_cpu_gemm_kernel();
     a.isa = tq_cpu_isa();
     a.dvp = (a.Dv + a.kern->nr - 1) / a.kern->nr * a.kern->nr;
+    a.rows = tq_cpu_att_rows_use(a.kern->nr);
     a.q = tq_cpu_ptr(q);
     a.k = tq_cpu_ptr(k);
     a.v = tq_cpu_ptr(v);
@@ -639,6 +688,13 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     rn.a = &a;
     pick_isa(&rn.online, &rn.probs);
     int second = a.received || a.weights;
+    /* keys in one tile, and no second pass: a unit per (item, head) */
+    if (a.rows && a.kblocks <= 1 && !second) {
+        tq_parallel_for(a.B * a.H, 1, rows_chunk, &rn);
+        if (rn.failed)
+            return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for tile buffers");
+        return TQ_OK;
+    }
     /* one head's K and V packed (2 / H of k and v), and the row statistics */
     size_t tiles = (size_t)(a.B * a.kblocks), nstats = second ? (size_t)(2 * a.B * a.H * a.Lq) : 0;
     rn.kpk = aligned_alloc(64, (tiles * BK * (size_t)a.Dk + 16) * sizeof(float));

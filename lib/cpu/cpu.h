@@ -51,6 +51,18 @@ tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascal
 tq_status tq_cpu_quantize_rows(void *ctx, const tq_tensor *x, const tq_tensor *colscale,
                                tq_tensor *q, tq_tensor *scale);
 void tq_cpu_quantize_rows_force_portable(int on);
+/* attention_rows.c: the attention's scores and P V for an item whose keys fit
+ * one tile, by rows (AVX-512). use: the way is there for kernels of nr
+ * columns and not disabled (disable: the tests' switch). scores_rows: s =
+ * alpha q k^T for nq rows of q (at ldq) and nk <= 64 keys packed in strips
+ * of nr columns of dk rows; pv_rows: o = p v for nq rows of p (at ldp) over
+ * nk keys, v's rows at ldv, dv columns. */
+int tq_cpu_att_rows_use(int nr);
+void tq_cpu_att_rows_disable(int off);
+void tq_cpu_att_scores_rows(const float *q, int64_t ldq, int nq, const float *kp, int nr,
+                            int64_t dk, int nk, float alpha, float *s, int lds);
+void tq_cpu_att_pv_rows(const float *p, int ldp, int nq, const float *v, int64_t ldv, int nk,
+                        int64_t dv, float *o, int64_t ldo);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);

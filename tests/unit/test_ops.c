@@ -2173,7 +2173,8 @@ static void attention_bad_args(void)
 
 static void test_attention(void)
 {
-    static const int64_t lens3[3] = {150, 0, 64}, lens2[2] = {77, 100};
+    static const int64_t lens3[3] = {150, 0, 64}, lens2[2] = {77, 100},
+                         lens5[5] = {20, 1, 13, 17, 9}, lens_t[2] = {40, 23};
     const att_case cases[] = {
         /* what, B, Lq, Lk, H, Dk, Dv, rank3, causal, groups, recv, weights, scale, key_len, lo, hi */
         {"one query one key", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
@@ -2193,6 +2194,16 @@ static void test_attention(void)
         {"no keys", 1, 5, 0, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
         {"no queries", 1, 0, 9, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
         {"d_head 64, 8 heads", 1, 300, 300, 8, 64, 64, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0},
+        /* keys that fit one tile (<= 64), the CPU's rows way on AVX-512: 1..4
+         * chunks of 16 keys, d_head 5 and 7, 70 (a second column block), more
+         * queries than a block, masks and the second pass */
+        {"sentences: 12 heads of 32", 5, 20, 20, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens5, -1, 1, 0},
+        {"one tile, odd widths", 2, 30, 64, 3, 5, 7, 1, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"one tile, d_v 70", 1, 9, 33, 2, 8, 70, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"one tile, 100 queries", 1, 100, 50, 2, 8, 8, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"one tile, causal + key_len + groups", 2, 40, 40, 2, 16, 16, 1, 1, 1, 1, 1, 0.7f, lens_t,
+         -1, 1, 0},
+        {"one tile, logits near 80", 1, 48, 48, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         att_run(&cases[i], NULL, NULL);
@@ -2229,6 +2240,49 @@ static void test_attention(void)
           dev_name);
     free(one);
     free(two);
+}
+
+/* The CPU's rows way for items whose keys fit a tile (AVX-512): the cases
+ * above again without it, against the same reference; and an item's bits
+ * are its own, the same alone (the rows way's units) as beside a longer item
+ * in a padded batch (the tiled units), as tq-embed's batches need. */
+static void test_attention_cpu_rows(void)
+{
+    if (!tq_cpu_att_rows_use(tq_cpu_gemm_kernel()->nr)) {
+        printf("ok cpu: skip the attention's rows way: this CPU lacks AVX-512\n");
+        return;
+    }
+    tq_cpu_att_rows_disable(1);
+    test_attention();
+    tq_cpu_att_rows_disable(0);
+    enum { H = 4, D = 16, L = 100, N = 20 };
+    int64_t w = H * D, n2 = 2 * L * w, d2[3] = {2, L, w}, d1[3] = {1, N, w}, lens[2] = {N, L};
+    float *q = malloc(n2 * 4), *k = malloc(n2 * 4), *v = malloc(n2 * 4), *o2 = malloc(n2 * 4),
+          *o1 = malloc(N * w * 4);
+    fill(q, n2, -2, 2);
+    fill(k, n2, -2, 2);
+    fill(v, n2, -1, 1);
+    int64_t two = 2;
+    gt *gq = gt_new(TQ_DTYPE_F32, 3, d2, q), *gk = gt_new(TQ_DTYPE_F32, 3, d2, k),
+       *gv = gt_new(TQ_DTYPE_F32, 3, d2, v), *go = gt_new(TQ_DTYPE_F32, 3, d2, NULL),
+       *gl = gt_new(TQ_DTYPE_I64, 1, &two, lens);
+    /* item 0's first N rows alone: q, k, v of [1, N, w] are the same floats */
+    gt *aq = gt_new(TQ_DTYPE_F32, 3, d1, q), *ak = gt_new(TQ_DTYPE_F32, 3, d1, k),
+       *av = gt_new(TQ_DTYPE_F32, 3, d1, v), *ao = gt_new(TQ_DTYPE_F32, 3, d1, NULL);
+    tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL},
+                      alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL};
+    CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
+              tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
+          "cpu: attention alone and padded: %s", tq_errmsg());
+    gt_get(go, o2, "attention padded");
+    gt_get(ao, o1, "attention alone");
+    CHECK(!memcmp(o1, o2, (size_t)(N * w) * 4),
+          "cpu: attention: an item of %d keys alone and padded to %d differ", N, L);
+    gt *all[] = {gq, gk, gv, go, gl, aq, ak, av, ao};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        gt_free(all[i]);
+    free(q), free(k), free(v), free(o2), free(o1);
+    printf("ok cpu: attention's rows way and tiles agree; an item's bits are its own\n");
 }
 
 /* ------------------------------------------- same bits with 1 and 2 threads */
@@ -2493,6 +2547,7 @@ static void test_cpu_engines(void)
     tq_cpu_gemm_kernel_force(NULL);
     test_matmul_bf16_kernel();
     test_int8_cpu_ways();
+    test_attention_cpu_rows();
     /* simtopk's portable stretch check against the references too */
     tq_cpu_simtopk_force_portable(1);
     test_simtopk();
