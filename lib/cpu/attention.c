@@ -351,11 +351,11 @@ static void scores(const att *a, const float *q, int64_t i0, int64_t h, const fl
  * tile (`rows`), by attention_rows.c: in both passes the same way, so the
  * second pass's probabilities are made of the first pass's bits. */
 static void tile_scores(const att *a, int rows, const float *q, int64_t i0, int64_t h,
-                        const float *kp, int nq, int nk, float *s)
+                        const float *kp, int kpw, int nq, int nk, float *s)
 {
     if (rows)
-        tq_cpu_att_scores_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, kp, a->kern->nr, a->Dk,
-                               nk, a->alpha, s, BK);
+        tq_cpu_att_scores_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, kp, kpw, a->Dk, nk,
+                               a->alpha, s, BK);
     else
         scores(a, q, i0, h, kp, nq, nk, s);
 }
@@ -445,6 +445,7 @@ static int scratch_new(const att *a, scratch *w)
         *dst[i] = p;
         p += (sz[i] + 15) & ~(size_t)15;
     }
+    memset(w->o, 0, f_o * sizeof *w->o);
     return 1;
 }
 
@@ -471,10 +472,10 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
 }
 
 /* Query block qb of head h of batch item b. kp: the item's keys of head h,
- * packed by the caller (they fit one tile), or NULL: the head's tiles in
- * rn->kpk. */
+ * packed by the caller (they fit one tile) in a strip kpw wide, or NULL: the
+ * head's tiles in rn->kpk. */
 static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64_t h,
-                         const float *kp)
+                         const float *kp, int kpw)
 {
     const att *a = rn->a;
     const tq_gemm_kernel *kn = a->kern;
@@ -490,24 +491,34 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
+    int wrote = 0; /* the rows way's P V went straight to out */
+    if (!rows) /* (its online softmax scales o's rows by 0: zeros from scratch_new) */
+        memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int nk = (int)(kend - j0 < BK ? kend - j0 : BK);
         if (!tile_live(a, b, i0, nq, j0, nk))
             continue;
         int64_t tile = b * a->kblocks + j0 / BK;
-        tile_scores(a, rows, q, i0, h, kp ? kp : rn->kpk + tile * BK * a->Dk, nq, nk, w->s);
+        if (kp)
+            tile_scores(a, rows, q, i0, h, kp, kpw, nq, nk, w->s);
+        else
+            tile_scores(a, rows, q, i0, h, rn->kpk + tile * BK * a->Dk, kn->nr, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
          * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         rn->online(w->s, nq, nk, w->m, w->l, w->o, a->dvp);
         if (!a->dvp)
             continue;
-        if (rows) { /* the one tile: o = P V, v's rows read in place */
+        if (rows) { /* the one tile: out = P V / l, v's rows read in place */
+            float inv[BQ];
+            for (int r = 0; r < nq; r++)
+                inv[r] = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
             tq_cpu_att_pv_rows(w->s, BK, nq, a->v + (b * a->Lk + j0) * a->dv + h * a->Dv, a->dv,
-                               nk, a->Dv, w->o, a->dvp);
-            continue;
+                               nk, a->Dv, inv, a->out + (b * a->Lq + i0) * a->dv + h * a->Dv,
+                               a->dv);
+            wrote = 1;
+            break;
         }
         /* P V over the tile's live keys only (the rest have probability 0),
          * the tile's rows read in place */
@@ -527,6 +538,8 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
             memset(out, 0, (size_t)a->Dv * sizeof *out);
             continue;
         }
+        if (wrote) /* the rows way's P V did the rest */
+            continue;
         float inv = 1.0f / w->l[r];
         for (int64_t c = 0; c < a->Dv; c++)
             out[c] = o[c] * inv;
@@ -548,7 +561,7 @@ static void forward_chunk(void *ctx, int64_t begin, int64_t end)
         return;
     }
     for (int64_t u = begin; u < end; u++)
-        unit_forward(rn, &w, u / a->qblocks, u % a->qblocks, rn->h, NULL);
+        unit_forward(rn, &w, u / a->qblocks, u % a->qblocks, rn->h, NULL, 0);
     free(w.mem);
 }
 
@@ -567,10 +580,13 @@ static void rows_chunk(void *ctx, int64_t begin, int64_t end)
     }
     for (int64_t u = begin; u < end; u++) {
         int64_t b = u / a->H, h = u % a->H, kend = key_end(a, b);
-        if (kend)
-            pack_k(a, a->k + b * a->Lk * a->dqk, 0, (int)kend, h, w.kp);
+        if (h == 0 || u == begin) /* the item's rows, every head's: they come from L3 */
+            for (const float *r = a->k + b * a->Lk * a->dqk, *e = r + kend * a->dqk; r < e; r += 16)
+                __builtin_prefetch(r, 0, 2);
+        int kpw = tq_cpu_att_pack_rows(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk, (int)kend,
+                                       a->Dk, w.kp);
         for (int64_t qb = 0; qb < a->qblocks; qb++)
-            unit_forward(rn, &w, b, qb, h, w.kp);
+            unit_forward(rn, &w, b, qb, h, w.kp, kpw);
     }
     free(w.mem);
 }
@@ -611,7 +627,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
             int live = nlive && tile_live(a, b, i0, nq, j0, nlive);
             if (live) {
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
-                tile_scores(a, rows, q, i0, h, w->kp, nq, nlive, w->s);
+                tile_scores(a, rows, q, i0, h, w->kp, a->kern->nr, nq, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
                 final_probs(rn, w->s, nq, m, m + plane);
             }

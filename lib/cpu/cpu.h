@@ -56,13 +56,17 @@ void tq_cpu_quantize_rows_force_portable(int on);
  * columns and not disabled (disable: the tests' switch). scores_rows: s =
  * alpha q k^T for nq rows of q (at ldq) and nk <= 64 keys packed in strips
  * of nr columns of dk rows; pv_rows: o = p v for nq rows of p (at ldp) over
- * nk keys, v's rows at ldv, dv columns. */
+ * nk keys, v's rows at ldv, dv columns, each row times scale[row] (as the
+ * tiles' o * (1 / l): the same bits). */
 int tq_cpu_att_rows_use(int nr);
 void tq_cpu_att_rows_disable(int off);
 void tq_cpu_att_scores_rows(const float *q, int64_t ldq, int nq, const float *kp, int nr,
                             int64_t dk, int nk, float alpha, float *s, int lds);
 void tq_cpu_att_pv_rows(const float *p, int ldp, int nq, const float *v, int64_t ldv, int nk,
-                        int64_t dv, float *o, int64_t ldo);
+                        int64_t dv, const float *scale, float *o, int64_t ldo);
+/* keys 0.. nk (<= 64) of a head, rows at ldk, as one strip [dk, w] that
+ * scores_rows takes with nr = w (returned: nk rounded up to 16) */
+int tq_cpu_att_pack_rows(const float *k0, int64_t ldk, int nk, int64_t dk, float *dst);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);
