@@ -51,6 +51,9 @@ tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascal
 tq_status tq_cpu_quantize_rows(void *ctx, const tq_tensor *x, const tq_tensor *colscale,
                                tq_tensor *q, tq_tensor *scale);
 void tq_cpu_quantize_rows_force_portable(int on);
+/* attention.c: for the tests, the ISA level its loops take (tq_cpu_isa's
+ * numbers; -1: the CPU's); 0 when the CPU lacks it */
+int tq_cpu_attention_force_isa(int isa);
 /* attention_rows.c: the attention's scores and P V for an item whose keys fit
  * one tile, by rows (AVX-512). use: the way is there for kernels of nr
  * columns and not disabled (disable: the tests' switch). scores_rows: s =

@@ -2242,12 +2242,40 @@ static void test_attention(void)
     free(two);
 }
 
+/* The attention's online softmax in AVX-512 and in AVX2 give the same bits
+ * (the same lanes, operations and order), and the baseline loop agrees with
+ * the reference. */
+static void test_attention_cpu_isa(void)
+{
+    static const int64_t lens2[2] = {77, 100};
+    att_case tc = {"ISA levels", 2, 150, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0};
+    float *bits[3] = {NULL, NULL, NULL};
+    size_t n[3] = {0, 0, 0};
+    uint64_t seed = rng;
+    for (int isa = 0; isa < 3; isa++) {
+        if (!tq_cpu_attention_force_isa(isa)) {
+            printf("ok cpu: skip the attention at ISA level %d: this CPU lacks it\n", isa);
+            continue;
+        }
+        rng = seed;
+        att_run(&tc, &bits[isa], &n[isa]);
+    }
+    tq_cpu_attention_force_isa(-1);
+    if (bits[1] && bits[2])
+        CHECK(n[1] == n[2] && !memcmp(bits[1], bits[2], n[1] * 4),
+              "cpu: attention: AVX2 and AVX-512 bits differ");
+    for (int i = 0; i < 3; i++)
+        free(bits[i]);
+    printf("ok cpu: attention at every ISA level\n");
+}
+
 /* The CPU's rows way for items whose keys fit a tile (AVX-512): the cases
  * above again without it, against the same reference; and an item's bits
  * are its own, the same alone (the rows way's units) as beside a longer item
  * in a padded batch (the tiled units), as tq-embed's batches need. */
 static void test_attention_cpu_rows(void)
 {
+    test_attention_cpu_isa();
     if (!tq_cpu_att_rows_use(tq_cpu_gemm_kernel()->nr)) {
         printf("ok cpu: skip the attention's rows way: this CPU lacks AVX-512\n");
         return;
