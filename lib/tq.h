@@ -407,6 +407,12 @@ typedef struct tq_attention_args {
     const tq_tensor *kgroup;   /* neither */
     tq_tensor *received;       /* f32 [B, Lk], or NULL */
     tq_tensor *weights;        /* f32 [B, H, Lq, Lk], or NULL */
+    /* nonzero: the score and P V products may take q, k, v and the
+     * probabilities rounded to bf16 (sums in f32), where the device has
+     * bf16 products (the CPU with AVX512-BF16, on items of more than 64
+     * keys); ignored with causal, received or weights. Errors then are
+     * bf16's: ~2^-9 relative of each operand. */
+    int bf16;
 } tq_attention_args;
 tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                           const tq_attention_args *args, tq_tensor *out);

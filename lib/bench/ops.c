@@ -474,7 +474,7 @@ tq_status tqb_inst_run(tqb_inst *in)
             return st;
         return tq_op_simtopk(t[0], t[1], TQ_METRIC_DOT, 0, t[2], t[3]);
     case OP_ATTENTION: {
-        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL};
+        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL, 0};
         return tq_op_attention(t[0], t[1], t[2], &a, t[3]);
     }
     case OP_ROWNORM:

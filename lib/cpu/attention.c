@@ -36,6 +36,7 @@ typedef struct att {
     const tq_gemm_kernel *kern;
     int isa;  /* tq_cpu_isa() */
     int rows; /* items whose keys fit a tile take attention_rows.c's way */
+    int bf16; /* the tiles' products in bf16 (attention_bf16.c) */
 } att;
 
 /* ------------------------------------------------------------ vector math */
@@ -504,25 +505,32 @@ static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, i
 
 typedef struct scratch {
     float *kp, *s, *o, *m, *l;
+    uint16_t *q16, *p16; /* with bf16: the block's queries, the tile's probabilities */
     void *mem;
 } scratch;
+
+/* bf16 rows of the block's queries: Dk rounded up to a pair */
+static int64_t q16_width(const att *a) { return (a->Dk + 1) & ~(int64_t)1; }
 
 static int scratch_new(const att *a, scratch *w)
 {
     size_t f_kp = (size_t)BK * (size_t)a->Dk, f_s = (size_t)BQ * BK,
            f_o = (size_t)BQ * (size_t)a->dvp;
+    size_t f_q16 = a->bf16 ? (size_t)(BQ * q16_width(a)) / 2 : 0, f_p16 = a->bf16 ? f_s / 2 : 0;
     /* each piece rounded up to a cache line */
-    size_t sz[5] = {f_kp, f_s, f_o, BQ, BQ}, total = 0;
-    for (int i = 0; i < 5; i++)
+    size_t sz[7] = {f_kp, f_s, f_o, BQ, BQ, f_q16, f_p16}, total = 0;
+    for (int i = 0; i < 7; i++)
         total += (sz[i] + 15) & ~(size_t)15;
     w->mem = aligned_alloc(64, (total ? total : 16) * sizeof(float));
     if (!w->mem)
         return 0;
-    float *p = w->mem, **dst[5] = {&w->kp, &w->s, &w->o, &w->m, &w->l};
-    for (int i = 0; i < 5; i++) {
+    float *p = w->mem, *q16, *p16, **dst[7] = {&w->kp, &w->s, &w->o, &w->m, &w->l, &q16, &p16};
+    for (int i = 0; i < 7; i++) {
         *dst[i] = p;
         p += (sz[i] + 15) & ~(size_t)15;
     }
+    w->q16 = (uint16_t *)q16;
+    w->p16 = (uint16_t *)p16;
     memset(w->o, 0, f_o * sizeof *w->o);
     return 1;
 }
@@ -539,14 +547,34 @@ typedef struct run {
 /* Packs head rn->h's K and V tiles, unit = (batch item, key tile). */
 static void pack_chunk(void *ctx, int64_t begin, int64_t end)
 {
-    const run *rn = ctx;
+    run *rn = ctx;
     const att *a = rn->a;
+    uint32_t *tmp = NULL; /* bf16: a tile's keys rounded, before their transpose */
+    if (a->bf16 && !(tmp = malloc((size_t)BK * (size_t)((q16_width(a) / 2 + 15) & ~15) * 4))) {
+        __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     for (int64_t u = begin; u < end; u++) {
         int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
         int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
-        pack_k(a, a->k + b * a->Lk * a->dqk, j0, nk, rn->h, rn->kpk + u * BK * a->Dk);
-        pack_v(a, a->v + b * a->Lk * a->dv, j0, nk, rn->h, rn->vpk + u * BK * a->dvp);
+        float *kt = rn->kpk + u * BK * a->Dk, *vt = rn->vpk + u * BK * a->dvp;
+        if (a->bf16) { /* (the f32 tiles' room holds the bf16 ones) */
+            /* the item's keys only, as its products take them: V's strips
+             * are as long as the tile's live keys (no causal here) */
+            int64_t kend = key_end(a, b);
+            nk = (int)(kend - j0 < nk ? kend - j0 : nk);
+            if (nk <= 0)
+                continue;
+            tq_cpu_att_bf16_pack_k(a->k + (b * a->Lk + j0) * a->dqk + rn->h * a->Dk, a->dqk, nk,
+                                   a->Dk, (uint16_t *)kt, tmp);
+            tq_cpu_att_bf16_pack_v(a->v + (b * a->Lk + j0) * a->dv + rn->h * a->Dv, a->dv, nk,
+                                   a->Dv, (uint16_t *)vt);
+            continue;
+        }
+        pack_k(a, a->k + b * a->Lk * a->dqk, j0, nk, rn->h, kt);
+        pack_v(a, a->v + b * a->Lk * a->dv, j0, nk, rn->h, vt);
     }
+    free(tmp);
 }
 
 /* Query block qb of head h of batch item b. kp: the item's keys of head h,
@@ -573,12 +601,20 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
     if (!rows) /* (its online softmax scales o's rows by 0: zeros from scratch_new) */
         memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
+    int bf16 = a->bf16 && !rows;
+    if (bf16)
+        tq_cpu_att_bf16_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, (int)a->Dk, w->q16,
+                             (int)q16_width(a));
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int nk = (int)(kend - j0 < BK ? kend - j0 : BK);
         if (!tile_live(a, b, i0, nq, j0, nk))
             continue;
         int64_t tile = b * a->kblocks + j0 / BK;
-        if (kp)
+        if (bf16)
+            tq_cpu_att_bf16_product(nq, (int)a->Dk, nk, a->alpha, w->q16, (int)q16_width(a),
+                                    (const uint16_t *)(rn->kpk + tile * BK * a->Dk), 0.0f, w->s,
+                                    BK);
+        else if (kp)
             tile_scores(a, rows, q, i0, h, kp, kpw, nq, nk, w->s);
         else
             tile_scores(a, rows, q, i0, h, rn->kpk + tile * BK * a->Dk, kn->nr, nq, nk, w->s);
@@ -601,6 +637,12 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         /* P V over the tile's live keys only (the rest have probability 0),
          * the tile's rows read in place */
         const float *vp = rn->vpk + tile * BK * a->dvp;
+        if (bf16) { /* P rounded too; its sums l stay those of the f32 P */
+            tq_cpu_att_bf16_rows(w->s, BK, nq, nk, w->p16, BK);
+            tq_cpu_att_bf16_product(nq, nk, (int)a->Dv, 1.0f, w->p16, BK, (const uint16_t *)vp,
+                                    1.0f, w->o, (int)a->dvp);
+            continue;
+        }
         for (int64_t jr = 0; jr < a->dvp; jr += kn->nr)
             for (int ir = 0; ir < nq; ir += kn->mr)
                 kn->fn_rows(nk, w->s + (int64_t)ir * BK, BK, vp + jr * BK,
@@ -763,6 +805,12 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.isa = att_isa();
     a.dvp = (a.Dv + a.kern->nr - 1) / a.kern->nr * a.kern->nr;
     a.rows = a.isa >= 2 && tq_cpu_att_rows_use(a.kern->nr);
+    /* bf16 products when allowed, for out alone (the second pass's scores
+     * are f32: its probabilities must be made of pass 1's bits), and not
+     * causal: a block's keys are then fewer than its tile's, and V's packed
+     * pairs must end where the product's keys do */
+    a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal &&
+             tq_cpu_att_bf16_use();
     a.q = tq_cpu_ptr(q);
     a.k = tq_cpu_ptr(k);
     a.v = tq_cpu_ptr(v);

@@ -70,6 +70,20 @@ void tq_cpu_att_pv_rows(const float *p, int ldp, int nq, const float *v, int64_t
 /* keys 0.. nk (<= 64) of a head, rows at ldk, as one strip [dk, w] that
  * scores_rows takes with nr = w (returned: nk rounded up to 16) */
 int tq_cpu_att_pack_rows(const float *k0, int64_t ldk, int nk, int64_t dk, float *dst);
+/* attention_bf16.c: the attention's operands rounded to bf16 for
+ * tq_cpu_gemm_bf16 (use: the CPU has AVX512-BF16 and BW, and bf16 products
+ * are not disabled). rows: dst [rows, ldd] = x's first n columns, zero to
+ * an even count. pack_k: keys 0.. nk of a head (rows at ldk, dk columns) as
+ * K^T's strips (tmp: nk x 16-word-rounded dk/2 words of scratch); pack_v:
+ * rows 0.. nk of v's head (dv columns) as V's strips. product: C [m, n] =
+ * alpha A B + beta C, A bf16 rows at lda, B so packed with k rows. */
+int tq_cpu_att_bf16_use(void);
+void tq_cpu_att_bf16_rows(const float *x, int64_t ldx, int rows, int n, uint16_t *dst, int ldd);
+void tq_cpu_att_bf16_pack_k(const float *k0, int64_t ldk, int nk, int64_t dk, uint16_t *dst,
+                            uint32_t *tmp);
+void tq_cpu_att_bf16_pack_v(const float *v0, int64_t ldv, int nk, int64_t dv, uint16_t *dst);
+void tq_cpu_att_bf16_product(int m, int k, int n, float alpha, const uint16_t *a, int lda,
+                             const uint16_t *pairs, float beta, float *c, int ldc);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);

@@ -90,12 +90,23 @@ static tq_status operand(const tq_tensor *x, tq_tensor *lp, const tq_tensor **us
     return tq_op_convert(x, lp);
 }
 
+/* bf16 and int8 let the attention's products take bf16 too (where the
+ * device has them): on 256-token passages they were a fifth of the time,
+ * and embeddings moved by less than the products' own rounding (smallest
+ * cosine to f32 over 200 passages 0.99998 with bf16, 0.99938 with int8,
+ * both as before). f16 keeps f32 attention: bf16 is the coarser. */
+static int low_attention(const bert_model *m)
+{
+    return m->cfg.prec == TQ_DTYPE_BF16 || m->cfg.prec == TQ_DTYPE_I8;
+}
+
 /* The attention's products with int8 weights (bert_int8.c): x quantized
  * once for q, k and v, ctx once for the output projection. */
 static tq_status attention_i8(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
-    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
+    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
+                              low_attention(m)};
     tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
                    bo = {L->bo, 0, NULL};
     tq_status st;
@@ -115,7 +126,8 @@ static tq_status attention_i8(const bert_model *m, int64_t li, scratch *s)
 static tq_status attention(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
-    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL};
+    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
+                              low_attention(m)};
     tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
                    bo = {L->bo, 0, NULL};
     const tq_tensor *x, *ctx;

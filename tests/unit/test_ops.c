@@ -1985,6 +1985,12 @@ static void test_convert(void)
  * NMSE up to ~1e-10. 1e-8 leaves room and still fails on a missing rescale
  * (NMSE ~1e-2), a mask off by one key (~1e-3) or a wrong scale (~1e-2). */
 #define TOL_ATT 1e-8
+/* With bf16 products (att_bf16 set: tq_attention_args.bf16), q, k, v and the
+ * probabilities each carry up to 2^-9 relative: a score of |s| ~ 1-3 moves
+ * by ~1e-2 at most, a weight by as much relative, an output by ~2^-8: NMSE
+ * ~1e-5. 1e-4 still fails on a missing rescale, mask or scale (>= 1e-3). */
+#define TOL_ATT_BF16 1e-4
+static int att_bf16;
 
 typedef struct att_case {
     const char *what;
@@ -2087,7 +2093,7 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
     gt *glen = c->key_len ? gt_new(TQ_DTYPE_I64, 1, &c->B, c->key_len) : NULL;
     tq_attention_args args = {c->H, c->scale, c->causal, glen ? glen->t : NULL,
                               gql ? gql->t : NULL, gkl ? gkl->t : NULL, gr ? gr->t : NULL,
-                              gw ? gw->t : NULL};
+                              gw ? gw->t : NULL, att_bf16};
     tq_status st = tq_op_attention(gq->t, gk->t, gv->t, &args, go->t);
     char what[200];
     snprintf(what, sizeof what, "attention %s (B=%lld Lq=%lld Lk=%lld H=%d Dk=%d Dv=%d)", c->what,
@@ -2097,7 +2103,7 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
     gt_unchanged(gq, q, what);
     gt_unchanged(gk, k, what);
     gt_unchanged(gv, v, what);
-    CHECK_NMSE(out, rout, no, TOL_ATT, what);
+    CHECK_NMSE(out, rout, no, att_bf16 ? TOL_ATT_BF16 : TOL_ATT, what);
     /* fully masked queries: exactly 0, not merely small */
     int64_t zero_bad = 0;
     for (int64_t i = 0; i < no; i++)
@@ -2144,7 +2150,7 @@ static void attention_bad_args(void)
        *v = gt_new(TQ_DTYPE_F32, 2, d2b, NULL), *o = gt_new(TQ_DTYPE_F32, 2, d2, NULL),
        *o3 = gt_new(TQ_DTYPE_F32, 3, d3, NULL), *len = gt_new(TQ_DTYPE_I64, 1, &kl, NULL),
        *qi = gt_new(TQ_DTYPE_I64, 2, d2, NULL);
-    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL}, a;
+    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL, 0}, a;
     a = ok;
     a.heads = 4; /* does not divide 6 */
     CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: 4 heads of 6");
@@ -2215,7 +2221,7 @@ static void test_attention(void)
         float q[2] = {8.0f, 1.0f}, kk[2] = {10.0f, 9.875f}, vv[2] = {1.0f, -1.0f}, out[2];
         gt *gq = gt_new(TQ_DTYPE_F32, 2, d, q), *gk = gt_new(TQ_DTYPE_F32, 2, d, kk),
            *gv = gt_new(TQ_DTYPE_F32, 2, d, vv), *go = gt_new(TQ_DTYPE_F32, 2, d, NULL);
-        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL};
+        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL, 0};
         CHECK(tq_op_attention(gq->t, gk->t, gv->t, &a, go->t) == TQ_OK, "attention 80: %s",
               tq_errmsg());
         gt_get(go, out, "attention logits 80");
@@ -2269,6 +2275,51 @@ static void test_attention_cpu_isa(void)
     printf("ok cpu: attention at every ISA level\n");
 }
 
+/* The attention's bf16 products (tq_attention_args.bf16, AVX512-BF16): the
+ * reference within bf16's tolerance over odd widths (the packing's tails),
+ * masks and several key tiles; not the f32 bits (the way was taken); the
+ * same bits with 1 and 2 threads. */
+static void test_attention_cpu_bf16(void)
+{
+    if (!tq_cpu_att_bf16_use()) {
+        printf("ok cpu: skip the attention's bf16 products: this CPU lacks AVX512-BF16\n");
+        return;
+    }
+    static const int64_t lens2[2] = {77, 100};
+    const att_case cases[] = {
+        {"bf16: passages, 12 heads of 32", 2, 130, 130, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
+        {"bf16: odd widths", 1, 100, 150, 3, 5, 7, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"bf16: causal (f32 products)", 1, 100, 150, 2, 8, 8, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"bf16: d_head 33 and 40, groups", 2, 100, 100, 2, 33, 40, 1, 0, 1, 0, 0, 0.5f, lens2, -1,
+         1, 0},
+        {"bf16: d_head 64, 200 keys", 1, 200, 200, 4, 64, 64, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"bf16: d_v 40, 77 and 100 keys", 2, 100, 100, 2, 32, 40, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
+    };
+    att_bf16 = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        att_run(&cases[i], NULL, NULL);
+    float *f32, *one, *two;
+    size_t n0, n1, n2;
+    uint64_t seed = rng;
+    att_bf16 = 0;
+    att_run(&cases[0], &f32, &n0);
+    att_bf16 = 1;
+    rng = seed;
+    tq_threads_set(1);
+    att_run(&cases[0], &one, &n1);
+    rng = seed;
+    tq_threads_set(2);
+    att_run(&cases[0], &two, &n2);
+    tq_threads_set(0);
+    att_bf16 = 0;
+    CHECK(n0 == n1 && memcmp(f32, one, n0 * 4) != 0,
+          "cpu: attention: bf16 products allowed, yet the f32 bits came out");
+    CHECK(n1 == n2 && !memcmp(one, two, n1 * 4),
+          "cpu: attention: bf16 products differ between 1 and 2 threads");
+    free(f32), free(one), free(two);
+    printf("ok cpu: attention's bf16 products\n");
+}
+
 /* The CPU's rows way for items whose keys fit a tile (AVX-512): the cases
  * above again without it, against the same reference; and an item's bits
  * are its own, the same alone (the rows way's units) as beside a longer item
@@ -2276,6 +2327,7 @@ static void test_attention_cpu_isa(void)
 static void test_attention_cpu_rows(void)
 {
     test_attention_cpu_isa();
+    test_attention_cpu_bf16();
     if (!tq_cpu_att_rows_use(tq_cpu_gemm_kernel()->nr)) {
         printf("ok cpu: skip the attention's rows way: this CPU lacks AVX-512\n");
         return;
@@ -2297,8 +2349,8 @@ static void test_attention_cpu_rows(void)
     /* item 0's first N rows alone: q, k, v of [1, N, w] are the same floats */
     gt *aq = gt_new(TQ_DTYPE_F32, 3, d1, q), *ak = gt_new(TQ_DTYPE_F32, 3, d1, k),
        *av = gt_new(TQ_DTYPE_F32, 3, d1, v), *ao = gt_new(TQ_DTYPE_F32, 3, d1, NULL);
-    tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL},
-                      alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL};
+    tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, 0},
+                      alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, 0};
     CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
               tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
           "cpu: attention alone and padded: %s", tq_errmsg());
