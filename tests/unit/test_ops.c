@@ -2593,6 +2593,41 @@ static void test_matmul_bf16_kernel(void)
     tq_cpu_gemm_bf16_disable(0);
 }
 
+/* layernorm's AVX-512 loop and its baseline loop give the same bits (both
+ * in double, the same steps in the same order), with and without gamma and
+ * beta, rows of whole groups of 8 and with a tail, a large mean. */
+static void test_layernorm_cpu_ways(void)
+{
+    static const int64_t ds[] = {1, 7, 8, 384, 1001};
+    for (size_t t = 0; t < sizeof ds / sizeof *ds; t++) {
+        int64_t d = ds[t], dd[2] = {9, d};
+        float *x = malloc((size_t)(9 * d) * 4), *g = malloc((size_t)d * 4),
+              *b = malloc((size_t)d * 4), *y[2];
+        fill(x, 9 * d, 1000, 1003);
+        fill(g, d, -2, 2);
+        fill(b, d, -1, 1);
+        gt *gx = gt_new(TQ_DTYPE_F32, 2, dd, x), *gy = gt_new(TQ_DTYPE_F32, 2, dd, NULL);
+        for (int gb = 0; gb < 2; gb++) {
+            ln_arg a = {gb ? g : NULL, gb ? b : NULL, d, 1e-5f};
+            for (int w = 0; w < 2; w++) {
+                tq_cpu_layernorm_force_portable(w);
+                y[w] = malloc((size_t)(9 * d) * 4);
+                CHECK(op_layernorm(gx->t, gy->t, &a) == TQ_OK, "cpu: layernorm ways: %s",
+                      tq_errmsg());
+                gt_get(gy, y[w], "layernorm ways");
+            }
+            tq_cpu_layernorm_force_portable(0);
+            CHECK(!memcmp(y[0], y[1], (size_t)(9 * d) * 4),
+                  "cpu: layernorm d %lld%s: the vector and baseline loops' bits differ",
+                  (long long)d, gb ? " gamma beta" : "");
+            free(y[0]), free(y[1]);
+        }
+        gt_free(gx), gt_free(gy);
+        free(x), free(g), free(b);
+    }
+    printf("ok cpu: layernorm's ways agree bit for bit\n");
+}
+
 static void test_cpu_engines(void)
 {
     test_gelu_ulp();
@@ -2627,6 +2662,7 @@ static void test_cpu_engines(void)
     tq_cpu_gemm_kernel_force(NULL);
     test_matmul_bf16_kernel();
     test_int8_cpu_ways();
+    test_layernorm_cpu_ways();
     test_attention_cpu_rows();
     /* simtopk's portable stretch check against the references too */
     tq_cpu_simtopk_force_portable(1);
