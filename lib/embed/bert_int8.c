@@ -140,20 +140,26 @@ static tq_status codes_of(tq_device *dev, const tq_tensor *w, const float *s, tq
 static tq_status smoothing(tq_device *dev, const float *a, const tq_tensor *const *w, int nw,
                            int64_t H, float *s, tq_tensor **cs)
 {
-    float *inv = malloc((size_t)H * sizeof *inv);
-    if (!inv)
+    float *inv = malloc((size_t)H * sizeof *inv), *wmax = calloc((size_t)H, sizeof *wmax);
+    if (!inv || !wmax) {
+        free(inv);
+        free(wmax);
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    for (int m = 0; m < nw; m++) { /* row by row: the matrices are row-major */
+        const float *x = tq_tensor_host(w[m]);
+        for (int64_t i = 0; i < w[m]->dims[0]; i++)
+            for (int64_t j = 0; j < H; j++) {
+                float v = fabsf(x[i * H + j]);
+                wmax[j] = v > wmax[j] ? v : wmax[j];
+            }
+    }
     for (int64_t j = 0; j < H; j++) {
-        float wmax = 0.0f;
-        for (int m = 0; m < nw; m++) {
-            const float *x = tq_tensor_host(w[m]);
-            for (int64_t i = 0; i < w[m]->dims[0]; i++)
-                wmax = fmaxf(wmax, fabsf(x[i * H + j]));
-        }
         /* floors keep a dead column (all zeros) from a zero or infinite s */
-        s[j] = powf(fmaxf(a[j], 1e-5f), 0.6f) / powf(fmaxf(wmax, 1e-5f), 0.4f);
+        s[j] = powf(fmaxf(a[j], 1e-5f), 0.6f) / powf(fmaxf(wmax[j], 1e-5f), 0.4f);
         inv[j] = 1.0f / s[j];
     }
+    free(wmax);
     tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &H, cs);
     if (!st)
         st = tq_tensor_upload(*cs, inv, (size_t)H * sizeof *inv);
