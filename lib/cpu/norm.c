@@ -181,6 +181,20 @@ tq_status tq_cpu_softmax(void *ctx, const tq_tensor *x, tq_tensor *y)
     return TQ_OK;
 }
 
+/* A layer norm row's y[i] for i from `from` on, in double, rounded once. */
+static void ln_scale(const rows *p, const float *x, float *y, int64_t from, double mean,
+                     double inv)
+{
+    for (int64_t i = from; i < p->d; i++) {
+        double v = (x[i] - mean) * inv;
+        if (p->gamma)
+            v *= p->gamma[i];
+        if (p->beta)
+            v += p->beta[i];
+        y[i] = (float)v;
+    }
+}
+
 #ifdef TQ_HAVE_ISA_VARIANTS
 #include <immintrin.h>
 
@@ -227,14 +241,7 @@ TQ_TARGET_AVX512 static void layernorm_rows512(const rows *p, int64_t begin, int
                 v = _mm512_add_pd(v, _mm512_cvtps_pd(_mm256_loadu_ps(p->beta + i)));
             _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(v));
         }
-        for (; i < d; i++) {
-            double v = (x[i] - mean) * inv;
-            if (p->gamma)
-                v *= p->gamma[i];
-            if (p->beta)
-                v += p->beta[i];
-            y[i] = (float)v;
-        }
+        ln_scale(p, x, y, i, mean, inv);
     }
 }
 #endif
@@ -263,14 +270,7 @@ static void layernorm_rows(void *ctx, int64_t begin, int64_t end)
         float *y = p->y + r * d;
         double mean = sum(x, d) / (double)d;
         double inv = 1.0 / sqrt(sum_sq_dev(x, d, mean) / (double)d + p->eps);
-        for (int64_t i = 0; i < d; i++) {
-            double v = (x[i] - mean) * inv;
-            if (p->gamma)
-                v *= p->gamma[i];
-            if (p->beta)
-                v += p->beta[i];
-            y[i] = (float)v;
-        }
+        ln_scale(p, x, y, 0, mean, inv);
     }
 }
 
