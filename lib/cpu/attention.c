@@ -531,7 +531,6 @@ static int scratch_new(const att *a, scratch *w)
     }
     w->q16 = (uint16_t *)q16;
     w->p16 = (uint16_t *)p16;
-    memset(w->o, 0, f_o * sizeof *w->o);
     return 1;
 }
 
@@ -598,7 +597,7 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         w->l[r] = 0.0f;
     }
     int wrote = 0; /* the rows way's P V went straight to out */
-    if (!rows) /* (its online softmax scales o's rows by 0: zeros from scratch_new) */
+    if (!rows)
         memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     int bf16 = a->bf16 && !rows;
@@ -621,7 +620,8 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         /* columns past kend (key_len, causal) are masked here: the packed
          * tile holds every key of k */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
-        rn->online(w->s, nq, nk, w->m, w->l, w->o, a->dvp);
+        /* (the rows way keeps no accumulator for it to rescale) */
+        rn->online(w->s, nq, nk, w->m, w->l, w->o, rows ? 0 : a->dvp);
         if (!a->dvp)
             continue;
         if (rows) { /* the one tile: out = P V / l, v's rows read in place */
