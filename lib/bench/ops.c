@@ -11,7 +11,7 @@
 
 enum {
     OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_ROWPROD,
-    OP_SIMTOPK, OP_ATTENTION, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
@@ -66,6 +66,12 @@ const tqb_opdef tqb_ops[] = {
                     {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
     [OP_ATTENTION] = {"attention", "q, k, v [n,512], 8 heads of 64, no mask", {256, 1024},
                       {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    /* the same with bf16 products allowed (tq_attention_args.bf16, as
+     * tq-embed's bf16 and int8 run it): where a device has them (the CPU
+     * with AVX512-BF16) its operands carry 2^-9, four times the suite's
+     * bf16 bound; devices without them compute f32 */
+    [OP_ATTENTION_BF16] = {"attention_bf16", "the same, bf16 products where the device has them",
+                           {256, 1024}, {64, 128}, TQB_CMP_NMSE, 4e-4},
     [OP_ROWNORM] = {"rownorm", "norms of n values as rows of 1024", {1 << 16, 1 << 22},
                     {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
     [OP_NORMALIZE] = {"normalize", "n values as rows of 1024", {1 << 16, 1 << 22},
@@ -340,6 +346,9 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->bytes = 12.0 * r * c;
         break;
     case OP_ATTENTION:
+    case OP_ATTENTION_BF16:
+        if (in->op == &tqb_ops[OP_ATTENTION_BF16])
+            in->dtype = "bf16>f32";
         for (int i = 0; i < 4; i++)
             if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
                 return st;
@@ -473,8 +482,10 @@ tq_status tqb_inst_run(tqb_inst *in)
         if ((st = simtopk_reset(in)))
             return st;
         return tq_op_simtopk(t[0], t[1], TQ_METRIC_DOT, 0, t[2], t[3]);
-    case OP_ATTENTION: {
-        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL, 0};
+    case OP_ATTENTION:
+    case OP_ATTENTION_BF16: {
+        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL,
+                               in->op == &tqb_ops[OP_ATTENTION_BF16]};
         return tq_op_attention(t[0], t[1], t[2], &a, t[3]);
     }
     case OP_ROWNORM:
