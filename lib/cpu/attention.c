@@ -578,7 +578,8 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
 
 /* Query block qb of head h of batch item b. kp: the item's keys of head h,
  * packed by the caller (they fit one tile) in a strip kpw wide, or NULL: the
- * head's tiles in rn->kpk. */
+ * head's tiles in rn->kpk (or, for an item the rows way takes, its keys
+ * packed here, as the caller would: the same floats either way). */
 static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64_t h,
                          const float *kp, int kpw)
 {
@@ -601,6 +602,11 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     int bf16 = a->bf16 && !rows;
+    if (rows && !kp) { /* the head's tiles may be bf16's: the item's keys packed here */
+        kpw = tq_cpu_att_pack_rows(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk,
+                                   (int)key_end(a, b), a->Dk, w->kp);
+        kp = w->kp;
+    }
     if (bf16)
         tq_cpu_att_bf16_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, (int)a->Dk, w->q16,
                              (int)q16_width(a));
@@ -613,7 +619,7 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
             tq_cpu_att_bf16_product(nq, (int)a->Dk, nk, a->alpha, w->q16, (int)q16_width(a),
                                     (const uint16_t *)(rn->kpk + tile * BK * a->Dk), 0.0f, w->s,
                                     BK);
-        else if (kp)
+        else if (rows)
             tile_scores(a, rows, q, i0, h, kp, kpw, nq, nk, w->s);
         else
             tile_scores(a, rows, q, i0, h, rn->kpk + tile * BK * a->Dk, kn->nr, nq, nk, w->s);

@@ -2285,7 +2285,7 @@ static void test_attention_cpu_bf16(void)
         printf("ok cpu: skip the attention's bf16 products: this CPU lacks AVX512-BF16\n");
         return;
     }
-    static const int64_t lens2[2] = {77, 100};
+    static const int64_t lens2[2] = {77, 100}, lens3b[3] = {40, 64, 100};
     const att_case cases[] = {
         {"bf16: passages, 12 heads of 32", 2, 130, 130, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
         {"bf16: odd widths", 1, 100, 150, 3, 5, 7, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
@@ -2294,6 +2294,9 @@ static void test_attention_cpu_bf16(void)
          1, 0},
         {"bf16: d_head 64, 200 keys", 1, 200, 200, 4, 64, 64, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
         {"bf16: d_v 40, 77 and 100 keys", 2, 100, 100, 2, 32, 40, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
+        /* items of <= 64 keys in a batch of 100 (the f32 rows way beside
+         * bf16 tiles) */
+        {"bf16: 40, 64 and 100 keys", 3, 100, 100, 2, 32, 32, 1, 0, 0, 0, 0, 0, lens3b, -1, 1, 0},
     };
     att_bf16 = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -2349,15 +2352,20 @@ static void test_attention_cpu_rows(void)
     /* item 0's first N rows alone: q, k, v of [1, N, w] are the same floats */
     gt *aq = gt_new(TQ_DTYPE_F32, 3, d1, q), *ak = gt_new(TQ_DTYPE_F32, 3, d1, k),
        *av = gt_new(TQ_DTYPE_F32, 3, d1, v), *ao = gt_new(TQ_DTYPE_F32, 3, d1, NULL);
-    tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, 0},
-                      alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, 0};
-    CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
-              tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
-          "cpu: attention alone and padded: %s", tq_errmsg());
-    gt_get(go, o2, "attention padded");
-    gt_get(ao, o1, "attention alone");
-    CHECK(!memcmp(o1, o2, (size_t)(N * w) * 4),
-          "cpu: attention: an item of %d keys alone and padded to %d differ", N, L);
+    /* with bf16 products allowed too: the longer item's tiles are bf16's,
+     * the short item keeps the rows way */
+    for (int bf = 0; bf < 2; bf++) {
+        tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf},
+                          alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf};
+        CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
+                  tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
+              "cpu: attention alone and padded: %s", tq_errmsg());
+        gt_get(go, o2, "attention padded");
+        gt_get(ao, o1, "attention alone");
+        CHECK(!memcmp(o1, o2, (size_t)(N * w) * 4),
+              "cpu: attention%s: an item of %d keys alone and padded to %d differ",
+              bf ? " (bf16 products allowed)" : "", N, L);
+    }
     gt *all[] = {gq, gk, gv, go, gl, aq, ak, av, ao};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
