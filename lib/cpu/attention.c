@@ -506,6 +506,9 @@ static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, i
 typedef struct scratch {
     float *kp, *s, *o, *m, *l;
     uint16_t *q16, *p16; /* with bf16: the block's queries, the tile's probabilities */
+    /* the rows way: kp holds item kp_of's keys (b H + h; -1 none), kpw wide */
+    int64_t kp_of;
+    int kpw;
     void *mem;
 } scratch;
 
@@ -531,6 +534,7 @@ static int scratch_new(const att *a, scratch *w)
     }
     w->q16 = (uint16_t *)q16;
     w->p16 = (uint16_t *)p16;
+    w->kp_of = -1;
     return 1;
 }
 
@@ -556,6 +560,8 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
     for (int64_t u = begin; u < end; u++) {
         int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
         int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
+        if (a->rows && key_end(a, b) <= BK)
+            continue; /* the rows way packs its keys itself and reads V in place */
         float *kt = rn->kpk + u * BK * a->Dk, *vt = rn->vpk + u * BK * a->dvp;
         if (a->bf16) { /* (the f32 tiles' room holds the bf16 ones) */
             /* the item's keys only, as its products take them: V's strips
@@ -576,12 +582,10 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
     free(tmp);
 }
 
-/* Query block qb of head h of batch item b. kp: the item's keys of head h,
- * packed by the caller (they fit one tile) in a strip kpw wide, or NULL: the
- * head's tiles in rn->kpk (or, for an item the rows way takes, its keys
- * packed here, as the caller would: the same floats either way). */
-static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64_t h,
-                         const float *kp, int kpw)
+/* Query block qb of head h of batch item b: from the head's tiles in
+ * rn->kpk, or, for an item the rows way takes, from its keys packed into
+ * w->kp (once for all its blocks). */
+static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64_t h)
 {
     const att *a = rn->a;
     const tq_gemm_kernel *kn = a->kern;
@@ -602,10 +606,10 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     int bf16 = a->bf16 && !rows;
-    if (rows && !kp) { /* the head's tiles may be bf16's: the item's keys packed here */
-        kpw = tq_cpu_att_pack_rows(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk,
-                                   (int)key_end(a, b), a->Dk, w->kp);
-        kp = w->kp;
+    if (rows && w->kp_of != b * a->H + h) {
+        w->kpw = tq_cpu_att_pack_rows(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk,
+                                      (int)key_end(a, b), a->Dk, w->kp);
+        w->kp_of = b * a->H + h;
     }
     if (bf16)
         tq_cpu_att_bf16_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, (int)a->Dk, w->q16,
@@ -620,11 +624,11 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
                                     (const uint16_t *)(rn->kpk + tile * BK * a->Dk), 0.0f, w->s,
                                     BK);
         else if (rows)
-            tile_scores(a, rows, q, i0, h, kp, kpw, nq, nk, w->s);
+            tile_scores(a, rows, q, i0, h, w->kp, w->kpw, nq, nk, w->s);
         else
             tile_scores(a, rows, q, i0, h, rn->kpk + tile * BK * a->Dk, kn->nr, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
-         * tile holds every key of k */
+         * keys run to key_len or to the tile's end */
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         /* (the rows way keeps no accumulator for it to rescale) */
         rn->online(w->s, nq, nk, w->m, w->l, w->o, rows ? 0 : a->dvp);
@@ -687,12 +691,12 @@ static void forward_chunk(void *ctx, int64_t begin, int64_t end)
         return;
     }
     for (int64_t u = begin; u < end; u++)
-        unit_forward(rn, &w, u / a->qblocks, u % a->qblocks, rn->h, NULL, 0);
+        unit_forward(rn, &w, u / a->qblocks, u % a->qblocks, rn->h);
     free(w.mem);
 }
 
 /* Every item's keys in one tile, rows' way: a unit is (batch item, head), its
- * keys packed in the unit and V read in place, so the whole op is one
+ * keys packed by its first block and V read in place, so the whole op is one
  * hand-off to the threads rather than two a head, and nothing is packed
  * for keys past key_len. */
 static void rows_chunk(void *ctx, int64_t begin, int64_t end)
@@ -709,10 +713,8 @@ static void rows_chunk(void *ctx, int64_t begin, int64_t end)
         if (h == 0 || u == begin) /* the item's rows, every head's: they come from L3 */
             for (const float *r = a->k + b * a->Lk * a->dqk, *e = r + kend * a->dqk; r < e; r += 16)
                 __builtin_prefetch(r, 0, 2);
-        int kpw = tq_cpu_att_pack_rows(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk, (int)kend,
-                                       a->Dk, w.kp);
         for (int64_t qb = 0; qb < a->qblocks; qb++)
-            unit_forward(rn, &w, b, qb, h, w.kp, kpw);
+            unit_forward(rn, &w, b, qb, h);
     }
     free(w.mem);
 }
