@@ -79,15 +79,39 @@ static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor
     return tq_tensor_new(dev, TQ_DTYPE_F32, 3, d, t);
 }
 
-/* A product's left operand: x itself in f32, or x converted into lp, the
- * weights' dtype (rounded to nearest even, as the weights were). */
-static tq_status operand(const tq_tensor *x, tq_tensor *lp, const tq_tensor **use)
+/* A product's left operand as the layer's weights take it: x itself in f32;
+ * x rounded into lp, the weights' dtype (bf16, f16: to nearest even, as the
+ * weights were); or, with int8 weights (q given), x times the column factors
+ * cs quantized into codes q with a scale a row in qs. The scratch holds lp
+ * or q and qs for the model's precision, NULL the others. */
+typedef struct operand {
+    const tq_tensor *x, *scale; /* scale: the codes' row scales, NULL but int8 */
+} operand;
+
+static tq_status prepare(const tq_tensor *x, tq_tensor *lp, const tq_tensor *cs, tq_tensor *q,
+                         tq_tensor *qs, operand *op)
 {
-    *use = x;
+    op->x = x;
+    op->scale = NULL;
+    if (q) {
+        op->x = q;
+        op->scale = qs;
+        return tq_op_quantize_rows(x, cs, q, qs);
+    }
     if (!lp)
         return TQ_OK;
-    *use = lp;
+    op->x = lp;
     return tq_op_convert(x, lp);
+}
+
+/* c = a w^T + beta c, then `then`: by the int8 product for codes (ws the
+ * weights' row scales), else tq_op_matmul_then. */
+static tq_status product(const operand *a, const tq_tensor *w, const tq_tensor *ws, float beta,
+                         const tq_matmul_then *then, tq_tensor *c)
+{
+    if (a->scale)
+        return tq_op_matmul_i8(a->x, a->scale, w, ws, beta, then, c);
+    return tq_op_matmul_then(a->x, 0, w, 1, 1.0f, beta, then, c);
 }
 
 /* bf16 and int8 let the attention's products take bf16 too (where the
@@ -100,29 +124,10 @@ static int low_attention(const bert_model *m)
     return m->cfg.prec == TQ_DTYPE_BF16 || m->cfg.prec == TQ_DTYPE_I8;
 }
 
-/* The attention's products with int8 weights (bert_int8.c): x quantized
- * once for q, k and v, ctx once for the output projection. */
-static tq_status attention_i8(const bert_model *m, int64_t li, scratch *s)
-{
-    const bert_layer *L = &m->layer[li];
-    tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
-                              low_attention(m)};
-    tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
-                   bo = {L->bo, 0, NULL};
-    tq_status st;
-    if ((st = tq_op_quantize_rows(s->x, L->cs_x, s->xq, s->xs)) ||
-        (st = tq_op_matmul_i8(s->xq, s->xs, L->wq, L->sq, 0, &bq, s->q)) ||
-        (st = tq_op_matmul_i8(s->xq, s->xs, L->wk, L->sk, 0, &bk, s->k)) ||
-        (st = tq_op_matmul_i8(s->xq, s->xs, L->wv, L->sv, 0, &bv, s->v)) ||
-        (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)) ||
-        (st = tq_op_quantize_rows(s->ctx, L->cs_ctx, s->ctxq, s->ctxs)))
-        return st;
-    return tq_op_matmul_i8(s->ctxq, s->ctxs, L->wo, L->so, 1, &bo, s->x3);
-}
-
 /* Self-attention of every document over its own real tokens, and the output
  * projection, its bias and the residual: x3 += ctx Wo + bo (x3 as the
- * product's C with beta 1: no pass of its own). */
+ * product's C with beta 1: no pass of its own). With int8, x is quantized
+ * once for q, k and v, ctx once for the output projection. */
 static tq_status attention(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
@@ -130,19 +135,19 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
                               low_attention(m)};
     tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
                    bo = {L->bo, 0, NULL};
-    const tq_tensor *x, *ctx;
+    operand x, ctx;
     tq_status st;
-    if ((st = operand(s->x, s->xl, &x)) ||
-        (st = tq_op_matmul_then(x, 0, L->wq, 1, 1, 0, &bq, s->q)) ||
-        (st = tq_op_matmul_then(x, 0, L->wk, 1, 1, 0, &bk, s->k)) ||
-        (st = tq_op_matmul_then(x, 0, L->wv, 1, 1, 0, &bv, s->v)) ||
+    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, &x)) ||
+        (st = product(&x, L->wq, L->sq, 0, &bq, s->q)) ||
+        (st = product(&x, L->wk, L->sk, 0, &bk, s->k)) ||
+        (st = product(&x, L->wv, L->sv, 0, &bv, s->v)) ||
         (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)))
         return st;
     if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
         tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
-    if ((st = operand(s->ctx, s->ctxl, &ctx)))
+    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, &ctx)))
         return st;
-    return tq_op_matmul_then(ctx, 0, L->wo, 1, 1, 1, &bo, s->x3);
+    return product(&ctx, L->wo, L->so, 1, &bo, s->x3);
 }
 
 /* The biases, GELU, residuals and mid's rounding to the products' dtype ride
@@ -155,24 +160,18 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
     const bert_layer *L = &m->layer[li];
     float eps = (float)m->cfg.eps;
     tq_matmul_then ffn1 = {L->bi, 1, s->midl}, ffn2 = {L->bo2, 0, NULL};
-    const tq_tensor *x1;
-    int i8 = m->cfg.prec == TQ_DTYPE_I8;
+    operand x1;
     tq_status st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 0, s->x, s->key_len);
-    if ((st = i8 ? attention_i8(m, li, s) : attention(m, li, s)) ||
+    if ((st = attention(m, li, s)) ||
         (st = tq_op_layernorm(s->x3, L->ln1_g, L->ln1_b, eps, s->x1)))
         return st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 2, s->x1, s->key_len);
-    if (i8) {
-        if ((st = tq_op_quantize_rows(s->x1, L->cs_x1, s->x1q, s->x1s)) ||
-            (st = tq_op_matmul_i8(s->x1q, s->x1s, L->wi, L->si, 0, &ffn1, s->mid)))
-            return st;
-    } else if ((st = operand(s->x1, s->x1l, &x1)) ||
-               (st = tq_op_matmul_then(x1, 0, L->wi, 1, 1, 0, &ffn1, s->mid)))
-        return st;
-    if ((st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
+    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, &x1)) ||
+        (st = product(&x1, L->wi, L->si, 0, &ffn1, s->mid)) ||
+        (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
         (st = tq_op_layernorm(s->x1, L->ln2_g, L->ln2_b, eps, s->x3)))
         return st;
     return TQ_OK;
