@@ -115,7 +115,8 @@ tq_status tq_host_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const t
     const tq_tensor *ha = tq_hostpath_in(&h, a), *has = tq_hostpath_in(&h, ascale),
                     *hb = tq_hostpath_in(&h, b), *hbs = tq_hostpath_in(&h, bscale);
     tq_matmul_then ht = {tq_hostpath_in(&h, then->bias), then->gelu,
-                         then->low ? tq_hostpath_out(&h, then->low, 0) : NULL};
+                         then->low ? tq_hostpath_out(&h, then->low, 0) : NULL,
+                         0 /* C comes back to the device: computed */};
     tq_tensor *hc = tq_hostpath_out(&h, c, beta != 0);
     return RUN(h, tq_op_matmul_i8(ha, has, hb, hbs, beta, &ht, hc));
 }

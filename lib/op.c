@@ -105,6 +105,7 @@ static tq_status then_check(const tq_matmul_then *t, const tq_tensor *c, const c
         SAME_DEV(t->low, c);
         CHECK(same_shape(t->low, c), "%s: low and C differ in shape", op);
     }
+    CHECK(!t->low_only || t->low, "%s: low_only without a low tensor", op);
     return TQ_OK;
 }
 
@@ -114,7 +115,7 @@ tq_status tq_op_matmul_then(const tq_tensor *a, int trans_a, const tq_tensor *b,
     tq_status st = matmul_check(a, trans_a, b, trans_b, c);
     if (st)
         return st;
-    tq_matmul_then none = {NULL, 0, NULL};
+    tq_matmul_then none = {NULL, 0, NULL, 0};
     const tq_matmul_then *t = then ? then : &none;
     if ((st = then_check(t, c, "matmul_then")))
         return st;
@@ -172,7 +173,7 @@ tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_
     CHECK(bscale->rank == 1 && bscale->dims[0] == n, "matmul_i8: bscale must be [%lld]",
           (long long)n);
     CHECK(m <= INT32_MAX && n <= INT32_MAX, "matmul_i8: dims over 2^31");
-    tq_matmul_then none = {NULL, 0, NULL};
+    tq_matmul_then none = {NULL, 0, NULL, 0};
     const tq_matmul_then *t = then ? then : &none;
     tq_status st = then_check(t, c, "matmul_i8");
     return st ? st : CALL(c, matmul_i8, a, ascale, b, bscale, beta, t, c);

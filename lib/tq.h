@@ -311,11 +311,19 @@ tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b,
 /* What a layer does to a product's C next, done by tq_op_matmul_then: add
  * bias (f32, a row of C's n columns, broadcast over its rows; NULL: none),
  * then GELU (gelu set), then round C into low (a bf16 or f16 tensor of C's
- * shape, NULL: none) for the next product to take. */
+ * shape, NULL: none) for the next product to take.
+ * low_only (with low): low is all the caller wants. C's contents are then
+ * unspecified afterwards, and the GELU of values rounded into a bf16 low may
+ * be an approximation within 1.5e-7 |x| + 1e-7 |GELU(x)| of the exact one
+ * (under a thousandth of bf16's half unit; subnormal results may flush to
+ * zero). The CPU's bf16 products use it (C never goes to memory, GELU and
+ * the rounding run on each tile of C as the kernel stores it); a device
+ * that does not computes C and low exactly as without it. */
 typedef struct tq_matmul_then {
     const tq_tensor *bias;
     int gelu;
     tq_tensor *low;
+    int low_only;
 } tq_matmul_then;
 /* tq_op_matmul, then what `then` asks, in that order: the values of
  * tq_op_matmul, tq_op_add, tq_op_gelu and tq_op_convert run one after

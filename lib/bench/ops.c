@@ -465,13 +465,13 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_MATMUL_F16:
         return tq_op_matmul(t[0], 0, t[1], 0, 1.0f, 0.0f, t[2]);
     case OP_MATMUL_THEN: {
-        tq_matmul_then then = {t[3], 1, t[4]};
+        tq_matmul_then then = {t[3], 1, t[4], 0};
         return tq_op_matmul_then(t[0], 0, t[1], 0, 1.0f, 0.0f, &then, t[2]);
     }
     case OP_QUANTIZE_ROWS:
         return tq_op_quantize_rows(t[0], t[1], t[2], t[3]);
     case OP_MATMUL_I8: {
-        tq_matmul_then then = {t[4], 0, NULL};
+        tq_matmul_then then = {t[4], 0, NULL, 0};
         return tq_op_matmul_i8(t[0], t[1], t[2], t[3], 0.0f, &then, t[5]);
     }
     case OP_ROWPROD:

@@ -20,7 +20,8 @@
 /* BQ is a multiple of every micro-kernel's MR (12, 6, 4) and BK of every NR
  * (32, 16), so tiles are whole strips; a tile of scores, its packed copy and
  * the output accumulator stay in L2 (48 x 64 floats each). */
-enum { BQ = 48, BK = 64 };
+enum { BQ = 48, BK = 64, WK = TQ_CPU_ATT_WIDE_KEYS };
+_Static_assert(BQ <= TQ_CPU_ATT_WIDE_ROWS, "attention_wide.c takes a block of queries");
 
 #define LOG2E 1.44269504088896340736
 
@@ -37,6 +38,7 @@ typedef struct att {
     int isa;  /* tq_cpu_isa() */
     int rows; /* items whose keys fit a tile take attention_rows.c's way */
     int bf16; /* the tiles' products in bf16 (attention_bf16.c) */
+    int wide; /* with bf16 and no groups: items of BK < keys <= WK take attention_wide.c */
 } att;
 
 /* ------------------------------------------------------------ vector math */
@@ -131,34 +133,7 @@ static void probs_base(float *row, float m, float inv)
 #ifdef TQ_HAVE_ISA_VARIANTS
 #include <immintrin.h>
 
-/* 2^f for |f| <= 1/2, degree 6, fitted for least maximum relative error
- * (iterated weighted least squares on Chebyshev nodes, in double, then
- * rounded to f32): with FMA Horner in f32, within 1.4 units of 2^-24 of 2^f
- * over [-1/2, 1/2], as exact as the Taylor series of degree 7 above. */
-static const float exp2_fit6[7] = {0x1.41db16p-13f, 0x1.5f4580p-10f, 0x1.3b2db0p-7f,
-                                   0x1.c6aed4p-5f,  0x1.ebfbdap-3f,  0x1.62e430p-1f, 1.0f};
-
-/* exp2_neg on 8 lanes, with the polynomial above by fused multiply-adds:
- * 6 FMAs where the C version takes 7 multiplies and 7 adds (the online
- * softmax was a third of the attention's time on 256-token passages; GCC
- * leaves the C version scalar, its selects become branches). Not the C
- * version's bits: a machine runs one or the other. */
-TQ_TARGET_AVX2 static inline __m256 exp2_neg8(__m256 x)
-{
-    __m256 dead = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LE_OQ); /* false for NaN */
-    __m256 xc = _mm256_blendv_ps(x, _mm256_set1_ps(-126.0f), dead);
-    const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
-    __m256 kf = _mm256_add_ps(xc, shifter), n = _mm256_sub_ps(kf, shifter);
-    __m256 f = _mm256_sub_ps(xc, n);
-    __m256 p = _mm256_set1_ps(exp2_fit6[0]);
-    for (int i = 1; i < 7; i++)
-        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp2_fit6[i]));
-    __m256i eb = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_castps_si256(shifter)),
-                         _mm256_set1_epi32(127)),
-        23);
-    return _mm256_andnot_ps(dead, _mm256_mul_ps(p, _mm256_castsi256_ps(eb)));
-}
+#include "exp2_vec.h"
 
 /* online_base's loops in AVX2, lane t of the 16 in register t / 8, the
  * same order, exp2_neg8 for the probabilities (the rescale factor, one a
@@ -207,25 +182,6 @@ TQ_TARGET_AVX2 static void probs_avx2(float *row, float m, float inv)
         __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + j), vm);
         _mm256_storeu_ps(row + j, _mm256_mul_ps(exp2_neg8(x), vi));
     }
-}
-
-/* exp2_neg8 on 16 lanes, instruction for instruction: the same bits in
- * every lane (the dead lanes' +0 by a zeroing mask, not andnot). */
-TQ_TARGET_AVX512 static inline __m512 exp2_neg16(__m512 x)
-{
-    __mmask16 dead = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LE_OQ);
-    __m512 xc = _mm512_mask_blend_ps(dead, x, _mm512_set1_ps(-126.0f));
-    const __m512 shifter = _mm512_set1_ps(0x1.8p23f);
-    __m512 kf = _mm512_add_ps(xc, shifter), n = _mm512_sub_ps(kf, shifter);
-    __m512 f = _mm512_sub_ps(xc, n);
-    __m512 p = _mm512_set1_ps(exp2_fit6[0]);
-    for (int i = 1; i < 7; i++)
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp2_fit6[i]));
-    __m512i eb = _mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(kf), _mm512_castps_si512(shifter)),
-                         _mm512_set1_epi32(127)),
-        23);
-    return _mm512_maskz_mul_ps((__mmask16)~dead, p, _mm512_castsi512_ps(eb));
 }
 
 /* online_avx2 with the 16 lanes in one register: the same lanes, sums and
@@ -452,6 +408,10 @@ static int64_t key_end(const att *a, int64_t b)
     return e;
 }
 
+/* Whether item b (kend keys) takes the wide way: chosen by its own key
+ * count, so its bits never depend on the batch around it. */
+static int item_wide(const att *a, int64_t kend) { return a->wide && kend > BK && kend <= WK; }
+
 static void group_range(const int64_t *g, int64_t n, int64_t *lo, int64_t *hi)
 {
     *lo = INT64_MAX;
@@ -517,7 +477,7 @@ static int64_t q16_width(const att *a) { return (a->Dk + 1) & ~(int64_t)1; }
 
 static int scratch_new(const att *a, scratch *w)
 {
-    size_t f_kp = (size_t)BK * (size_t)a->Dk, f_s = (size_t)BQ * BK,
+    size_t f_kp = (size_t)BK * (size_t)a->Dk, f_s = (size_t)BQ * (a->wide ? WK : BK),
            f_o = (size_t)BQ * (size_t)a->dvp;
     size_t f_q16 = a->bf16 ? (size_t)(BQ * q16_width(a)) / 2 : 0, f_p16 = a->bf16 ? f_s / 2 : 0;
     /* each piece rounded up to a cache line */
@@ -552,8 +512,11 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
 {
     run *rn = ctx;
     const att *a = rn->a;
-    uint32_t *tmp = NULL; /* bf16: a tile's keys rounded, before their transpose */
-    if (a->bf16 && !(tmp = malloc((size_t)BK * (size_t)((q16_width(a) / 2 + 15) & ~15) * 4))) {
+    /* bf16: a tile's keys (a wide item's: all of them) rounded, before their
+     * transpose */
+    size_t tmp_keys = a->wide ? WK : BK;
+    uint32_t *tmp = NULL;
+    if (a->bf16 && !(tmp = malloc(tmp_keys * (size_t)((q16_width(a) / 2 + 15) & ~15) * 4))) {
         __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -563,6 +526,18 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
         if (a->rows && key_end(a, b) <= BK)
             continue; /* the rows way packs its keys itself and reads V in place */
         float *kt = rn->kpk + u * BK * a->Dk, *vt = rn->vpk + u * BK * a->dvp;
+        if (item_wide(a, key_end(a, b))) {
+            /* all the item's keys in its tiles' room, as one product takes
+             * them: from its first tile's unit */
+            if (j0 == 0) {
+                int64_t kend = key_end(a, b);
+                tq_cpu_att_bf16_pack_k(a->k + b * a->Lk * a->dqk + rn->h * a->Dk, a->dqk,
+                                       (int)kend, a->Dk, (uint16_t *)kt, tmp);
+                tq_cpu_att_bf16_pack_v(a->v + b * a->Lk * a->dv + rn->h * a->Dv, a->dv,
+                                       (int)kend, a->Dv, (uint16_t *)vt);
+            }
+            continue;
+        }
         if (a->bf16) { /* (the f32 tiles' room holds the bf16 ones) */
             /* the item's keys only, as its products take them: V's strips
              * are as long as the tile's live keys (no causal here) */
@@ -602,8 +577,6 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         w->l[r] = 0.0f;
     }
     int wrote = 0; /* the rows way's P V went straight to out */
-    if (!rows)
-        memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     prefetch_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, a->Dk);
     int bf16 = a->bf16 && !rows;
     if (rows && w->kp_of != b * a->H + h) {
@@ -614,6 +587,16 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
     if (bf16)
         tq_cpu_att_bf16_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, (int)a->Dk, w->q16,
                              (int)q16_width(a));
+    if (item_wide(a, kend)) { /* (no stats: bf16 excludes the second pass) */
+        int64_t t0 = b * a->kblocks; /* the item's keys start in its first tile's room */
+        tq_cpu_att_wide(nq, (int)kend, (int)a->Dk, (int)a->Dv, a->alpha, w->q16,
+                        (int)q16_width(a), (const uint16_t *)(rn->kpk + t0 * BK * a->Dk),
+                        (const uint16_t *)(rn->vpk + t0 * BK * a->dvp), w->s, w->p16, w->o,
+                        (int)a->dvp, a->out + (b * a->Lq + i0) * a->dv + h * a->Dv, a->dv);
+        return;
+    }
+    if (!rows)
+        memset(w->o, 0, (size_t)BQ * (size_t)a->dvp * sizeof *w->o);
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int nk = (int)(kend - j0 < BK ? kend - j0 : BK);
         if (!tile_live(a, b, i0, nq, j0, nk))
@@ -817,8 +800,10 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
      * are f32: its probabilities must be made of pass 1's bits), and not
      * causal: a block's keys are then fewer than its tile's, and V's packed
      * pairs must end where the product's keys do */
+    a.causal = args->causal != 0; /* (was set only below: causal took bf16) */
     a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal &&
              tq_cpu_att_bf16_use();
+    a.wide = a.bf16 && !args->qgroup && a.Lk > BK;
     a.q = tq_cpu_ptr(q);
     a.k = tq_cpu_ptr(k);
     a.v = tq_cpu_ptr(v);
@@ -828,7 +813,6 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.kgroup = args->kgroup ? tq_cpu_ptr(args->kgroup) : NULL;
     a.received = args->received ? tq_cpu_ptr(args->received) : NULL;
     a.weights = args->weights ? tq_cpu_ptr(args->weights) : NULL;
-    a.causal = args->causal != 0;
     double scale = args->scale != 0.0f ? args->scale : (a.Dk ? 1.0 / sqrt((double)a.Dk) : 1.0);
     a.alpha = (float)(scale * LOG2E);
     a.qblocks = (a.Lq + BQ - 1) / BQ;

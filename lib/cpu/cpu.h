@@ -84,6 +84,17 @@ void tq_cpu_att_bf16_pack_k(const float *k0, int64_t ldk, int nk, int64_t dk, ui
 void tq_cpu_att_bf16_pack_v(const float *v0, int64_t ldv, int nk, int64_t dv, uint16_t *dst);
 void tq_cpu_att_bf16_product(int m, int k, int n, float alpha, const uint16_t *a, int lda,
                              const uint16_t *pairs, float beta, float *c, int ldc);
+/* attention_wide.c: queries 0.. nq (<= TQ_CPU_ATT_WIDE_ROWS, bf16 rows at
+ * ldq) against all nk keys of their item (65.. TQ_CPU_ATT_WIDE_KEYS), K and
+ * V packed whole by pack_k and pack_v above, in one pass: out (rows at
+ * ldout, dv columns) = softmax(alpha q k^T in base 2) v, P rounded to bf16
+ * for its product, its sums f32's; s, p16: [nq, TQ_CPU_ATT_WIDE_KEYS]
+ * scratch, o: [nq, ldo] (ldo >= dv rounded to 32). Only where bf16 is used. */
+#define TQ_CPU_ATT_WIDE_KEYS 256
+#define TQ_CPU_ATT_WIDE_ROWS 48
+void tq_cpu_att_wide(int nq, int nk, int dk, int dv, float alpha, const uint16_t *q16, int ldq,
+                     const uint16_t *kp, const uint16_t *vp, float *s, uint16_t *p16, float *o,
+                     int ldo, float *out, int64_t ldout);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);
@@ -100,6 +111,13 @@ tq_status tq_cpu_gelu(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* GELU of n values in one thread, each as tq_cpu_gelu computes it (y may be
  * x): for matmul's epilogue. */
 void tq_cpu_gelu_span(const float *x, float *y, int64_t n);
+/* gelu_bf16.c: GELU rounded to bf16 within 1.6e-7 |x| + 1e-7 |GELU(x)| of
+ * exact before the rounding (tq_matmul_then.low_only's), rows of n values at
+ * ldx into rows at ldy; only where tq_cpu_gelu_bf16_use() (AVX512-BF16, BW
+ * and DQ): elsewhere it does nothing. */
+int tq_cpu_gelu_bf16_use(void);
+void tq_cpu_gelu_bf16_rows(const float *x, int64_t ldx, int rows, int n, uint16_t *y,
+                           int64_t ldy);
 /* For the tests: GELU's way for ISA level isa (tq_cpu_isa's: 2 AVX-512, 1
  * AVX2, 0 the baseline; -1: the CPU's best again); 0 if this CPU lacks it. */
 int tq_cpu_gelu_force(int isa);

@@ -90,6 +90,13 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
 void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
                       const tq_cpu_packed_b *pb, float beta, const float *bias, float *c,
                       int ldc);
+/* The same product with beta 0 rounded into bf16 low (rows at ldl) and
+ * nothing written to C (tq_matmul_then.low_only): after GELU when gelu is
+ * set (tq_cpu_gelu_bf16_rows: only where tq_cpu_gelu_bf16_use()), else as
+ * tq_convert rounds. */
+void tq_cpu_gemm_bf16_low(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                          const tq_cpu_packed_b *pb, const float *bias, int gelu, uint16_t *low,
+                          int ldl);
 
 /* ---- i8 x i8 -> f32 on AVX512-VNNI (gemm_i8.c) ---- */
 #define TQ_GEMM_I8_NR 32

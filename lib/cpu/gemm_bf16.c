@@ -129,24 +129,56 @@ int tq_cpu_gemm_bf16_supported(void)
 #endif
 }
 
-void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
-                      const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc)
+/* The blocks of A and strips of B in order, each 12 x 32 tile of C by
+ * kern_bf16; with low, each tile goes through a buffer (L1) into low's rows,
+ * GELU'd or rounded (low_only: C is never written). */
+static void tiles(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                  const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc,
+                  uint16_t *low, int ldl, int gelu)
 {
 #ifdef TQ_BF16_X86
     size_t strip = (size_t)NR * (size_t)pb->kpad;
+    float tile[MR * NR];
     for (int ic = 0; ic < m; ic += MC) {
         int mc = m - ic < MC ? m - ic : MC;
         for (int jr = 0; jr < nc; jr += NR) {
             const uint16_t *bs = pb->pairs + (size_t)((j0 + jr) / NR) * strip;
             int ne = nc - jr < NR ? nc - jr : NR;
-            for (int ir = 0; ir < mc; ir += MR)
-                kern_bf16(pb->k, a + (long)(ic + ir) * lda, lda, bs, c + (long)(ic + ir) * ldc + jr,
-                          ldc, mc - ir < MR ? mc - ir : MR, ne, alpha, beta,
-                          bias ? bias + j0 + jr : NULL);
+            for (int ir = 0; ir < mc; ir += MR) {
+                int mr = mc - ir < MR ? mc - ir : MR;
+                const uint16_t *ai = a + (long)(ic + ir) * lda;
+                const float *bj = bias ? bias + j0 + jr : NULL;
+                if (!low) {
+                    kern_bf16(pb->k, ai, lda, bs, c + (long)(ic + ir) * ldc + jr, ldc, mr, ne,
+                              alpha, beta, bj);
+                    continue;
+                }
+                kern_bf16(pb->k, ai, lda, bs, tile, NR, mr, ne, alpha, 0.0f, bj);
+                uint16_t *li = low + (long)(ic + ir) * ldl + jr;
+                if (gelu)
+                    tq_cpu_gelu_bf16_rows(tile, NR, mr, ne, li, ldl);
+                else
+                    for (int i = 0; i < mr; i++) /* f32 to bf16: cannot fail */
+                        (void)tq_convert(TQ_DTYPE_BF16, li + (long)i * ldl, TQ_DTYPE_F32,
+                                         tile + i * NR, (size_t)ne, 0);
+            }
         }
     }
 #else
     (void)m, (void)j0, (void)nc, (void)alpha, (void)a, (void)lda, (void)pb, (void)beta,
-        (void)bias, (void)c, (void)ldc;
+        (void)bias, (void)c, (void)ldc, (void)low, (void)ldl, (void)gelu;
 #endif
+}
+
+void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                      const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc)
+{
+    tiles(m, j0, nc, alpha, a, lda, pb, beta, bias, c, ldc, NULL, 0, 0);
+}
+
+void tq_cpu_gemm_bf16_low(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                          const tq_cpu_packed_b *pb, const float *bias, int gelu, uint16_t *low,
+                          int ldl)
+{
+    tiles(m, j0, nc, alpha, a, lda, pb, 0.0f, bias, NULL, 0, low, ldl, gelu);
 }

@@ -31,6 +31,8 @@ typedef struct mm {
     unsigned char *low;
     tq_dtype low_dt;
     size_t low_size;
+    int low_only; /* asked for; tile_low: honoured, C's tiles go to low alone */
+    int tile_low;
 } mm;
 
 /* The epilogue on rows of C, c at column j0 of a row, nb columns each: the
@@ -67,6 +69,7 @@ static void then_args(mm *p, const tq_matmul_then *then)
         p->low_dt = then->low->dtype;
         p->low_size = tq_dtype_size(p->low_dt);
     }
+    p->low_only = then->low_only;
 }
 
 /* Block sizes: at most 512 x 512, halved (rows first when taller) until there
@@ -135,6 +138,14 @@ static void mm_blocks(void *ctx, int64_t begin, int64_t end)
         const float *b = p->b ? p->b + item * p->b_stride + (p->tb ? j0 * p->ldb : j0) : NULL;
         /* the bf16 kernel adds the bias as it stores C: C then goes to
          * memory once (added afterwards, every load of C missed cache) */
+        if (p->tile_low) {
+            tq_cpu_gemm_bf16_low((int)mb, (int)j0, (int)nb, p->alpha,
+                                 p->a16 + item * p->a_stride + i0 * p->lda, (int)p->lda, p->pb,
+                                 p->bias, p->gelu,
+                                 (uint16_t *)(p->low + (size_t)(c - p->c) * p->low_size),
+                                 (int)p->n);
+            continue;
+        }
         if (p->a8)
             block_i8(p, i0, j0, mb, nb, c);
         else if (p->a16)
@@ -222,6 +233,11 @@ static int matmul_bf16(mm *p, int64_t batch, const tq_tensor *a, const tq_tensor
     if (!(p->pb = packed_bf16(b, p->tb, &owned)))
         return 0;
     p->a16 = tq_cpu_ptr(a);
+    /* low_only where C is not read and the copy is bf16 (its GELU then
+     * gelu_bf16.c's); elsewhere C and low are computed exactly, which
+     * low_only allows too */
+    p->tile_low = p->low_only && p->low_dt == TQ_DTYPE_BF16 && p->beta == 0.0f &&
+                  (!p->gelu || tq_cpu_gelu_bf16_use());
     plan(p);
     tq_parallel_for(batch * p->row_blocks * p->col_blocks, 1, mm_blocks, p);
     tq_cpu_gemm_packed_free(owned);

@@ -133,8 +133,8 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
     const bert_layer *L = &m->layer[li];
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
                               low_attention(m)};
-    tq_matmul_then bq = {L->bq, 0, NULL}, bk = {L->bk, 0, NULL}, bv = {L->bv, 0, NULL},
-                   bo = {L->bo, 0, NULL};
+    tq_matmul_then bq = {L->bq, 0, NULL, 0}, bk = {L->bk, 0, NULL, 0}, bv = {L->bv, 0, NULL, 0},
+                   bo = {L->bo, 0, NULL, 0};
     operand x, ctx;
     tq_status st;
     if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, &x)) ||
@@ -159,7 +159,10 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
     float eps = (float)m->cfg.eps;
-    tq_matmul_then ffn1 = {L->bi, 1, s->midl}, ffn2 = {L->bo2, 0, NULL};
+    /* with a low copy, mid's f32 is never read: low_only lets the CPU's bf16
+     * kernel round its tiles straight into it (and take a GELU made for
+     * bf16), mid itself unwritten */
+    tq_matmul_then ffn1 = {L->bi, 1, s->midl, s->midl != NULL}, ffn2 = {L->bo2, 0, NULL, 0};
     operand x1;
     tq_status st;
     if (m->calib)

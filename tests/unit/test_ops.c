@@ -355,9 +355,12 @@ static void test_matmul(const char *engine)
  * runs them on each block of C, its bf16 kernel adds the bias as it stores:
  * the API promises the same bits). batch 0: rank 2; else a batch of A
  * against one B. */
+static void only_low(gt *ga, gt *gb, float alpha, float beta, const float *c0,
+                     const int64_t *cdims, int r, const tq_matmul_then *exact, const float *out,
+                     const double *pre, int64_t cn, const char *what);
 static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
                             float beta, tq_dtype dt, int with_bias, int gelu, tq_dtype low_dt,
-                            int constant)
+                            int constant, int low_only)
 {
     int64_t items = batch ? batch : 1, an = items * m * k, bn = k * n, cn = items * m * n;
     int64_t ad[3] = {batch, m, k}, bd[2] = {k, n}, cd[3] = {batch, m, n};
@@ -368,7 +371,7 @@ static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, floa
           *out = malloc((size_t)cn * 4 + 4), *out2 = malloc((size_t)cn * 4 + 4);
     uint16_t *ah = malloc((size_t)an * 2 + 2), *bh = malloc((size_t)bn * 2 + 2),
              *low = malloc((size_t)cn * 2 + 2), *low2 = malloc((size_t)cn * 2 + 2);
-    double *ref = malloc((size_t)cn * 8 + 8);
+    double *ref = malloc((size_t)cn * 8 + 8), *pre = malloc((size_t)cn * 8 + 8);
     fill(a, an, -1, 1);
     fill(b, bn, -1, 1);
     fill(bias, n, -1, 1);
@@ -384,6 +387,7 @@ static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, floa
     for (int64_t i = 0; i < cn; i++) {
         if (with_bias)
             ref[i] += bias[i % n];
+        pre[i] = ref[i];
         if (gelu)
             ref[i] = 0.5 * ref[i] * erfc(-ref[i] / sqrt(2.0));
     }
@@ -395,18 +399,21 @@ static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, floa
     gt *gl = has_low ? gt_new(low_dt, r, cdims, NULL) : NULL;
     if (constant)
         tq_tensor_set_constant(gb->t);
-    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, has_low ? gl->t : NULL};
+    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, has_low ? gl->t : NULL, 0};
     char what[192];
-    snprintf(what, sizeof what, "matmul_then batch %lld m=%lld n=%lld k=%lld alpha=%g beta=%g %s%s%s%s%s%s",
+    snprintf(what, sizeof what, "matmul_then batch %lld m=%lld n=%lld k=%lld alpha=%g beta=%g %s%s%s%s%s%s%s",
              (long long)batch, (long long)m, (long long)n, (long long)k, alpha, beta,
              tq_dtype_name(dt), constant ? " constant B" : "", with_bias ? " +bias" : "",
-             gelu ? " gelu" : "", has_low ? " into " : "", has_low ? tq_dtype_name(low_dt) : "");
+             gelu ? " gelu" : "", has_low ? " into " : "", has_low ? tq_dtype_name(low_dt) : "",
+             low_only ? " only" : "");
     tq_status st = tq_op_matmul_then(ga->t, 0, gb->t, 0, alpha, beta, &then, gc->t);
     CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
     gt_get(gc, out, what);
     gt_unchanged(ga, ad16, what);
     gt_unchanged(gb, bd16, what);
     CHECK_NMSE(out, ref, cn, TOL_MM, what);
+    if (low_only)
+        only_low(ga, gb, alpha, beta, c0, cdims, r, &then, out, pre, cn, what);
     if (has_low) {
         gt_get(gl, low, what);
         int64_t bad = 0;
@@ -458,6 +465,47 @@ static void one_matmul_then(int64_t batch, int64_t m, int64_t n, int64_t k, floa
     free(low);
     free(low2);
     free(ref);
+    free(pre);
+}
+
+/* The same product with low_only: C unspecified, so low is held to the C
+ * of the exact call (out, within TOL_MM of float64 already) instead: half a
+ * unit of low's precision of it, plus what low_only's GELU may be off
+ * (tq.h: 1.6e-7 |x| + 1e-7 |GELU(x)|, x taken from the float64 reference pre;
+ * here 2e-7 for each, covering out's own 4 units of 2^-23). Where no GELU
+ * comes between, the CPU's copy is the exact call's byte for byte (low_only
+ * changes only where it is written from). */
+static void only_low(gt *ga, gt *gb, float alpha, float beta, const float *c0,
+                     const int64_t *cdims, int r, const tq_matmul_then *exact, const float *out,
+                     const double *pre, int64_t cn, const char *what)
+{
+    tq_dtype low_dt = exact->low->dtype;
+    int bf = low_dt == TQ_DTYPE_BF16;
+    gt *gc = gt_new(TQ_DTYPE_F32, r, cdims, c0), *gl = gt_new(low_dt, r, cdims, NULL);
+    uint16_t *low = malloc((size_t)cn * 2 + 2), *low_exact = malloc((size_t)cn * 2 + 2);
+    tq_matmul_then then = {exact->bias, exact->gelu, gl->t, 1};
+    CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, alpha, beta, &then, gc->t) == TQ_OK,
+          "%s: %s, low_only: %s", dev_name, what, tq_errmsg());
+    gt_get(gl, low, what);
+    tq_tensor_download(exact->low, low_exact, (size_t)cn * 2);
+    int64_t bad = 0, at = 0;
+    for (int64_t i = 0; i < cn; i++) {
+        double v = bf ? tq_bf16_to_f32(low[i]) : tq_f16_to_f32(low[i]);
+        double c = out[i], tol = (bf ? 0x1p-8 : 0x1p-11) * (fabs(c) * 1.001 + 4e-7 * fabs(pre[i])) +
+                                 2e-7 * (fabs(pre[i]) + fabs(c)) + (bf ? 0x1p-133 : 0x1p-24);
+        if (!(fabs(v - c) <= tol) && !bad++)
+            at = i;
+    }
+    CHECK(bad == 0, "%s: %s, low_only: %lld of the %s copy off C, first %.9g for %.9g", dev_name,
+          what, (long long)bad, tq_dtype_name(low_dt),
+          bf ? tq_bf16_to_f32(low[at]) : tq_f16_to_f32(low[at]), out[at]);
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU && !exact->gelu)
+        CHECK(!memcmp(low, low_exact, (size_t)cn * 2), "%s: %s, low_only: the copy's bytes differ",
+              dev_name, what);
+    gt_free(gc);
+    gt_free(gl);
+    free(low);
+    free(low_exact);
 }
 
 /* Odd shapes, a batch of A against one B (the CPU makes it one product),
@@ -480,22 +528,26 @@ static void test_matmul_then(void)
                 continue;
             tq_dtype dt = d ? BH : F;
             int cst = (int)(i & 1);
-            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 0, F, cst);
-            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 1.0f, dt, 1, 0, F, !cst);
-            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 1, BH, cst);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 0, F, cst, 0);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 1.0f, dt, 1, 0, F, !cst, 0);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 1, BH, cst, 1);
+            one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 0.0f, dt, 1, 0, BH, !cst, 1);
             one_matmul_then(sh[i].batch, sh[i].m, sh[i].n, sh[i].k, sh[i].alpha, 1.5f, dt, 0, 1,
-                            TQ_DTYPE_F16, !cst);
+                            TQ_DTYPE_F16, !cst, i == 3);
         }
     int64_t ad[2] = {4, 6}, bd[2] = {6, 5}, cd[2] = {4, 5}, bad_n = 4;
     gt *ga = gt_new(F, 2, ad, NULL), *gb = gt_new(F, 2, bd, NULL), *gc = gt_new(F, 2, cd, NULL);
     gt *gbias = gt_new(F, 1, &bad_n, NULL), *gl = gt_new(F, 2, cd, NULL);
-    tq_matmul_then t1 = {gbias->t, 0, NULL}, t2 = {NULL, 0, gl->t};
+    tq_matmul_then t1 = {gbias->t, 0, NULL, 0}, t2 = {NULL, 0, gl->t, 0}, t3 = {NULL, 1, NULL, 1};
     CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, 1, 0, &t1, gc->t) == TQ_ERR_USAGE &&
               strstr(tq_errmsg(), "bias must be a row of 5"),
           "%s: matmul_then took a bias of 4 for 5 columns (%s)", dev_name, tq_errmsg());
     CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, 1, 0, &t2, gc->t) == TQ_ERR_USAGE &&
               strstr(tq_errmsg(), "low must be bf16 or f16"),
           "%s: matmul_then took an f32 low copy (%s)", dev_name, tq_errmsg());
+    CHECK(tq_op_matmul_then(ga->t, 0, gb->t, 0, 1, 0, &t3, gc->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "low_only without a low tensor"),
+          "%s: matmul_then took low_only without low (%s)", dev_name, tq_errmsg());
     gt_free(ga);
     gt_free(gb);
     gt_free(gc);
@@ -625,7 +677,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
     gt *gl = low ? gt_new(TQ_DTYPE_BF16, r, cdims, NULL) : NULL;
     if (constant)
         tq_tensor_set_constant(gb->t);
-    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, low ? gl->t : NULL};
+    tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, low ? gl->t : NULL, 0};
     char what[160];
     snprintf(what, sizeof what, "matmul_i8 batch %lld m=%lld n=%lld k=%lld beta=%g%s%s%s%s",
              (long long)batch, (long long)m, (long long)n, (long long)k, beta,
@@ -2285,7 +2337,8 @@ static void test_attention_cpu_bf16(void)
         printf("ok cpu: skip the attention's bf16 products: this CPU lacks AVX512-BF16\n");
         return;
     }
-    static const int64_t lens2[2] = {77, 100}, lens3b[3] = {40, 64, 100};
+    static const int64_t lens2[2] = {77, 100}, lens3b[3] = {40, 64, 100},
+                         lens3w[3] = {65, 256, 300};
     const att_case cases[] = {
         {"bf16: passages, 12 heads of 32", 2, 130, 130, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
         {"bf16: odd widths", 1, 100, 150, 3, 5, 7, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
@@ -2297,6 +2350,11 @@ static void test_attention_cpu_bf16(void)
         /* items of <= 64 keys in a batch of 100 (the f32 rows way beside
          * bf16 tiles) */
         {"bf16: 40, 64 and 100 keys", 3, 100, 100, 2, 32, 32, 1, 0, 0, 0, 0, 0, lens3b, -1, 1, 0},
+        /* the wide way (65.. 256 keys, attention_wide.c) beside tiles */
+        {"bf16: 65, 256 and 300 keys", 3, 300, 300, 4, 32, 32, 1, 0, 0, 0, 0, 0, lens3w, -1, 1, 0},
+        {"bf16: d_head 33, d_v 40, 255 keys", 1, 60, 255, 2, 33, 40, 1, 0, 0, 0, 0, 0, NULL, -1, 1,
+         0},
+        {"bf16: 257 keys (tiles)", 1, 60, 257, 2, 32, 32, 1, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
     };
     att_bf16 = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -2327,6 +2385,7 @@ static void test_attention_cpu_bf16(void)
  * above again without it, against the same reference; and an item's bits
  * are its own, the same alone (the rows way's units) as beside a longer item
  * in a padded batch (the tiled units), as tq-embed's batches need. */
+static void alone_and_padded(int64_t N, int64_t L);
 static void test_attention_cpu_rows(void)
 {
     test_attention_cpu_isa();
@@ -2338,7 +2397,18 @@ static void test_attention_cpu_rows(void)
     tq_cpu_att_rows_disable(1);
     test_attention();
     tq_cpu_att_rows_disable(0);
-    enum { H = 4, D = 16, L = 100, N = 20 };
+    /* the rows way (20 keys) beside tiles; with bf16 products allowed also
+     * the wide way (130) beside tiles (300) */
+    alone_and_padded(20, 100);
+    alone_and_padded(130, 300);
+    printf("ok cpu: attention's rows way and tiles agree; an item's bits are its own\n");
+}
+
+/* Item 0 of N keys alone and padded to L beside an item of L keys: the
+ * same bits, f32 products and bf16 allowed. */
+static void alone_and_padded(int64_t N, int64_t L)
+{
+    enum { H = 4, D = 16 };
     int64_t w = H * D, n2 = 2 * L * w, d2[3] = {2, L, w}, d1[3] = {1, N, w}, lens[2] = {N, L};
     float *q = malloc(n2 * 4), *k = malloc(n2 * 4), *v = malloc(n2 * 4), *o2 = malloc(n2 * 4),
           *o1 = malloc(N * w * 4);
@@ -2353,7 +2423,7 @@ static void test_attention_cpu_rows(void)
     gt *aq = gt_new(TQ_DTYPE_F32, 3, d1, q), *ak = gt_new(TQ_DTYPE_F32, 3, d1, k),
        *av = gt_new(TQ_DTYPE_F32, 3, d1, v), *ao = gt_new(TQ_DTYPE_F32, 3, d1, NULL);
     /* with bf16 products allowed too: the longer item's tiles are bf16's,
-     * the short item keeps the rows way */
+     * the short item keeps its way (the rows way's f32, or the wide way) */
     for (int bf = 0; bf < 2; bf++) {
         tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf},
                           alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf};
@@ -2363,14 +2433,13 @@ static void test_attention_cpu_rows(void)
         gt_get(go, o2, "attention padded");
         gt_get(ao, o1, "attention alone");
         CHECK(!memcmp(o1, o2, (size_t)(N * w) * 4),
-              "cpu: attention%s: an item of %d keys alone and padded to %d differ",
-              bf ? " (bf16 products allowed)" : "", N, L);
+              "cpu: attention%s: an item of %lld keys alone and padded to %lld differ",
+              bf ? " (bf16 products allowed)" : "", (long long)N, (long long)L);
     }
     gt *all[] = {gq, gk, gv, go, gl, aq, ak, av, ao};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
     free(q), free(k), free(v), free(o2), free(o1);
-    printf("ok cpu: attention's rows way and tiles agree; an item's bits are its own\n");
 }
 
 /* ------------------------------------------- same bits with 1 and 2 threads */
@@ -2566,6 +2635,77 @@ static void test_gelu_ulp(void)
     free(y8);
 }
 
+/* v rounded to nearest even at bf16's 8 significant bits, in double (the
+ * test's own rounding: no f32 step between), subnormals at 2^-133 apart */
+static double bf16_rne(double v)
+{
+    if (!isfinite(v) || v == 0)
+        return v;
+    int e;
+    frexp(v, &e);
+    if (e < -125)
+        e = -125; /* below 2^-126: bf16's subnormal spacing */
+    double r = ldexp(nearbyint(ldexp(v, 8 - e)), e - 8);
+    return fabs(r) > 0x1.fep127 ? copysign(INFINITY, r) : r;
+}
+
+/* low_only's GELU (lib/cpu/gelu_bf16.c) against GELU in double: each bf16
+ * must be the rounding to nearest even of a value within what tq.h allows,
+ * 1.6e-7 |x| + 1e-7 |GELU(x)| of exact (rounding is monotonic: between the
+ * roundings of the interval's ends), over a million values of [-8, 8], the
+ * pieces' ends +-5.5 and the specials: NaN stays NaN, +inf, -inf -> -0,
+ * subnormal results to zero or their rounding. Rows of 37 at a stride of 40:
+ * the tail lanes, and nothing written past a row. */
+static void test_gelu_bf16(void)
+{
+    if (!tq_cpu_gelu_bf16_use()) {
+        printf("ok cpu: skip low_only's bf16 GELU: this CPU lacks AVX512-BF16\n");
+        return;
+    }
+    static const float special[] = {0.0f, -0.0f, 5.5f, -5.5f, 0x1.5ffffep2f, -0x1.5ffffep2f,
+                                    0x1.600002p2f, -0x1.600002p2f, 1e-40f, -1e-40f, 1e-30f,
+                                    -1e-30f, 100.0f, -100.0f, 3e38f, -3e38f, 0.75f, -0.75f};
+    enum { W = 37, LD = 40 };
+    int64_t grid = 1000000, ns = (int64_t)(sizeof special / sizeof *special), n = grid + ns + 3;
+    int rows = (int)((n + W - 1) / W);
+    float *x = calloc((size_t)rows * LD, 4);
+    uint16_t *y = malloc((size_t)rows * LD * 2);
+    for (int64_t i = 0; i < rows * (int64_t)LD; i++)
+        y[i] = 0x7fc1;
+    float *xs = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < grid; i++)
+        xs[i] = (float)(-8.0 + 16.0 * (double)i / (double)(grid - 1));
+    memcpy(xs + grid, special, sizeof special);
+    xs[n - 3] = NAN, xs[n - 2] = INFINITY, xs[n - 1] = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        x[i / W * LD + i % W] = xs[i];
+    tq_cpu_gelu_bf16_rows(x, LD, rows, W, y, LD);
+    int64_t bad = 0, at = 0, past = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double xi = xs[i], v = tq_bf16_to_f32(y[i / W * LD + i % W]), ok;
+        if (isnan(xi))
+            ok = isnan(v);
+        else if (isinf(xi))
+            ok = xi > 0 ? v == INFINITY : v == 0;
+        else {
+            double g = 0.5 * xi * erfc(-xi / sqrt(2.0)), eps = 1.6e-7 * fabs(xi) + 1e-7 * fabs(g);
+            ok = (bf16_rne(g - eps) <= v && v <= bf16_rne(g + eps)) ||
+                 (v == 0 && fabs(g) < 0x1p-126 + eps);
+        }
+        if (!ok && !bad++)
+            at = i;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = W; c < LD; c++)
+            past += y[(int64_t)r * LD + c] != 0x7fc1;
+    CHECK(bad == 0, "cpu: low_only's bf16 GELU: %lld values wrong, first gelu(%.9g) = %.9g, exact %.9g",
+          (long long)bad, xs[at], tq_bf16_to_f32(y[at / W * LD + at % W]),
+          0.5 * xs[at] * erfc(-xs[at] / sqrt(2.0)));
+    CHECK(past == 0, "cpu: low_only's bf16 GELU wrote %lld values past its rows", (long long)past);
+    free(x), free(y), free(xs);
+    printf("ok cpu: low_only's bf16 GELU within its bound\n");
+}
+
 /* bf16 x bf16 on AVX512-BF16 (lib/cpu/gemm_bf16.c): every test_matmul ran
  * it already where the CPU has it (A not transposed); here shapes that cross
  * its 12-row and 32-column tiles, its 96-row blocks and an odd k's half pair,
@@ -2669,6 +2809,7 @@ static void test_cpu_engines(void)
     }
     tq_cpu_gemm_kernel_force(NULL);
     test_matmul_bf16_kernel();
+    test_gelu_bf16();
     test_int8_cpu_ways();
     test_layernorm_cpu_ways();
     test_attention_cpu_rows();
