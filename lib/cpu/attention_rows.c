@@ -64,9 +64,12 @@ TQ_TARGET_AVX512 static inline __attribute__((always_inline)) void scores4(const
         }
     }
     __m512 va = _mm512_set1_ps(alpha);
-    for (int r = 0; r < nq && r < ROWS; r++)
+    for (int r = 0; r < ROWS; r++) { /* (as pv4's end, below) */
+        if (r >= nq)
+            break;
         for (int c = 0; c < nc; c++)
             _mm512_storeu_ps(s + (int64_t)r * lds + c * 16, _mm512_mul_ps(acc[r][c], va));
+    }
 }
 
 #define SCORES_NC(NC)                                                                  \
@@ -108,7 +111,11 @@ TQ_TARGET_AVX512 static inline __attribute__((always_inline)) void pv4(const flo
                 acc[r][c] = _mm512_fmadd_ps(x, vv[c], acc[r][c]);
         }
     }
-    for (int r = 0; r < nq && r < ROWS; r++) {
+    /* r to the constant ROWS, the test inside: with r < nq in the loop's
+     * condition GCC kept acc in memory, storing every sum at every key */
+    for (int r = 0; r < ROWS; r++) {
+        if (r >= nq)
+            break;
         __m512 sc = _mm512_set1_ps(scale[r]);
         for (int c = 0; c < nc; c++)
             _mm512_mask_storeu_ps(o + r * ldo + c * 16, c == nc - 1 ? last : 0xffff,
