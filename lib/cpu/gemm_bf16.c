@@ -27,6 +27,20 @@ _Static_assert(NR == 32, "tq_gemm512_store writes rows of 32 columns");
 static void pack_strip(uint16_t *dst, int tb, const uint16_t *b, int ldb, int k, int n, int j0,
                        int kpad)
 {
+    if (tb && j0 + NR <= n) {
+        /* a weight matrix as Linear keeps it: op(B)'s columns are b's rows,
+         * a pair two neighbours of a row, copied as one 32-bit word (the
+         * element loop below made B's packing a sixth of a one-line run) */
+        for (int q = 0; q < k / 2; q++)
+            for (int c = 0; c < NR; c++)
+                memcpy(dst + 2 * (q * NR + c), b + (long)(j0 + c) * ldb + 2 * q, 4);
+        if (k & 1) /* the last pair: the value and a 0 */
+            for (int c = 0; c < NR; c++) {
+                dst[2 * ((k / 2) * NR + c)] = b[(long)(j0 + c) * ldb + k - 1];
+                dst[2 * ((k / 2) * NR + c) + 1] = 0;
+            }
+        return;
+    }
     for (int q = 0; q < kpad / 2; q++, dst += 2 * NR)
         for (int c = 0; c < NR; c++)
             for (int e = 0; e < 2; e++) {
@@ -36,6 +50,21 @@ static void pack_strip(uint16_t *dst, int tb, const uint16_t *b, int ldb, int k,
                     v = tb ? b[(long)j * ldb + p] : b[(long)p * ldb + j];
                 dst[2 * c + e] = v;
             }
+}
+
+typedef struct pack_job {
+    tq_cpu_packed_b *pb;
+    int tb, ldb;
+    const uint16_t *b;
+} pack_job;
+
+static void pack_strips(void *ctx, int64_t begin, int64_t end)
+{
+    const pack_job *j = ctx;
+    size_t strip = (size_t)NR * (size_t)j->pb->kpad;
+    for (int64_t s = begin; s < end; s++)
+        pack_strip(j->pb->pairs + (size_t)s * strip, j->tb, j->b, j->ldb, j->pb->k, j->pb->n,
+                   (int)s * NR, j->pb->kpad);
 }
 
 tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int k, int n)
@@ -49,8 +78,10 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
         free(pb);
         return NULL;
     }
-    for (int s = 0; s < pb->npad / NR; s++)
-        pack_strip(pb->pairs + (size_t)s * strip, tb, b, ldb, k, n, s * NR, pb->kpad);
+    /* strips on the pool's threads: a weight's first product packs it, and
+     * the other threads would wait (each strip on its own: the same bytes) */
+    pack_job j = {pb, tb, ldb, b};
+    tq_parallel_for(pb->npad / NR, 4, pack_strips, &j);
     return pb;
 }
 

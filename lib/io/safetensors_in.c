@@ -183,6 +183,12 @@ int tq_st_has(const tq_st_file *f, const char *name) { return find(f, name) != N
 tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
                             float *w)
 {
+    return tq_st_read_to(f, name, rank, dims, TQ_DTYPE_F32, w);
+}
+
+tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                        tq_dtype to, void *w)
+{
     const st_entry *e = find(f, name);
     if (!e)
         return tq_fail(TQ_ERR_DATA, "%s: no tensor \"%s\"", f->path, name);
@@ -215,7 +221,7 @@ tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank, con
         memcpy(tmp, src, e->end - e->begin);
         src = tmp;
     }
-    tq_status st = tq_convert(TQ_DTYPE_F32, w, e->dtype, src, n, 0);
+    tq_status st = tq_convert(to, w, e->dtype, src, n, 0);
     free(tmp);
     return st ? tq_fail_context(st, "%s: tensor \"%s\"", f->path, name) : TQ_OK;
 }

@@ -22,5 +22,9 @@ tq_status tq_st_read_f32(const tq_st_file *f, const char *name, int rank,
  * no copy of the weights in between). */
 tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank,
                             const int64_t *dims, float *w);
+/* The same as dtype `to` (f32, f16 or bf16, converted as tq_convert does:
+ * to nearest even), into w, room for the shape's elements in that dtype. */
+tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                        tq_dtype to, void *w);
 
 #endif
