@@ -466,7 +466,11 @@ static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, i
 typedef struct scratch {
     float *kp, *s, *o, *m, *l;
     uint16_t *q16, *p16; /* with bf16: the block's queries, the tile's probabilities */
-    /* the rows way: kp holds item kp_of's keys (b H + h; -1 none), kpw wide */
+    /* the wide way: item kp_of's K^T and V packed, tmp for the packing */
+    uint16_t *kw, *vw;
+    uint32_t *tmp;
+    /* the rows way: kp holds item kp_of's keys (b H + h; -1 none), kpw wide;
+     * the wide way: kw and vw hold item kp_of's */
     int64_t kp_of;
     int kpw;
     void *mem;
@@ -480,20 +484,29 @@ static int scratch_new(const att *a, scratch *w)
     size_t f_kp = (size_t)BK * (size_t)a->Dk, f_s = (size_t)BQ * (a->wide ? WK : BK),
            f_o = (size_t)BQ * (size_t)a->dvp;
     size_t f_q16 = a->bf16 ? (size_t)(BQ * q16_width(a)) / 2 : 0, f_p16 = a->bf16 ? f_s / 2 : 0;
+    /* the wide way's item: K^T and V packed (bf16: half a float each) and
+     * the rounded keys before their transpose (32-bit words) */
+    size_t f_kw = a->wide ? (size_t)WK * (size_t)q16_width(a) / 2 : 0,
+           f_vw = a->wide ? (size_t)WK * (size_t)a->dvp / 2 : 0,
+           f_tmp = a->wide ? (size_t)WK * (size_t)((q16_width(a) / 2 + 15) & ~15) : 0;
     /* each piece rounded up to a cache line */
-    size_t sz[7] = {f_kp, f_s, f_o, BQ, BQ, f_q16, f_p16}, total = 0;
-    for (int i = 0; i < 7; i++)
+    size_t sz[10] = {f_kp, f_s, f_o, BQ, BQ, f_q16, f_p16, f_kw, f_vw, f_tmp}, total = 0;
+    for (int i = 0; i < 10; i++)
         total += (sz[i] + 15) & ~(size_t)15;
     w->mem = aligned_alloc(64, (total ? total : 16) * sizeof(float));
     if (!w->mem)
         return 0;
-    float *p = w->mem, *q16, *p16, **dst[7] = {&w->kp, &w->s, &w->o, &w->m, &w->l, &q16, &p16};
-    for (int i = 0; i < 7; i++) {
+    float *p = w->mem, *q16, *p16, *kw, *vw, *tmp;
+    float **dst[10] = {&w->kp, &w->s, &w->o, &w->m, &w->l, &q16, &p16, &kw, &vw, &tmp};
+    for (int i = 0; i < 10; i++) {
         *dst[i] = p;
         p += (sz[i] + 15) & ~(size_t)15;
     }
     w->q16 = (uint16_t *)q16;
     w->p16 = (uint16_t *)p16;
+    w->kw = (uint16_t *)kw;
+    w->vw = (uint16_t *)vw;
+    w->tmp = (uint32_t *)tmp;
     w->kp_of = -1;
     return 1;
 }
@@ -512,11 +525,8 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
 {
     run *rn = ctx;
     const att *a = rn->a;
-    /* bf16: a tile's keys (a wide item's: all of them) rounded, before their
-     * transpose */
-    size_t tmp_keys = a->wide ? WK : BK;
-    uint32_t *tmp = NULL;
-    if (a->bf16 && !(tmp = malloc(tmp_keys * (size_t)((q16_width(a) / 2 + 15) & ~15) * 4))) {
+    uint32_t *tmp = NULL; /* bf16: a tile's keys rounded, before their transpose */
+    if (a->bf16 && !(tmp = malloc((size_t)BK * (size_t)((q16_width(a) / 2 + 15) & ~15) * 4))) {
         __atomic_store_n(&rn->failed, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -526,18 +536,8 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
         if (a->rows && key_end(a, b) <= BK)
             continue; /* the rows way packs its keys itself and reads V in place */
         float *kt = rn->kpk + u * BK * a->Dk, *vt = rn->vpk + u * BK * a->dvp;
-        if (item_wide(a, key_end(a, b))) {
-            /* all the item's keys in its tiles' room, as one product takes
-             * them: from its first tile's unit */
-            if (j0 == 0) {
-                int64_t kend = key_end(a, b);
-                tq_cpu_att_bf16_pack_k(a->k + b * a->Lk * a->dqk + rn->h * a->Dk, a->dqk,
-                                       (int)kend, a->Dk, (uint16_t *)kt, tmp);
-                tq_cpu_att_bf16_pack_v(a->v + b * a->Lk * a->dv + rn->h * a->Dv, a->dv,
-                                       (int)kend, a->Dv, (uint16_t *)vt);
-            }
-            continue;
-        }
+        if (item_wide(a, key_end(a, b)))
+            continue; /* the wide way packs its item where it runs */
         if (a->bf16) { /* (the f32 tiles' room holds the bf16 ones) */
             /* the item's keys only, as its products take them: V's strips
              * are as long as the tile's live keys (no causal here) */
@@ -588,11 +588,19 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         tq_cpu_att_bf16_rows(q + i0 * a->dqk + h * a->Dk, a->dqk, nq, (int)a->Dk, w->q16,
                              (int)q16_width(a));
     if (item_wide(a, kend)) { /* (no stats: bf16 excludes the second pass) */
-        int64_t t0 = b * a->kblocks; /* the item's keys start in its first tile's room */
+        /* the item's K and V packed by the first of its blocks this thread
+         * runs, in its scratch (L2): packed for every item of a head first,
+         * a sub-batch of 34 passages' ran from L3, 5% slower */
+        if (w->kp_of != b * a->H + h) {
+            tq_cpu_att_bf16_pack_k(a->k + b * a->Lk * a->dqk + h * a->Dk, a->dqk, (int)kend,
+                                   a->Dk, w->kw, w->tmp);
+            tq_cpu_att_bf16_pack_v(a->v + b * a->Lk * a->dv + h * a->Dv, a->dv, (int)kend, a->Dv,
+                                   w->vw);
+            w->kp_of = b * a->H + h;
+        }
         tq_cpu_att_wide(nq, (int)kend, (int)a->Dk, (int)a->Dv, a->alpha, w->q16,
-                        (int)q16_width(a), (const uint16_t *)(rn->kpk + t0 * BK * a->Dk),
-                        (const uint16_t *)(rn->vpk + t0 * BK * a->dvp), w->s, w->p16, w->o,
-                        (int)a->dvp, a->out + (b * a->Lq + i0) * a->dv + h * a->Dv, a->dv);
+                        (int)q16_width(a), w->kw, w->vw, w->s, w->p16, w->o, (int)a->dvp,
+                        a->out + (b * a->Lq + i0) * a->dv + h * a->Dv, a->dv);
         return;
     }
     if (!rows)
@@ -678,10 +686,11 @@ static void forward_chunk(void *ctx, int64_t begin, int64_t end)
     free(w.mem);
 }
 
-/* Every item's keys in one tile, rows' way: a unit is (batch item, head), its
- * keys packed by its first block and V read in place, so the whole op is one
- * hand-off to the threads rather than two a head, and nothing is packed
- * for keys past key_len. */
+/* Every item takes a way that packs its own keys (the rows way: keys in one
+ * tile, V read in place; the wide way: K and V in its scratch): a unit is
+ * (batch item, head), its keys packed by its first block, so the whole op is
+ * one hand-off to the threads rather than two a head, nothing is packed for
+ * keys past key_len, and an item's blocks share one packing. */
 static void rows_chunk(void *ctx, int64_t begin, int64_t end)
 {
     run *rn = ctx;
@@ -822,8 +831,11 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     rn.a = &a;
     pick_isa(&rn.online, &rn.probs);
     int second = a.received || a.weights;
-    /* keys in one tile, and no second pass: a unit per (item, head) */
-    if (a.rows && a.kblocks <= 1 && !second) {
+    /* no tiles to pack, and no second pass: a unit per (item, head) */
+    int64_t own = 0; /* items whose way packs their own keys */
+    for (int64_t b = 0; b < a.B; b++)
+        own += (a.rows && key_end(&a, b) <= BK) || item_wide(&a, key_end(&a, b));
+    if (own == a.B && !second) {
         tq_parallel_for(a.B * a.H, 1, rows_chunk, &rn);
         if (rn.failed)
             return tq_fail(TQ_ERR_NOMEM, "attention: out of memory for tile buffers");
