@@ -108,7 +108,11 @@ TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const ui
     const uint16_t *r[MR];
     for (int i = 0; i < MR; i++)
         r[i] = a + (i < mr_eff ? (long)i * lda : 0);
-    tq_gemm512_prefetch_c(c, ldc, mr_eff, nr_eff);
+    /* C asked for early, hidden by the loop; not for a short k (the
+     * attention's scores, k = a head's width, into a scratch that is in
+     * cache), where the asking cost more than it hid */
+    if (k >= 128)
+        tq_gemm512_prefetch_c(c, ldc, mr_eff, nr_eff);
     __m512 z = _mm512_setzero_ps();
     __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
            c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z, c80 = z, c81 = z,
