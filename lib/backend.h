@@ -35,6 +35,9 @@ typedef struct tq_backend_ops {
     tq_status (*softmax)(void *ctx, const tq_tensor *x, tq_tensor *y);
     tq_status (*layernorm)(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
                            const tq_tensor *beta, float eps, tq_tensor *y);
+    /* NULL: op.c runs layernorm and convert one after the other */
+    tq_status (*layernorm_low)(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
+                               const tq_tensor *beta, float eps, tq_tensor *y, tq_tensor *low);
     tq_status (*gelu)(void *ctx, const tq_tensor *x, tq_tensor *y);
     tq_status (*activate)(void *ctx, const tq_tensor *x, tq_activation act, tq_tensor *y);
     tq_status (*add)(void *ctx, const tq_tensor *a, const tq_tensor *b, tq_tensor *y);

@@ -225,8 +225,8 @@ tq_status tq_op_softmax(const tq_tensor *x, tq_tensor *y)
     return CALL(x, softmax, x, y);
 }
 
-tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
-                          float eps, tq_tensor *y)
+static tq_status layernorm_check(const tq_tensor *x, const tq_tensor *gamma,
+                                 const tq_tensor *beta, float eps, const tq_tensor *y)
 {
     F32(x, "layernorm x");
     F32(y, "layernorm y");
@@ -244,7 +244,33 @@ tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq_t
         CHECK(tq_tensor_numel(beta) == d, "layernorm: beta must have %lld values", (long long)d);
     }
     CHECK(eps >= 0, "layernorm: eps must be >= 0");
-    return CALL(x, layernorm, x, gamma, beta, eps, y);
+    return TQ_OK;
+}
+
+tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
+                          float eps, tq_tensor *y)
+{
+    tq_status st = layernorm_check(x, gamma, beta, eps, y);
+    return st ? st : CALL(x, layernorm, x, gamma, beta, eps, y);
+}
+
+tq_status tq_op_layernorm_low(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
+                              float eps, tq_tensor *y, tq_tensor *low)
+{
+    tq_status st = layernorm_check(x, gamma, beta, eps, y);
+    if (st)
+        return st;
+    CHECK(low, "layernorm_low: low is NULL (tq_op_layernorm has no copy)");
+    CHECK(low->dtype == TQ_DTYPE_BF16 || low->dtype == TQ_DTYPE_F16,
+          "layernorm_low low must be bf16 or f16, not %s", tq_dtype_name(low->dtype));
+    SAME_DEV(low, y);
+    CHECK(same_shape(low, y), "layernorm_low: low and y differ in shape");
+    if (NATIVE(x, layernorm_low))
+        return ENTRY(x, layernorm_low)(x->dev->ctx, x, gamma, beta, eps, y, low);
+    /* the two ops, each on the device or through the host path */
+    if ((st = tq_op_layernorm(x, gamma, beta, eps, y)))
+        return st;
+    return tq_op_convert(y, low);
 }
 
 tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y)

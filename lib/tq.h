@@ -367,6 +367,13 @@ tq_status tq_op_softmax(const tq_tensor *x, tq_tensor *y);
  * gamma and beta [d] (either may be NULL: 1 and 0). y may be x. */
 tq_status tq_op_layernorm(const tq_tensor *x, const tq_tensor *gamma,
                           const tq_tensor *beta, float eps, tq_tensor *y);
+/* tq_op_layernorm, then y rounded into low (a bf16 or f16 tensor of y's
+ * shape) for the next product to take: the values of tq_op_layernorm and
+ * tq_op_convert one after the other (bit for bit on the CPU, which rounds
+ * each row as it leaves the norm, from L1, rather than in a pass of its
+ * own; other devices run those two ops). */
+tq_status tq_op_layernorm_low(const tq_tensor *x, const tq_tensor *gamma, const tq_tensor *beta,
+                              float eps, tq_tensor *y, tq_tensor *low);
 /* GELU, the exact erf form BERT uses; y may be x. */
 tq_status tq_op_gelu(const tq_tensor *x, tq_tensor *y);
 /* Elementwise activations for small networks (scorers, trainers); y may be x.

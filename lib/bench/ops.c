@@ -12,7 +12,7 @@
 enum {
     OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_ROWPROD,
     OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
-    OP_LAYERNORM, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
+    OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
 
@@ -80,6 +80,11 @@ const tqb_opdef tqb_ops[] = {
                     TQB_CMP_NMSE, TOL_EW},
     [OP_LAYERNORM] = {"layernorm", "n values as rows of 1024, gamma and beta",
                       {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
+    /* y compared (low is y rounded: a device within the tolerance may
+     * round a value the other way) */
+    [OP_LAYERNORM_LOW] = {"layernorm_low",
+                          "n values as rows of 1024, gamma and beta, and a bf16 copy",
+                          {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
     [OP_GELU] = {"gelu", "n values", {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
     [OP_ACTIVATE] = {"activate", "tanh of n values", {1 << 16, 1 << 22}, {1 << 12, 1 << 16},
                      TQB_CMP_NMSE, TOL_EW},
@@ -419,13 +424,19 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->bytes = 12.0 * r * c;
         break;
     case OP_LAYERNORM:
+    case OP_LAYERNORM_LOW: { /* layernorm_low's bf16 copy: t[4] */
+        int low = in->op == &tqb_ops[OP_LAYERNORM_LOW];
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
             (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)) ||
             (st = mk(in, 2, TQ_DTYPE_F32, 1, c, 0, 1, &seed)) ||
-            (st = mk(in, 3, TQ_DTYPE_F32, 1, c, 0, 1, &seed)))
+            (st = mk(in, 3, TQ_DTYPE_F32, 1, c, 0, 1, &seed)) ||
+            (low && (st = mk(in, 4, TQ_DTYPE_BF16, 2, r, c, 0, &seed))))
             return st;
-        in->bytes = 8.0 * r * c;
+        in->bytes = (low ? 10.0 : 8.0) * r * c;
+        if (low)
+            in->dtype = "f32>bf16";
         break;
+    }
     default: /* normalize, softmax, gelu, activate, scale: x to y */
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
             (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)))
@@ -496,6 +507,8 @@ tq_status tqb_inst_run(tqb_inst *in)
         return tq_op_softmax(t[0], t[1]);
     case OP_LAYERNORM:
         return tq_op_layernorm(t[0], t[2], t[3], 1e-5f, t[1]);
+    case OP_LAYERNORM_LOW:
+        return tq_op_layernorm_low(t[0], t[2], t[3], 1e-5f, t[1], t[4]);
     case OP_GELU:
         return tq_op_gelu(t[0], t[1]);
     case OP_ACTIVATE:

@@ -119,6 +119,7 @@ const tq_backend tq_backend_cpu = {
             .topk = tq_cpu_topk,
             .softmax = tq_cpu_softmax,
             .layernorm = tq_cpu_layernorm,
+            .layernorm_low = tq_cpu_layernorm_low,
             .gelu = tq_cpu_gelu,
             .activate = tq_cpu_activate,
             .add = tq_cpu_add,

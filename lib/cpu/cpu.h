@@ -102,6 +102,8 @@ tq_status tq_cpu_normalize(void *ctx, const tq_tensor *x, float eps, tq_tensor *
 tq_status tq_cpu_softmax(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
                            const tq_tensor *beta, float eps, tq_tensor *y);
+tq_status tq_cpu_layernorm_low(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
+                               const tq_tensor *beta, float eps, tq_tensor *y, tq_tensor *low);
 /* For the tests: layernorm's baseline loop on an AVX-512 machine too (the
  * same bits as its AVX-512 loop) */
 void tq_cpu_layernorm_force_portable(int on);

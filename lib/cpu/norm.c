@@ -12,7 +12,17 @@ typedef struct rows {
     const float *gamma, *beta;
     int64_t d;
     float eps;
+    unsigned char *low; /* layernorm_low: each row of y rounded into it */
+    tq_dtype low_dt;
 } rows;
+
+/* Row r of y (just written: in L1) into low, as tq_op_convert rounds it. */
+static void row_low(const rows *p, int64_t r, const float *y)
+{
+    if (p->low) /* f32 to bf16 or f16: cannot fail */
+        (void)tq_convert(p->low_dt, p->low + (size_t)(r * p->d) * tq_dtype_size(p->low_dt),
+                         TQ_DTYPE_F32, y, (size_t)p->d, 0);
+}
 
 /* Rows per chunk: about 16k elements, so small rows still share out. */
 static int64_t row_chunk(int64_t d) { return 1 + 16384 / (d ? d : 1); }
@@ -66,7 +76,7 @@ static void rownorm_rows(void *ctx, int64_t begin, int64_t end)
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms)
 {
     (void)ctx;
-    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(norms), NULL, NULL, tq_cpu_cols(x), 0};
+    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(norms), NULL, NULL, tq_cpu_cols(x), 0, NULL, TQ_DTYPE_F32};
     tq_parallel_for(tq_cpu_rows(x), row_chunk(p.d), rownorm_rows, &p);
     return TQ_OK;
 }
@@ -89,7 +99,7 @@ static void normalize_rows(void *ctx, int64_t begin, int64_t end)
 tq_status tq_cpu_normalize(void *ctx, const tq_tensor *x, float eps, tq_tensor *y)
 {
     (void)ctx;
-    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), NULL, NULL, tq_cpu_cols(x), eps};
+    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), NULL, NULL, tq_cpu_cols(x), eps, NULL, TQ_DTYPE_F32};
     tq_parallel_for(tq_cpu_rows(x), row_chunk(p.d), normalize_rows, &p);
     return TQ_OK;
 }
@@ -176,7 +186,7 @@ static void softmax_rows(void *ctx, int64_t begin, int64_t end)
 tq_status tq_cpu_softmax(void *ctx, const tq_tensor *x, tq_tensor *y)
 {
     (void)ctx;
-    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), NULL, NULL, tq_cpu_cols(x), 0};
+    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), NULL, NULL, tq_cpu_cols(x), 0, NULL, TQ_DTYPE_F32};
     tq_parallel_for(tq_cpu_rows(x), row_chunk(p.d), softmax_rows, &p);
     return TQ_OK;
 }
@@ -242,6 +252,7 @@ TQ_TARGET_AVX512 static void layernorm_rows512(const rows *p, int64_t begin, int
             _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(v));
         }
         ln_scale(p, x, y, i, mean, inv);
+        row_low(p, r, y);
     }
 }
 #endif
@@ -271,6 +282,7 @@ static void layernorm_rows(void *ctx, int64_t begin, int64_t end)
         double mean = sum(x, d) / (double)d;
         double inv = 1.0 / sqrt(sum_sq_dev(x, d, mean) / (double)d + p->eps);
         ln_scale(p, x, y, 0, mean, inv);
+        row_low(p, r, y);
     }
 }
 
@@ -279,7 +291,17 @@ tq_status tq_cpu_layernorm(void *ctx, const tq_tensor *x, const tq_tensor *gamma
 {
     (void)ctx;
     rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), gamma ? tq_cpu_ptr(gamma) : NULL,
-              beta ? tq_cpu_ptr(beta) : NULL, tq_cpu_cols(x), eps};
+              beta ? tq_cpu_ptr(beta) : NULL, tq_cpu_cols(x), eps, NULL, TQ_DTYPE_F32};
+    tq_parallel_for(tq_cpu_rows(x), row_chunk(p.d), layernorm_rows, &p);
+    return TQ_OK;
+}
+
+tq_status tq_cpu_layernorm_low(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
+                               const tq_tensor *beta, float eps, tq_tensor *y, tq_tensor *low)
+{
+    (void)ctx;
+    rows p = {tq_cpu_ptr(x), tq_cpu_ptr(y), gamma ? tq_cpu_ptr(gamma) : NULL,
+              beta ? tq_cpu_ptr(beta) : NULL, tq_cpu_cols(x), eps, tq_cpu_ptr(low), low->dtype};
     tq_parallel_for(tq_cpu_rows(x), row_chunk(p.d), layernorm_rows, &p);
     return TQ_OK;
 }

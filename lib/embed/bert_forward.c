@@ -14,6 +14,7 @@ typedef struct scratch {
     /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
      * products take them (NULL in f32) */
     tq_tensor *xl, *ctxl, *x1l, *midl;
+    tq_tensor *xl3; /* a [b, len, H] view of xl, as x3 of x */
     /* with --precision int8: x, ctx and x1 as int8 codes, and their rows'
      * scales (mid goes to the second feed-forward in midl: bf16, or f32) */
     tq_tensor *xq, *xs, *ctxq, *ctxs, *x1q, *x1s;
@@ -24,7 +25,7 @@ static void scratch_free(scratch *s)
     /* views before their parents */
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->ctx, s->mid, s->key_len,
                         s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
-                        s->xl, s->ctxl, s->x1l, s->midl, s->xq, s->xs, s->ctxq,
+                        s->xl3, s->xl, s->ctxl, s->x1l, s->midl, s->xq, s->xs, s->ctxq,
                         s->ctxs, s->x1q, s->x1s};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
@@ -89,7 +90,7 @@ typedef struct operand {
 } operand;
 
 static tq_status prepare(const tq_tensor *x, tq_tensor *lp, const tq_tensor *cs, tq_tensor *q,
-                         tq_tensor *qs, operand *op)
+                         tq_tensor *qs, int rounded, operand *op)
 {
     op->x = x;
     op->scale = NULL;
@@ -101,7 +102,17 @@ static tq_status prepare(const tq_tensor *x, tq_tensor *lp, const tq_tensor *cs,
     if (!lp)
         return TQ_OK;
     op->x = lp;
-    return tq_op_convert(x, lp);
+    return rounded ? TQ_OK : tq_op_convert(x, lp);
+}
+
+/* Layer norm of x into y and, when the products take another dtype, into lp
+ * as well (rounded as each row leaves the norm: the next product's operand
+ * without a pass of its own; norm() leaves lp rounded for prepare()). */
+static tq_status norm(const bert_model *m, const tq_tensor *x, const tq_tensor *g,
+                      const tq_tensor *b, tq_tensor *y, tq_tensor *lp)
+{
+    float eps = (float)m->cfg.eps;
+    return lp ? tq_op_layernorm_low(x, g, b, eps, y, lp) : tq_op_layernorm(x, g, b, eps, y);
 }
 
 /* c = a w^T + beta c, then `then`: by the int8 product for codes (ws the
@@ -137,7 +148,9 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
                    bo = {L->bo, 0, NULL, 0};
     operand x, ctx;
     tq_status st;
-    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, &x)) ||
+    /* x came out of a layer norm (the embeddings' or the last layer's),
+     * which rounded it into xl */
+    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, 1, &x)) ||
         (st = product(&x, L->wq, L->sq, 0, &bq, s->q)) ||
         (st = product(&x, L->wk, L->sk, 0, &bk, s->k)) ||
         (st = product(&x, L->wv, L->sv, 0, &bv, s->v)) ||
@@ -145,7 +158,7 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
         return st;
     if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
         tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
-    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, &ctx)))
+    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, 0, &ctx)))
         return st;
     return product(&ctx, L->wo, L->so, 1, &bo, s->x3);
 }
@@ -158,7 +171,6 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
 static tq_status layer(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
-    float eps = (float)m->cfg.eps;
     /* with a low copy, mid's f32 is never read: low_only lets the CPU's bf16
      * kernel round its tiles straight into it (and take a GELU made for
      * bf16), mid itself unwritten */
@@ -167,15 +179,14 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
     tq_status st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 0, s->x, s->key_len);
-    if ((st = attention(m, li, s)) ||
-        (st = tq_op_layernorm(s->x3, L->ln1_g, L->ln1_b, eps, s->x1)))
+    if ((st = attention(m, li, s)) || (st = norm(m, s->x3, L->ln1_g, L->ln1_b, s->x1, s->x1l)))
         return st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 2, s->x1, s->key_len);
-    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, &x1)) ||
+    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, 1, &x1)) ||
         (st = product(&x1, L->wi, L->si, 0, &ffn1, s->mid)) ||
         (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
-        (st = tq_op_layernorm(s->x1, L->ln2_g, L->ln2_b, eps, s->x3)))
+        (st = norm(m, s->x1, L->ln2_g, L->ln2_b, s->x3, s->xl3)))
         return st;
     return TQ_OK;
 }
@@ -215,6 +226,7 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
     } else if (lp != TQ_DTYPE_F32) {
         int64_t di[3] = {b, len, m->cfg.inter};
         if ((st = tq_tensor_new(dev, lp, 2, d2, &s->xl)) ||
+            (st = tq_tensor_view(s->xl, 0, lp, 3, d3, &s->xl3)) ||
             (st = tq_tensor_new(dev, lp, 3, d3, &s->ctxl)) ||
             (st = tq_tensor_new(dev, lp, 3, d3, &s->x1l)) ||
             (st = tq_tensor_new(dev, lp, 3, di, &s->midl)))
@@ -251,7 +263,7 @@ static tq_status embed(const bert_model *m, scratch *s)
     if ((st = tq_op_gather(m->wemb, s->idx, s->x)) || (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
         (st = tq_op_add(s->x, s->tmp, s->x)) || (st = tq_op_add(s->x, m->temb0, s->x)))
         return st;
-    return tq_op_layernorm(s->x, m->eln_g, m->eln_b, (float)m->cfg.eps, s->x);
+    return norm(m, s->x, m->eln_g, m->eln_b, s->x, s->xl);
 }
 
 static tq_status layers(const bert_model *m, scratch *s)

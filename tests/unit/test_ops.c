@@ -556,6 +556,90 @@ static void test_matmul_then(void)
     printf("ok %s: matmul_then\n", dev_name);
 }
 
+/* ------------------------------------------------------------ layernorm_low */
+
+/* tq_op_layernorm_low: y within TOL_EW of the float64 layer norm, low within
+ * half a unit of y in its last place (RNE: 2^-8 relative for bf16, 2^-11 for
+ * f16), and, as tq.h promises, the bytes of tq_op_layernorm then
+ * tq_op_convert (every device: the CPU fuses them, the others run them);
+ * rows of 384 (tq-embed's) and 7, in place (tq-embed's embeddings) and not;
+ * the checks of its arguments. */
+static void test_layernorm_low(void)
+{
+    static const int64_t ds[] = {384, 7};
+    static const tq_dtype lows[] = {TQ_DTYPE_BF16, TQ_DTYPE_F16};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t u = 0; u < 2; u++)
+            for (int inplace = 0; inplace < 2; inplace++) {
+                int64_t d = ds[t], rows = 37, n = rows * d, dd[2] = {rows, d};
+                tq_dtype lt = lows[u];
+                float *x = malloc((size_t)n * 4), *g = malloc((size_t)d * 4),
+                      *b = malloc((size_t)d * 4), *y = malloc((size_t)n * 4),
+                      *y2 = malloc((size_t)n * 4);
+                uint16_t *low = malloc((size_t)n * 2), *low2 = malloc((size_t)n * 2);
+                double *ref = malloc((size_t)n * 8);
+                fill(x, n, -3, 5);
+                fill(g, d, -2, 2);
+                fill(b, d, -1, 1);
+                for (int64_t r = 0; r < rows; r++) {
+                    double mean = 0, var = 0;
+                    for (int64_t i = 0; i < d; i++)
+                        mean += x[r * d + i];
+                    mean /= (double)d;
+                    for (int64_t i = 0; i < d; i++)
+                        var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+                    double inv = 1.0 / sqrt(var / (double)d + 1e-5);
+                    for (int64_t i = 0; i < d; i++)
+                        ref[r * d + i] = (x[r * d + i] - mean) * inv * g[i] + b[i];
+                }
+                gt *gx = gt_new(TQ_DTYPE_F32, 2, dd, x), *gg = gt_new(TQ_DTYPE_F32, 1, &d, g),
+                   *gb = gt_new(TQ_DTYPE_F32, 1, &d, b), *gl = gt_new(lt, 2, dd, NULL),
+                   *gy = inplace ? gx : gt_new(TQ_DTYPE_F32, 2, dd, NULL),
+                   *gx2 = gt_new(TQ_DTYPE_F32, 2, dd, x), *gy2 = gt_new(TQ_DTYPE_F32, 2, dd, NULL),
+                   *gl2 = gt_new(lt, 2, dd, NULL);
+                char what[96];
+                snprintf(what, sizeof what, "layernorm_low d %lld into %s%s", (long long)d,
+                         tq_dtype_name(lt), inplace ? " in place" : "");
+                CHECK(tq_op_layernorm_low(gx->t, gg->t, gb->t, 1e-5f, gy->t, gl->t) == TQ_OK &&
+                          tq_op_layernorm(gx2->t, gg->t, gb->t, 1e-5f, gy2->t) == TQ_OK &&
+                          tq_op_convert(gy2->t, gl2->t) == TQ_OK,
+                      "%s: %s: %s", dev_name, what, tq_errmsg());
+                gt_get(gy, y, what);
+                gt_get(gl, low, what);
+                gt_get(gy2, y2, what);
+                gt_get(gl2, low2, what);
+                CHECK_NMSE(y, ref, n, TOL_EW, what);
+                int64_t bad = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int bf = lt == TQ_DTYPE_BF16;
+                    double v = bf ? tq_bf16_to_f32(low[i]) : tq_f16_to_f32(low[i]);
+                    bad += !(fabs(v - y[i]) <= (bf ? 0x1p-8 : 0x1p-11) * fabs(y[i]) +
+                                                  (bf ? 0x1p-134 : 0x1p-25));
+                }
+                CHECK(bad == 0, "%s: %s: %lld of the copy off y by more than half a unit",
+                      dev_name, what, (long long)bad);
+                CHECK(!memcmp(y, y2, (size_t)n * 4) && !memcmp(low, low2, (size_t)n * 2),
+                      "%s: %s: not the bytes of layernorm then convert", dev_name, what);
+                gt *all[] = {gx, gg, gb, gl, inplace ? NULL : gy, gx2, gy2, gl2};
+                for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+                    gt_free(all[k]);
+                free(x), free(g), free(b), free(y), free(y2), free(low), free(low2), free(ref);
+            }
+    int64_t dd[2] = {3, 8}, de[2] = {3, 9};
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, dd, NULL), *gy = gt_new(TQ_DTYPE_F32, 2, dd, NULL),
+       *gf = gt_new(TQ_DTYPE_F32, 2, dd, NULL), *gw = gt_new(TQ_DTYPE_BF16, 2, de, NULL);
+    CHECK(tq_op_layernorm_low(gx->t, NULL, NULL, 1e-5f, gy->t, gf->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "low must be bf16 or f16"),
+          "%s: layernorm_low took an f32 copy (%s)", dev_name, tq_errmsg());
+    CHECK(tq_op_layernorm_low(gx->t, NULL, NULL, 1e-5f, gy->t, gw->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "differ in shape"),
+          "%s: layernorm_low took a copy of another shape (%s)", dev_name, tq_errmsg());
+    CHECK(tq_op_layernorm_low(gx->t, NULL, NULL, 1e-5f, gy->t, NULL) == TQ_ERR_USAGE,
+          "%s: layernorm_low took no copy (%s)", dev_name, tq_errmsg());
+    gt_free(gx), gt_free(gy), gt_free(gf), gt_free(gw);
+    printf("ok %s: layernorm_low\n", dev_name);
+}
+
 /* ------------------------------------------------ int8 products (tq-embed) */
 
 /* tq_op_quantize_rows against its definition, evaluated here in f32 as
@@ -3551,6 +3635,7 @@ int main(void)
             test_matmul("default");
         test_matmul_constant("default");
         test_matmul_then();
+        test_layernorm_low();
         test_int8_products();
         test_threads(NULL);
         test_rows();
