@@ -235,6 +235,7 @@ tq_status tq_host_attention(const tq_tensor *q, const tq_tensor *k, const tq_ten
     a.kgroup = tq_hostpath_in(&h, args->kgroup);
     a.received = tq_hostpath_out(&h, args->received, 0);
     a.weights = tq_hostpath_out(&h, args->weights, 0);
+    a.low = NULL; /* (op.c rounds out on the device afterwards) */
     tq_tensor *ho = tq_hostpath_out(&h, out, 0);
     return RUN(h, tq_op_attention(hq, hk, hv, &a, ho));
 }

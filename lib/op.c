@@ -595,6 +595,18 @@ tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tenso
               "attention: weights must be [%lld, %d, %lld, %lld]", (long long)B, H,
               (long long)Lq, (long long)Lk);
     }
+    if (args->low) {
+        CHECK(args->low->dtype == TQ_DTYPE_BF16 || args->low->dtype == TQ_DTYPE_F16,
+              "attention low must be bf16 or f16, not %s", tq_dtype_name(args->low->dtype));
+        SAME_DEV(q, args->low);
+        CHECK(same_shape(args->low, out), "attention: low and out differ in shape");
+        if (!ON_CPU(q)) { /* the op, then the rounding, each on the device or the host */
+            tq_attention_args a = *args;
+            a.low = NULL;
+            tq_status st = CALL(q, attention, q, k, v, &a, out);
+            return st ? st : tq_op_convert(out, args->low);
+        }
+    }
     return CALL(q, attention, q, k, v, args, out);
 }
 

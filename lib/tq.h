@@ -428,6 +428,11 @@ typedef struct tq_attention_args {
      * keys); ignored with causal, received or weights. Errors then are
      * bf16's: ~2^-9 relative of each operand. */
     int bf16;
+    /* out rounded into low as well (bf16 or f16, out's shape), for the next
+     * product to take; NULL: none. The values of tq_op_attention then
+     * tq_op_convert (the CPU rounds each block of out as it finishes it,
+     * from L1; other devices run the two ops). */
+    tq_tensor *low;
 } tq_attention_args;
 tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                           const tq_attention_args *args, tq_tensor *out);

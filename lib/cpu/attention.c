@@ -39,6 +39,8 @@ typedef struct att {
     int rows; /* items whose keys fit a tile take attention_rows.c's way */
     int bf16; /* the tiles' products in bf16 (attention_bf16.c) */
     int wide; /* with bf16 and no groups: items of BK < keys <= WK take attention_wide.c */
+    unsigned char *low; /* out rounded into it as each unit finishes (args->low) */
+    tq_dtype low_dt;
 } att;
 
 /* ------------------------------------------------------------ vector math */
@@ -557,6 +559,21 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
     free(tmp);
 }
 
+/* The rows i0.. i0+nq of head h of item b that a unit wrote to out, rounded
+ * into low while they are in L1 (tq_op_convert's rounding: the same bytes). */
+static void unit_low(const att *a, int64_t b, int64_t i0, int nq, int64_t h)
+{
+    if (!a->low)
+        return;
+    size_t es = tq_dtype_size(a->low_dt);
+    for (int r = 0; r < nq; r++) {
+        int64_t at = (b * a->Lq + i0 + r) * a->dv + h * a->Dv;
+        /* f32 to bf16 or f16: cannot fail */
+        (void)tq_convert(a->low_dt, a->low + (size_t)at * es, TQ_DTYPE_F32, a->out + at,
+                         (size_t)a->Dv, 0);
+    }
+}
+
 /* Query block qb of head h of batch item b: from the head's tiles in
  * rn->kpk, or, for an item the rows way takes, from its keys packed into
  * w->kp (once for all its blocks). */
@@ -601,6 +618,7 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         tq_cpu_att_wide(nq, (int)kend, (int)a->Dk, (int)a->Dv, a->alpha, w->q16,
                         (int)q16_width(a), w->kw, w->vw, w->s, w->p16, w->o, (int)a->dvp,
                         a->out + (b * a->Lq + i0) * a->dv + h * a->Dv, a->dv);
+        unit_low(a, b, i0, nq, h);
         return;
     }
     if (!rows)
@@ -670,6 +688,7 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
         memcpy(a->stats + at, w->m, (size_t)nq * sizeof *w->m);
         memcpy(a->stats + plane + at, w->l, (size_t)nq * sizeof *w->l);
     }
+    unit_low(a, b, i0, nq, h);
 }
 
 static void forward_chunk(void *ctx, int64_t begin, int64_t end)
@@ -822,6 +841,10 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.kgroup = args->kgroup ? tq_cpu_ptr(args->kgroup) : NULL;
     a.received = args->received ? tq_cpu_ptr(args->received) : NULL;
     a.weights = args->weights ? tq_cpu_ptr(args->weights) : NULL;
+    if (args->low) {
+        a.low = tq_cpu_ptr(args->low);
+        a.low_dt = args->low->dtype;
+    }
     double scale = args->scale != 0.0f ? args->scale : (a.Dk ? 1.0 / sqrt((double)a.Dk) : 1.0);
     a.alpha = (float)(scale * LOG2E);
     a.qblocks = (a.Lq + BQ - 1) / BQ;

@@ -142,8 +142,10 @@ static int low_attention(const bert_model *m)
 static tq_status attention(const bert_model *m, int64_t li, scratch *s)
 {
     const bert_layer *L = &m->layer[li];
+    /* ctx comes out rounded into ctxl too (bf16, f16), for the output
+     * projection */
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
-                              low_attention(m)};
+                              low_attention(m), s->ctxl};
     tq_matmul_then bq = {L->bq, 0, NULL, 0}, bk = {L->bk, 0, NULL, 0}, bv = {L->bv, 0, NULL, 0},
                    bo = {L->bo, 0, NULL, 0};
     operand x, ctx;
@@ -158,7 +160,7 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
         return st;
     if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
         tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
-    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, 0, &ctx)))
+    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, 1, &ctx)))
         return st;
     return product(&ctx, L->wo, L->so, 1, &bo, s->x3);
 }

@@ -2227,9 +2227,13 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
     gt *gql = c->groups ? gt_new(TQ_DTYPE_I64, 2, qgd, qg) : NULL;
     gt *gkl = c->groups ? gt_new(TQ_DTYPE_I64, 2, kgd, kg) : NULL;
     gt *glen = c->key_len ? gt_new(TQ_DTYPE_I64, 1, &c->B, c->key_len) : NULL;
+    /* out rounded into a copy too (bf16 with bf16 products, else f16): the
+     * bytes of tq_convert of out, as tq.h promises */
+    tq_dtype lt = att_bf16 ? TQ_DTYPE_BF16 : TQ_DTYPE_F16;
+    gt *glow = gt_new(lt, r, od + o, NULL);
     tq_attention_args args = {c->H, c->scale, c->causal, glen ? glen->t : NULL,
                               gql ? gql->t : NULL, gkl ? gkl->t : NULL, gr ? gr->t : NULL,
-                              gw ? gw->t : NULL, att_bf16};
+                              gw ? gw->t : NULL, att_bf16, glow->t};
     tq_status st = tq_op_attention(gq->t, gk->t, gv->t, &args, go->t);
     char what[200];
     snprintf(what, sizeof what, "attention %s (B=%lld Lq=%lld Lk=%lld H=%d Dk=%d Dv=%d)", c->what,
@@ -2240,6 +2244,12 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
     gt_unchanged(gk, k, what);
     gt_unchanged(gv, v, what);
     CHECK_NMSE(out, rout, no, att_bf16 ? TOL_ATT_BF16 : TOL_ATT, what);
+    uint16_t *low = malloc((size_t)(no + 1) * 2), *low_ref = malloc((size_t)(no + 1) * 2);
+    gt_get(glow, low, what);
+    tq_convert(lt, low_ref, TQ_DTYPE_F32, out, (size_t)no, 0);
+    CHECK(!memcmp(low, low_ref, (size_t)no * 2), "%s: %s: the %s copy is not out rounded",
+          dev_name, what, tq_dtype_name(lt));
+    free(low), free(low_ref);
     /* fully masked queries: exactly 0, not merely small */
     int64_t zero_bad = 0;
     for (int64_t i = 0; i < no; i++)
@@ -2272,7 +2282,7 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
         if (gr)
             memcpy(*bits + no + (gw ? nw : 0), recv, (size_t)nr * 4);
     }
-    gt *all[] = {gq, gk, gv, go, gw, gr, gql, gkl, glen};
+    gt *all[] = {gq, gk, gv, go, gw, gr, gql, gkl, glen, glow};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
     free(q), free(k), free(v), free(out), free(w), free(recv);
@@ -2286,7 +2296,7 @@ static void attention_bad_args(void)
        *v = gt_new(TQ_DTYPE_F32, 2, d2b, NULL), *o = gt_new(TQ_DTYPE_F32, 2, d2, NULL),
        *o3 = gt_new(TQ_DTYPE_F32, 3, d3, NULL), *len = gt_new(TQ_DTYPE_I64, 1, &kl, NULL),
        *qi = gt_new(TQ_DTYPE_I64, 2, d2, NULL);
-    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL, 0}, a;
+    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL}, a;
     a = ok;
     a.heads = 4; /* does not divide 6 */
     CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: 4 heads of 6");
@@ -2308,7 +2318,17 @@ static void attention_bad_args(void)
     a = ok;
     a.scale = INFINITY;
     CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: inf scale");
-    gt *all[] = {q, k, v, o, o3, len, qi};
+    a = ok;
+    a.low = o->t; /* f32 */
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "low must be bf16 or f16"),
+          "attention: an f32 low (%s)", tq_errmsg());
+    gt *l2 = gt_new(TQ_DTYPE_BF16, 2, d2b, NULL);
+    a.low = l2->t; /* [5, 6] for out [4, 6] */
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "low and out differ"),
+          "attention: a low of another shape (%s)", tq_errmsg());
+    gt *all[] = {q, k, v, o, o3, len, qi, l2};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
 }
@@ -2357,7 +2377,7 @@ static void test_attention(void)
         float q[2] = {8.0f, 1.0f}, kk[2] = {10.0f, 9.875f}, vv[2] = {1.0f, -1.0f}, out[2];
         gt *gq = gt_new(TQ_DTYPE_F32, 2, d, q), *gk = gt_new(TQ_DTYPE_F32, 2, d, kk),
            *gv = gt_new(TQ_DTYPE_F32, 2, d, vv), *go = gt_new(TQ_DTYPE_F32, 2, d, NULL);
-        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL, 0};
+        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL};
         CHECK(tq_op_attention(gq->t, gk->t, gv->t, &a, go->t) == TQ_OK, "attention 80: %s",
               tq_errmsg());
         gt_get(go, out, "attention logits 80");
@@ -2509,8 +2529,8 @@ static void alone_and_padded(int64_t N, int64_t L)
     /* with bf16 products allowed too: the longer item's tiles are bf16's,
      * the short item keeps its way (the rows way's f32, or the wide way) */
     for (int bf = 0; bf < 2; bf++) {
-        tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf},
-                          alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf};
+        tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf, NULL},
+                          alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf, NULL};
         CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
                   tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
               "cpu: attention alone and padded: %s", tq_errmsg());
