@@ -414,6 +414,14 @@ static int64_t key_end(const att *a, int64_t b)
  * count, so its bits never depend on the batch around it. */
 static int item_wide(const att *a, int64_t kend) { return a->wide && kend > BK && kend <= WK; }
 
+/* Whether item b's way packs its keys itself (the rows way: they fit a
+ * tile; the wide way), so that the head's tiles leave it out. */
+static int own_keys(const att *a, int64_t b)
+{
+    int64_t kend = key_end(a, b);
+    return (a->rows && kend <= BK) || item_wide(a, kend);
+}
+
 static void group_range(const int64_t *g, int64_t n, int64_t *lo, int64_t *hi)
 {
     *lo = INT64_MAX;
@@ -535,11 +543,9 @@ static void pack_chunk(void *ctx, int64_t begin, int64_t end)
     for (int64_t u = begin; u < end; u++) {
         int64_t b = u / a->kblocks, j0 = u % a->kblocks * BK;
         int nk = (int)(a->Lk - j0 < BK ? a->Lk - j0 : BK);
-        if (a->rows && key_end(a, b) <= BK)
-            continue; /* the rows way packs its keys itself and reads V in place */
+        if (own_keys(a, b))
+            continue;
         float *kt = rn->kpk + u * BK * a->Dk, *vt = rn->vpk + u * BK * a->dvp;
-        if (item_wide(a, key_end(a, b)))
-            continue; /* the wide way packs its item where it runs */
         if (a->bf16) { /* (the f32 tiles' room holds the bf16 ones) */
             /* the item's keys only, as its products take them: V's strips
              * are as long as the tile's live keys (no causal here) */
@@ -855,9 +861,9 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     pick_isa(&rn.online, &rn.probs);
     int second = a.received || a.weights;
     /* no tiles to pack, and no second pass: a unit per (item, head) */
-    int64_t own = 0; /* items whose way packs their own keys */
+    int64_t own = 0;
     for (int64_t b = 0; b < a.B; b++)
-        own += (a.rows && key_end(&a, b) <= BK) || item_wide(&a, key_end(&a, b));
+        own += own_keys(&a, b);
     if (own == a.B && !second) {
         tq_parallel_for(a.B * a.H, 1, rows_chunk, &rn);
         if (rn.failed)

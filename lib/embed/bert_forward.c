@@ -81,16 +81,17 @@ static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor
 }
 
 /* A product's left operand as the layer's weights take it: x itself in f32;
- * x rounded into lp, the weights' dtype (bf16, f16: to nearest even, as the
- * weights were); or, with int8 weights (q given), x times the column factors
- * cs quantized into codes q with a scale a row in qs. The scratch holds lp
- * or q and qs for the model's precision, NULL the others. */
+ * lp, the weights' dtype (bf16, f16), into which x's producer (a layer norm,
+ * the attention) already rounded it; or, with int8 weights (q given), x
+ * times the column factors cs quantized into codes q with a scale a row in
+ * qs. The scratch holds lp or q and qs for the model's precision, NULL the
+ * others. */
 typedef struct operand {
     const tq_tensor *x, *scale; /* scale: the codes' row scales, NULL but int8 */
 } operand;
 
-static tq_status prepare(const tq_tensor *x, tq_tensor *lp, const tq_tensor *cs, tq_tensor *q,
-                         tq_tensor *qs, int rounded, operand *op)
+static tq_status prepare(const tq_tensor *x, const tq_tensor *lp, const tq_tensor *cs,
+                         tq_tensor *q, tq_tensor *qs, operand *op)
 {
     op->x = x;
     op->scale = NULL;
@@ -99,15 +100,14 @@ static tq_status prepare(const tq_tensor *x, tq_tensor *lp, const tq_tensor *cs,
         op->scale = qs;
         return tq_op_quantize_rows(x, cs, q, qs);
     }
-    if (!lp)
-        return TQ_OK;
-    op->x = lp;
-    return rounded ? TQ_OK : tq_op_convert(x, lp);
+    if (lp)
+        op->x = lp;
+    return TQ_OK;
 }
 
 /* Layer norm of x into y and, when the products take another dtype, into lp
  * as well (rounded as each row leaves the norm: the next product's operand
- * without a pass of its own; norm() leaves lp rounded for prepare()). */
+ * without a pass of its own). */
 static tq_status norm(const bert_model *m, const tq_tensor *x, const tq_tensor *g,
                       const tq_tensor *b, tq_tensor *y, tq_tensor *lp)
 {
@@ -152,7 +152,7 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
     tq_status st;
     /* x came out of a layer norm (the embeddings' or the last layer's),
      * which rounded it into xl */
-    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, 1, &x)) ||
+    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, &x)) ||
         (st = product(&x, L->wq, L->sq, 0, &bq, s->q)) ||
         (st = product(&x, L->wk, L->sk, 0, &bk, s->k)) ||
         (st = product(&x, L->wv, L->sv, 0, &bv, s->v)) ||
@@ -160,7 +160,7 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
         return st;
     if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
         tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
-    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, 1, &ctx)))
+    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, &ctx)))
         return st;
     return product(&ctx, L->wo, L->so, 1, &bo, s->x3);
 }
@@ -185,7 +185,7 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
         return st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 2, s->x1, s->key_len);
-    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, 1, &x1)) ||
+    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, &x1)) ||
         (st = product(&x1, L->wi, L->si, 0, &ffn1, s->mid)) ||
         (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
         (st = norm(m, s->x1, L->ln2_g, L->ln2_b, s->x3, s->xl3)))

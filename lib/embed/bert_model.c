@@ -39,20 +39,26 @@ static tq_status host(loader *l, const char *name, int rank, const int64_t *dims
     return tq_st_read_f32(l->st, prefixed(l, name, full), rank, dims, w);
 }
 
+/* On the CPU: NAME straight from the file's map into a new constant tensor
+ * of dtype dt (converted, rounded as tq_convert rounds): no copy of the
+ * weights in between (~90 MB of page faults and unmapping in f32: a third
+ * of a small run's start-up). */
+static tq_status cpu_tensor(loader *l, const char *name, tq_dtype dt, int rank,
+                            const int64_t *dims, tq_tensor **t)
+{
+    char full[256];
+    tq_status st = tq_tensor_new(l->dev, dt, rank, dims, t);
+    if (!st)
+        st = tq_st_read_to(l->st, prefixed(l, name, full), rank, dims, dt, tq_tensor_host(*t));
+    if (!st)
+        tq_tensor_set_constant(*t);
+    return st;
+}
+
 static tq_status tensor(loader *l, const char *name, int rank, const int64_t *dims, tq_tensor **t)
 {
-    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU) {
-        /* straight from the file's map into the tensor: a copy of the model
-         * fewer (~90 MB of page faults: a third of a small run's start-up) */
-        char full[256];
-        tq_status st = tq_tensor_new(l->dev, TQ_DTYPE_F32, rank, dims, t);
-        if (!st)
-            st = tq_st_read_f32_to(l->st, prefixed(l, name, full), rank, dims,
-                                   tq_tensor_host(*t));
-        if (!st)
-            tq_tensor_set_constant(*t);
-        return st;
-    }
+    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU)
+        return cpu_tensor(l, name, TQ_DTYPE_F32, rank, dims, t);
     float *w = NULL;
     tq_status st = host(l, name, rank, dims, &w);
     if (!st)
@@ -80,18 +86,8 @@ static tq_status mat_lp(loader *l, tq_dtype prec, const char *name, int64_t r, i
     if (prec == TQ_DTYPE_F32)
         return mat(l, name, r, c, t);
     int64_t d[2] = {r, c};
-    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU) {
-        /* from the file's map rounded straight into the tensor: no f32 copy
-         * and no bf16 one in between (with the f32 path's, a third of a
-         * small run's start-up went to faulting in and unmapping those) */
-        char full[256];
-        tq_status st = tq_tensor_new(l->dev, prec, 2, d, t);
-        if (!st)
-            st = tq_st_read_to(l->st, prefixed(l, name, full), 2, d, prec, tq_tensor_host(*t));
-        if (!st)
-            tq_tensor_set_constant(*t);
-        return st;
-    }
+    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU)
+        return cpu_tensor(l, name, prec, 2, d, t);
     float *w = NULL;
     uint16_t *h = NULL;
     tq_status st = host(l, name, 2, d, &w);
@@ -157,11 +153,12 @@ static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
     return TQ_OK;
 }
 
-/* The embeddings (part 0) and each layer (part 1 + i) load on the pool's
- * threads: faulting in their memory and rounding them is most of a small
- * run's start-up, and the word embeddings alone are half the model. A
- * part's failure keeps its status and message (the messages are per
- * thread) for the caller, the first part's in order. */
+/* The embeddings (part 0) and each layer (part 1 + i), on the CPU on the
+ * pool's threads: faulting in their memory and rounding them is most of a
+ * small run's start-up, and the word embeddings alone are half the model
+ * (GPUs: in this thread, whose device queue it is). A part's failure keeps
+ * its status and message (the messages are per thread) for the caller, the
+ * first part's in order. */
 typedef struct load_job {
     loader *l;
     bert_model *m;
@@ -191,7 +188,10 @@ static tq_status load_all(loader *l, bert_model *m)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     }
     load_job j = {l, m, st, msg};
-    tq_parallel_for(parts, 1, load_parts, &j);
+    if (tq_device_backend(l->dev) == TQ_BACKEND_CPU)
+        tq_parallel_for(parts, 1, load_parts, &j);
+    else
+        load_parts(&j, 0, parts);
     tq_status first = TQ_OK;
     for (int64_t i = 0; i < parts && !first; i++)
         if (st[i])
@@ -226,13 +226,7 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     if (!st && !(m->layer = calloc((size_t)m->cfg.layers, sizeof *m->layer)))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
-        st = tq_device_backend(dev) == TQ_BACKEND_CPU ? load_all(&l, m) : TQ_OK;
-    if (!st && tq_device_backend(dev) != TQ_BACKEND_CPU) {
-        /* GPUs: one thread uploads (the devices' queues are not shared) */
-        st = embeddings(&l, &m->cfg, m);
-        for (int64_t i = 0; !st && i < m->cfg.layers; i++)
-            st = layer(&l, &m->cfg, i, &m->layer[i]);
-    }
+        st = load_all(&l, m);
     if (!st)
         st = tq_bert_plans_new(dev, &m->plans);
     tq_st_close(l.st);
