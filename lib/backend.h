@@ -26,8 +26,8 @@ typedef struct tq_backend_ops {
     tq_status (*quantize_rows)(void *ctx, const tq_tensor *x, const tq_tensor *colscale,
                                tq_tensor *q, tq_tensor *scale);
     tq_status (*matmul_i8)(void *ctx, const tq_tensor *a, const tq_tensor *ascale,
-                           const tq_tensor *b, const tq_tensor *bscale, float beta,
-                           const tq_matmul_then *then, tq_tensor *c);
+                           const tq_tensor *b, const tq_tensor *bscale, const tq_i8_rest *rest,
+                           float beta, const tq_matmul_then *then, tq_tensor *c);
     tq_status (*rownorm)(void *ctx, const tq_tensor *x, tq_tensor *norms);
     tq_status (*normalize)(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
     tq_status (*topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,

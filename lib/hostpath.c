@@ -107,8 +107,8 @@ tq_status tq_host_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, t
 }
 
 tq_status tq_host_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
-                            const tq_tensor *bscale, float beta, const tq_matmul_then *then,
-                            tq_tensor *c)
+                            const tq_tensor *bscale, const tq_i8_rest *rest, float beta,
+                            const tq_matmul_then *then, tq_tensor *c)
 {
     tq_hostpath h;
     tq_hostpath_begin(&h, c->dev, "matmul_i8");
@@ -117,8 +117,12 @@ tq_status tq_host_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const t
     tq_matmul_then ht = {tq_hostpath_in(&h, then->bias), then->gelu,
                          then->low ? tq_hostpath_out(&h, then->low, 0) : NULL,
                          0 /* C comes back to the device: computed */};
+    tq_i8_rest hr = {NULL, NULL, NULL};
+    if (rest)
+        hr = (tq_i8_rest){tq_hostpath_in(&h, rest->x), tq_hostpath_in(&h, rest->cols),
+                          tq_hostpath_in(&h, rest->w)};
     tq_tensor *hc = tq_hostpath_out(&h, c, beta != 0);
-    return RUN(h, tq_op_matmul_i8(ha, has, hb, hbs, beta, &ht, hc));
+    return RUN(h, tq_op_matmul_i8_rest(ha, has, hb, hbs, rest ? &hr : NULL, beta, &ht, hc));
 }
 
 tq_status tq_host_rownorm(const tq_tensor *x, tq_tensor *norms)

@@ -36,8 +36,8 @@ tq_status tq_host_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b, in
 tq_status tq_host_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, tq_tensor *q,
                                 tq_tensor *scale);
 tq_status tq_host_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
-                            const tq_tensor *bscale, float beta, const tq_matmul_then *then,
-                            tq_tensor *c);
+                            const tq_tensor *bscale, const tq_i8_rest *rest, float beta,
+                            const tq_matmul_then *then, tq_tensor *c);
 tq_status tq_host_rownorm(const tq_tensor *x, tq_tensor *norms);
 tq_status tq_host_normalize(const tq_tensor *x, float eps, tq_tensor *y);
 tq_status tq_host_topk(const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx);

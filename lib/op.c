@@ -151,6 +151,13 @@ tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_
                           const tq_tensor *bscale, float beta, const tq_matmul_then *then,
                           tq_tensor *c)
 {
+    return tq_op_matmul_i8_rest(a, ascale, b, bscale, NULL, beta, then, c);
+}
+
+tq_status tq_op_matmul_i8_rest(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
+                               const tq_tensor *bscale, const tq_i8_rest *rest, float beta,
+                               const tq_matmul_then *then, tq_tensor *c)
+{
     CHECK(a->dtype == TQ_DTYPE_I8 && b->dtype == TQ_DTYPE_I8,
           "matmul_i8 takes i8 a and b, not %s and %s", tq_dtype_name(a->dtype),
           tq_dtype_name(b->dtype));
@@ -173,10 +180,35 @@ tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_
     CHECK(bscale->rank == 1 && bscale->dims[0] == n, "matmul_i8: bscale must be [%lld]",
           (long long)n);
     CHECK(m <= INT32_MAX && n <= INT32_MAX, "matmul_i8: dims over 2^31");
+    if (rest) {
+        const tq_tensor *x = rest->x, *cols = rest->cols, *w = rest->w;
+        CHECK(x && cols && w, "matmul_i8: rest needs x, cols and w");
+        F32(x, "matmul_i8 rest x");
+        F32(w, "matmul_i8 rest w");
+        CHECK(cols->dtype == TQ_DTYPE_I64, "matmul_i8: rest cols must be i64, not %s",
+              tq_dtype_name(cols->dtype));
+        SAME_DEV(a, x);
+        SAME_DEV(a, cols);
+        SAME_DEV(a, w);
+        CHECK(same_shape(x, a), "matmul_i8: rest x must have a's shape");
+        int64_t r = tq_tensor_numel(cols);
+        CHECK(cols->rank == 1 && r <= 16, "matmul_i8: rest cols must be a row of at most 16");
+        CHECK(w->rank == 2 && w->dims[0] == n && w->dims[1] == r,
+              "matmul_i8: rest w must be [%lld, %lld]", (long long)n, (long long)r);
+        /* checked where they are on the host (elsewhere the host path's copy
+         * comes back through here) */
+        const int64_t *cj = tq_tensor_host(cols);
+        for (int64_t p = 0; cj && p < r; p++) {
+            CHECK(cj[p] >= 0 && cj[p] < k, "matmul_i8: rest column %lld is not below k = %lld",
+                  (long long)cj[p], (long long)k);
+            for (int64_t q = 0; q < p; q++)
+                CHECK(cj[q] != cj[p], "matmul_i8: rest column %lld given twice", (long long)cj[p]);
+        }
+    }
     tq_matmul_then none = {NULL, 0, NULL, 0};
     const tq_matmul_then *t = then ? then : &none;
     tq_status st = then_check(t, c, "matmul_i8");
-    return st ? st : CALL(c, matmul_i8, a, ascale, b, bscale, beta, t, c);
+    return st ? st : CALL(c, matmul_i8, a, ascale, b, bscale, rest, beta, t, c);
 }
 
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms)

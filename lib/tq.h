@@ -354,6 +354,23 @@ tq_status tq_op_quantize_rows(const tq_tensor *x, const tq_tensor *colscale, tq_
 tq_status tq_op_matmul_i8(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
                           const tq_tensor *bscale, float beta, const tq_matmul_then *then,
                           tq_tensor *c);
+/* A few columns of a product's input kept out of its codes and multiplied
+ * in f32 (LLM.int8()'s mixed decomposition): the columns where a layer norm
+ * puts values tens of times the rest, which would otherwise set every row's
+ * scale and leave the other columns few levels. Their colscale is 0 in
+ * tq_op_quantize_rows (codes 0, out of the row's largest |value|), and
+ * their weights' columns 0 in b. x: the product's input in f32, a's shape;
+ * cols i64 [r] (r <= 16), distinct columns of x; w f32 [n, r]: column p is
+ * the weights' column cols[p], unscaled. */
+typedef struct tq_i8_rest {
+    const tq_tensor *x, *cols, *w;
+} tq_i8_rest;
+/* tq_op_matmul_i8 with rest (NULL: none): each element's
+ * ((float)dot * bscale[j]) * ascale[i] then takes, for p = 0 .. r-1 in
+ * order, v = fmaf(x[i, cols[p]], w[j, p], v), before beta's C and `then`. */
+tq_status tq_op_matmul_i8_rest(const tq_tensor *a, const tq_tensor *ascale, const tq_tensor *b,
+                               const tq_tensor *bscale, const tq_i8_rest *rest, float beta,
+                               const tq_matmul_then *then, tq_tensor *c);
 /* norms[i] = ||x[i,:]||_2 over the last dim (x viewed as rows). */
 tq_status tq_op_rownorm(const tq_tensor *x, tq_tensor *norms);
 /* y[i,:] = x[i,:] / max(||x[i,:]||, eps); y may be x. */

@@ -10,7 +10,8 @@
 #include <string.h>
 
 enum {
-    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_ROWPROD,
+    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_MATMUL_I8_REST,
+    OP_ROWPROD,
     OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
@@ -60,6 +61,10 @@ const tqb_opdef tqb_ops[] = {
     [OP_MATMUL_I8] = {"matmul_i8",
                       "C[n,n] = A[n,n] B[n,n]^T + bias[n], int8 with scales, B constant",
                       {256, 1024}, {64, 128}, TQB_CMP_BITS, 0},
+    /* with 8 columns of A's input taken in f32 (tq-embed's int8 products) */
+    [OP_MATMUL_I8_REST] = {"matmul_i8_rest",
+                           "C[n,n] = A[n,n] B[n,n]^T, int8 with scales, + 8 columns in f32",
+                           {256, 1024}, {64, 128}, TQB_CMP_BITS, 0},
     [OP_ROWPROD] = {"rowprod", "out[256,n] = q[256,256] . db[n,256]^T, db prepared once",
                     {4096, 32768}, {256, 1024}, TQB_CMP_NMSE, TOL_MM},
     [OP_SIMTOPK] = {"simtopk", "top-10 of q[256,256] against db[n,256] by dot product",
@@ -286,6 +291,29 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
+    case OP_MATMUL_I8_REST: { /* a, as, b, bs; x, cols, w; C (no bias: 8 tensors) */
+        int64_t r = n < 8 ? n : 8, cols[8];
+        for (int64_t p = 0; p < r; p++) /* spread over the row */
+            cols[p] = p * (n / r);
+        if ((st = mk_as(in, 0, TQ_DTYPE_I8, n, n, 127.0f, &seed)) ||
+            (st = mk_pos(in, 1, n, 1.0f / 127, &seed)) ||
+            (st = mk_as(in, 2, TQ_DTYPE_I8, n, n, 127.0f, &seed)) ||
+            (st = mk_pos(in, 3, n, 1.0f / 127, &seed)) ||
+            (st = mk(in, 4, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
+            (st = mk(in, 5, TQ_DTYPE_I64, 1, r, 0, 0, &seed)) ||
+            (st = tq_tensor_upload(in->t[5], cols, (size_t)r * sizeof *cols)) ||
+            (st = mk(in, 6, TQ_DTYPE_F32, 2, n, r, 1, &seed)) ||
+            (st = mk(in, 7, TQ_DTYPE_F32, 2, n, n, 0, &seed)))
+            return st;
+        tq_tensor_set_constant(in->t[2]);
+        in->out[0] = 7;
+        in->dtype = "i8>f32";
+        in->flops = 2.0 * n * n * (n + r);
+        in->bytes = 10.0 * n * n + 8.0 * n + 4.0 * n * r;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
+                 (long long)n, (long long)n, (long long)n);
+        return TQ_OK;
+    }
     case OP_ROWPROD:
     case OP_SIMTOPK:
         if ((st = mk(in, 0, TQ_DTYPE_F32, 2, SIM_Q, SIM_D, 1, &seed)) ||
@@ -484,6 +512,10 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_MATMUL_I8: {
         tq_matmul_then then = {t[4], 0, NULL, 0};
         return tq_op_matmul_i8(t[0], t[1], t[2], t[3], 0.0f, &then, t[5]);
+    }
+    case OP_MATMUL_I8_REST: {
+        tq_i8_rest rest = {t[4], t[5], t[6]};
+        return tq_op_matmul_i8_rest(t[0], t[1], t[2], t[3], &rest, 0.0f, NULL, t[7]);
     }
     case OP_ROWPROD:
         return tq_op_rowprod(in->rp, t[0], 1.0f, t[2]);

@@ -45,8 +45,8 @@ tq_status tq_cpu_matmul_then(void *ctx, const tq_tensor *a, int trans_a, const t
                              int trans_b, float alpha, float beta, const tq_matmul_then *then,
                              tq_tensor *c);
 tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascale,
-                           const tq_tensor *b, const tq_tensor *bscale, float beta,
-                           const tq_matmul_then *then, tq_tensor *c);
+                           const tq_tensor *b, const tq_tensor *bscale, const tq_i8_rest *rest,
+                           float beta, const tq_matmul_then *then, tq_tensor *c);
 /* quantize_rows.c; force_portable: for the tests, the loop without AVX-512 */
 tq_status tq_cpu_quantize_rows(void *ctx, const tq_tensor *x, const tq_tensor *colscale,
                                tq_tensor *q, tq_tensor *scale);

@@ -111,9 +111,19 @@ void tq_cpu_gemm_i8_disable(int off);
  * TQ_GEMM_I8_NR columns, 4 consecutive k of a column per 32-bit lane; NULL
  * when out of memory. Values in [-127, 127]. Portable: packs on any CPU. */
 tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n);
+/* tq_op_matmul_i8_rest's f32 part for the products below: x at A's first
+ * row (rows ldx apart), the r columns cols, and wt its weights transposed, r
+ * rows of ldw (B's row j's weights at wt[p * ldw + j]). */
+typedef struct tq_cpu_i8_rest {
+    const float *x;
+    const int64_t *cols;
+    const float *wt;
+    int ldx, r, ldw;
+} tq_cpu_i8_rest;
 /* For i < m, j < nc:
  *   dot = sum over p < k of a[i*lda + p] * B[j0 + j][p]      (exact, int32)
  *   v   = ((float)dot * bscale[j0 + j]) * ascale[i]         (two roundings)
+ *   v   = fmaf(x[i*ldx + cols[p]], wt[p*ldw + j0 + j], v) for p < r, with rest
  *   c[i*ldc + j] = beta == 0 ? v : fmaf(beta, c[i*ldc + j], v)  (C unread at 0)
  *   then, when bias != NULL, + bias[j0 + j]     (a rounding of its own)
  * j0 a multiple of TQ_GEMM_I8_NR, A's rows in place (m x k at lda, values in
@@ -123,14 +133,15 @@ tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n);
  * may wrap, their difference with 128 * asum does not). Only where supported. */
 void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32_t *asum,
                     const float *ascale, const tq_cpu_packed_b *pb, const float *bscale,
-                    float beta, const float *bias, float *c, int ldc);
+                    const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c, int ldc);
 /* asum[i] = the sum of row i's k codes (m rows at lda), for tq_cpu_gemm_i8. */
 void tq_cpu_gemm_i8_rowsums(int m, int k, const int8_t *a, int lda, int32_t *asum);
 /* The same values, bit for bit, on any CPU from B unpacked (n rows of k at
- * ldb; columns 0..n, bscale and bias indexed from 0, asum not needed): AVX2
- * where the CPU has it, else plain loops. */
+ * ldb; columns 0..n, bscale, bias and rest's wt indexed from 0, asum not
+ * needed): AVX2 where the CPU has it, else plain loops. */
 void tq_cpu_gemm_i8_ref(int m, int n, const int8_t *a, int lda, const float *ascale,
-                        const int8_t *b, int ldb, int k, const float *bscale, float beta,
-                        const float *bias, float *c, int ldc);
+                        const int8_t *b, int ldb, int k, const float *bscale,
+                        const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c,
+                        int ldc);
 
 #endif

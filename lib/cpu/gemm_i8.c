@@ -68,13 +68,52 @@ TQ_TARGET_I8 static inline __m512i quad_bcast(const int8_t *row, int q)
     return _mm512_set1_epi32(w);
 }
 
+/* v[i] += xr[i r + p] wt[p, j..] for p < r in order: the rest columns of
+ * the tile's rows, gathered once a block of rows (xr), a row's two sums in
+ * registers. Inlined with r a constant (tq-embed's 8), the loops unroll and
+ * w stays in 16 registers: tq-bench's matmul_i8_rest then takes 19% longer
+ * than matmul_i8 at n = 256 (43% with the columns read through cols in
+ * here), 7% at 384. n0, n1: the strip's columns in each half, as far as wt
+ * is read. */
+TQ_TARGET_I8 static inline __attribute__((always_inline)) void
+rest_rows(const float *xr, int r, const float *wt, int ldw, int n0, int n1, int mr_eff,
+          __m512 v[][2])
+{
+    __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
+    __m512 w[16][2];
+    for (int p = 0; p < r; p++) {
+        w[p][0] = _mm512_maskz_loadu_ps(m0, wt + (long)p * ldw);
+        w[p][1] = _mm512_maskz_loadu_ps(m1, wt + (long)p * ldw + 16);
+    }
+    for (int i = 0; i < mr_eff; i++) {
+        __m512 v0 = v[i][0], v1 = v[i][1];
+        for (int p = 0; p < r; p++) {
+            __m512 xv = _mm512_set1_ps(xr[i * r + p]);
+            v0 = _mm512_fmadd_ps(xv, w[p][0], v0);
+            v1 = _mm512_fmadd_ps(xv, w[p][1], v1);
+        }
+        v[i][0] = v0;
+        v[i][1] = v1;
+    }
+}
+
+TQ_TARGET_I8 static void rest_fma(const float *xr, int r, const float *wt, int ldw, int n0, int n1,
+                                  int mr_eff, __m512 v[][2])
+{
+    if (r == 8)
+        rest_rows(xr, 8, wt, ldw, n0, n1, mr_eff, v);
+    else
+        rest_rows(xr, r, wt, ldw, n0, n1, mr_eff, v);
+}
+
 /* C[0..mr_eff, 0..nr_eff) from A's rows (in place, at lda) times the packed
  * strip b over k, as tq_cpu_gemm_i8 says. Rows past mr_eff read row 0 again
  * and are dropped. */
 TQ_TARGET_I8 static void kern_i8(int k, const int8_t *a, int lda, const int32_t *asum,
                                  const float *ascale, const uint8_t *b, const float *bscale,
-                                 float *c, int ldc, int mr_eff, int nr_eff, float beta,
-                                 const float *bias)
+                                 const float *xr, const tq_cpu_i8_rest *rest, int j, float *c,
+                                 int ldc, int mr_eff,
+                                 int nr_eff, float beta, const float *bias)
 {
     const int8_t *r[MR];
     for (int i = 0; i < MR; i++)
@@ -138,6 +177,8 @@ TQ_TARGET_I8 static void kern_i8(int k, const int8_t *a, int lda, const int32_t 
         v[i][1] = _mm512_mul_ps(
             _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], off)), s1), as);
     }
+    if (rest) /* the columns kept out of the codes, in f32, in order */
+        rest_fma(xr, rest->r, rest->wt + j, rest->ldw, n0, n1, mr_eff, v);
     /* alpha 1: 1 * v is v, then fmadd(beta, C, v) and + bias as the loop */
     tq_gemm512_store(v, c, ldc, mr_eff, nr_eff, 1.0f, beta, bias);
 }
@@ -199,24 +240,30 @@ int tq_cpu_gemm_i8_supported(void)
 
 void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32_t *asum,
                     const float *ascale, const tq_cpu_packed_b *pb, const float *bscale,
-                    float beta, const float *bias, float *c, int ldc)
+                    const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c, int ldc)
 {
 #ifdef TQ_I8_X86
     size_t strip = (size_t)NR * (size_t)pb->kpad;
+    float xr[MC * 16]; /* the rest columns of a block's rows, r a row */
+    int r = rest ? rest->r : 0;
     for (int ic = 0; ic < m; ic += MC) {
         int mc = m - ic < MC ? m - ic : MC;
+        for (int i = 0; i < mc; i++)
+            for (int p = 0; p < r; p++)
+                xr[i * r + p] = rest->x[(long)(ic + i) * rest->ldx + rest->cols[p]];
         for (int jr = 0; jr < nc; jr += NR) {
             const uint8_t *bs = pb->quads + (size_t)((j0 + jr) / NR) * strip;
             int ne = nc - jr < NR ? nc - jr : NR;
             for (int ir = 0; ir < mc; ir += MR)
                 kern_i8(pb->k, a + (long)(ic + ir) * lda, lda, asum + ic + ir, ascale + ic + ir,
-                        bs, bscale + j0 + jr, c + (long)(ic + ir) * ldc + jr, ldc,
-                        mc - ir < MR ? mc - ir : MR, ne, beta, bias ? bias + j0 + jr : NULL);
+                        bs, bscale + j0 + jr, xr + ir * r, r ? rest : NULL, j0 + jr,
+                        c + (long)(ic + ir) * ldc + jr, ldc, mc - ir < MR ? mc - ir : MR, ne, beta,
+                        bias ? bias + j0 + jr : NULL);
         }
     }
 #else
     (void)m, (void)j0, (void)nc, (void)a, (void)lda, (void)asum, (void)ascale, (void)pb,
-        (void)bscale, (void)beta, (void)bias, (void)c, (void)ldc;
+        (void)bscale, (void)rest, (void)beta, (void)bias, (void)c, (void)ldc;
 #endif
 }
 
@@ -224,11 +271,13 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
 
 /* c[j] from an exact dot, as the contract orders it: separate statements, so
  * that no compiler fuses the products with the adds. */
-static inline float epilogue(int32_t dot, float bs, float as, float beta, float cold,
-                             const float *bias)
+static inline float epilogue(int32_t dot, float bs, float as, const tq_cpu_i8_rest *rest,
+                             long i, int j, float beta, float cold, const float *bias)
 {
     float v = (float)dot * bs;
     v = v * as;
+    for (int p = 0; rest && p < rest->r; p++)
+        v = fmaf(rest->x[i * rest->ldx + rest->cols[p]], rest->wt[(long)p * rest->ldw + j], v);
     if (beta != 0.0f)
         v = fmaf(beta, cold, v);
     if (bias)
@@ -241,8 +290,9 @@ static inline float epilogue(int32_t dot, float bs, float as, float beta, float 
 static int col_block(int k) { return k > 16384 ? 4 : (65536 / (k ? k : 1)) & ~3; }
 
 static void ref_plain(int m, int n, const int8_t *a, int lda, const float *ascale,
-                      const int8_t *b, int ldb, int k, const float *bscale, float beta,
-                      const float *bias, float *c, int ldc)
+                      const int8_t *b, int ldb, int k, const float *bscale,
+                      const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c,
+                      int ldc)
 {
     int jb = col_block(k);
     for (int j1 = 0; j1 < n; j1 += jb)
@@ -254,8 +304,8 @@ static void ref_plain(int m, int n, const int8_t *a, int lda, const float *ascal
                 int32_t dot = 0;
                 for (int p = 0; p < k; p++)
                     dot += ai[p] * bj[p];
-                ci[j] = epilogue(dot, bscale[j], ascale[i], beta, beta != 0.0f ? ci[j] : 0.0f,
-                                 bias ? bias + j : NULL);
+                ci[j] = epilogue(dot, bscale[j], ascale[i], rest, i, j, beta,
+                                 beta != 0.0f ? ci[j] : 0.0f, bias ? bias + j : NULL);
             }
         }
 }
@@ -293,7 +343,8 @@ TQ_TARGET_AVX2 static void dot4(const int8_t *x, const int8_t *const bj[4], int 
 
 TQ_TARGET_AVX2 static void ref_avx2(int m, int n, const int8_t *a, int lda, const float *ascale,
                                     const int8_t *b, int ldb, int k, const float *bscale,
-                                    float beta, const float *bias, float *c, int ldc)
+                                    const tq_cpu_i8_rest *rest, float beta, const float *bias,
+                                    float *c, int ldc)
 {
     int jb = col_block(k);
     for (int j1 = 0; j1 < n; j1 += jb)
@@ -308,7 +359,7 @@ TQ_TARGET_AVX2 static void ref_avx2(int m, int n, const int8_t *a, int lda, cons
                 int32_t d[4];
                 dot4(ai, bj, k, d);
                 for (int e = 0; e < 4 && j + e < n; e++)
-                    ci[j + e] = epilogue(d[e], bscale[j + e], ascale[i], beta,
+                    ci[j + e] = epilogue(d[e], bscale[j + e], ascale[i], rest, i, j + e, beta,
                                          beta != 0.0f ? ci[j + e] : 0.0f,
                                          bias ? bias + j + e : NULL);
             }
@@ -317,14 +368,15 @@ TQ_TARGET_AVX2 static void ref_avx2(int m, int n, const int8_t *a, int lda, cons
 #endif
 
 void tq_cpu_gemm_i8_ref(int m, int n, const int8_t *a, int lda, const float *ascale,
-                        const int8_t *b, int ldb, int k, const float *bscale, float beta,
-                        const float *bias, float *c, int ldc)
+                        const int8_t *b, int ldb, int k, const float *bscale,
+                        const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c,
+                        int ldc)
 {
 #ifdef TQ_I8_X86
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        ref_avx2(m, n, a, lda, ascale, b, ldb, k, bscale, beta, bias, c, ldc);
+        ref_avx2(m, n, a, lda, ascale, b, ldb, k, bscale, rest, beta, bias, c, ldc);
         return;
     }
 #endif
-    ref_plain(m, n, a, lda, ascale, b, ldb, k, bscale, beta, bias, c, ldc);
+    ref_plain(m, n, a, lda, ascale, b, ldb, k, bscale, rest, beta, bias, c, ldc);
 }

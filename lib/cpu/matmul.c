@@ -21,6 +21,7 @@ typedef struct mm {
      * where pb is NULL: no VNNI) */
     const int8_t *a8, *b8;
     const float *ascale, *bscale;
+    tq_cpu_i8_rest rest; /* rest.r 0: none */
     float *c;
     int64_t a_stride, b_stride; /* elements between batch items; 0 = shared */
     int64_t bm, bn, row_blocks, col_blocks;
@@ -110,16 +111,19 @@ static void plan(mm *p)
 static void block_i8(const mm *p, int64_t i0, int64_t j0, int64_t mb, int64_t nb, float *c)
 {
     const int8_t *a = p->a8 + i0 * p->lda;
+    tq_cpu_i8_rest rest = p->rest, *rp = p->rest.r ? &rest : NULL;
+    rest.x = p->rest.x ? p->rest.x + i0 * p->rest.ldx : NULL;
     if (!p->pb) {
+        rest.wt = p->rest.wt ? p->rest.wt + j0 : NULL;
         tq_cpu_gemm_i8_ref((int)mb, (int)nb, a, (int)p->lda, p->ascale + i0, p->b8 + j0 * p->ldb,
-                           (int)p->ldb, (int)p->k, p->bscale + j0, p->beta,
+                           (int)p->ldb, (int)p->k, p->bscale + j0, rp, p->beta,
                            p->bias ? p->bias + j0 : NULL, c, (int)p->n);
         return;
     }
     int32_t asum[512]; /* plan's blocks are at most 512 rows */
     tq_cpu_gemm_i8_rowsums((int)mb, (int)p->k, a, (int)p->lda, asum);
     tq_cpu_gemm_i8((int)mb, (int)j0, (int)nb, a, (int)p->lda, asum, p->ascale + i0, p->pb,
-                   p->bscale, p->beta, p->bias, c, (int)p->n);
+                   p->bscale, rp, p->beta, p->bias, c, (int)p->n);
 }
 
 static void mm_blocks(void *ctx, int64_t begin, int64_t end)
@@ -259,9 +263,30 @@ static const tq_cpu_packed_b *packed_i8(const tq_tensor *b, tq_cpu_packed_b **ow
     return b->derived;
 }
 
+/* rest's weights w [n, r] transposed into r rows of n (the kernel loads a
+ * strip's 32 columns of one p at once), into *wt for the caller to free. */
+static tq_status rest_args(const tq_i8_rest *rest, int64_t n, tq_cpu_i8_rest *r, float **wt)
+{
+    int64_t nr = tq_tensor_numel(rest->cols);
+    const float *w = tq_cpu_ptr(rest->w);
+    *wt = malloc((size_t)(nr * n > 0 ? nr * n : 1) * sizeof **wt);
+    if (!*wt)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t p = 0; p < nr; p++)
+            (*wt)[p * n + j] = w[j * nr + p];
+    r->x = tq_cpu_ptr(rest->x);
+    r->cols = tq_cpu_ptr(rest->cols);
+    r->wt = *wt;
+    r->ldx = (int)rest->x->dims[rest->x->rank - 1];
+    r->r = (int)nr;
+    r->ldw = (int)n;
+    return TQ_OK;
+}
+
 tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascale,
-                           const tq_tensor *b, const tq_tensor *bscale, float beta,
-                           const tq_matmul_then *then, tq_tensor *c)
+                           const tq_tensor *b, const tq_tensor *bscale, const tq_i8_rest *rest,
+                           float beta, const tq_matmul_then *then, tq_tensor *c)
 {
     (void)ctx;
     mm p;
@@ -281,12 +306,17 @@ tq_status tq_cpu_matmul_i8(void *ctx, const tq_tensor *a, const tq_tensor *ascal
     p.beta = beta;
     if (p.m == 0 || p.n == 0)
         return TQ_OK;
+    float *wt = NULL;
+    tq_status st = rest ? rest_args(rest, p.n, &p.rest, &wt) : TQ_OK;
+    if (st)
+        return st;
     tq_cpu_packed_b *owned = NULL;
     if (p.k > 0 && tq_cpu_gemm_i8_use())
         p.pb = packed_i8(b, &owned); /* NULL (memory short): the portable loop */
     plan(&p);
     tq_parallel_for(p.row_blocks * p.col_blocks, 1, mm_blocks, &p);
     tq_cpu_gemm_packed_free(owned);
+    free(wt);
     return TQ_OK;
 }
 

@@ -35,6 +35,10 @@ typedef struct bert_layer {
      * rows' scales, and cs_x, cs_ctx, cs_x1 the column scales of the
      * activations they multiply (bert_int8.c); NULL otherwise */
     tq_tensor *sq, *sk, *sv, *so, *si, *cs_x, *cs_ctx, *cs_x1;
+    /* and the columns of x, ctx and x1 kept out of the codes (i64
+     * [TQ_BERT_I8_REST]), with the weights' columns there (f32 [n, that]):
+     * tq_op_matmul_i8_rest's rest */
+    tq_tensor *rc_x, *rc_ctx, *rc_x1, *rq, *rk, *rv, *ro, *ri;
 } bert_layer;
 
 typedef struct bert_plans bert_plans; /* bert_forward.c: kept per batch shape */
@@ -50,6 +54,8 @@ typedef struct bert_model {
     float *calib;
 } bert_model;
 
+/* The columns of each int8 product's input multiplied in f32 (bert_int8.c) */
+#define TQ_BERT_I8_REST 8
 /* --precision int8 (bert_int8.c): calibrates m, loaded in f32 on the CPU,
  * on built-in texts, then makes its products int8 (cfg.prec i8). */
 tq_status tq_bert_int8(bert_model *m, const tq_wordpiece *wp);

@@ -84,17 +84,20 @@ static tq_status new3(tq_device *dev, int64_t a, int64_t b, int64_t c, tq_tensor
  * lp, the weights' dtype (bf16, f16), into which x's producer (a layer norm,
  * the attention) already rounded it; or, with int8 weights (q given), x
  * times the column factors cs quantized into codes q with a scale a row in
- * qs. The scratch holds lp or q and qs for the model's precision, NULL the
- * others. */
+ * qs, but for the rest columns rc (cs 0 there) that the product takes from
+ * x in f32. The scratch holds lp or q and qs for the model's precision, NULL
+ * the others. */
 typedef struct operand {
     const tq_tensor *x, *scale; /* scale: the codes' row scales, NULL but int8 */
+    const tq_tensor *f32, *rc;  /* int8: the input and its rest columns */
 } operand;
 
 static tq_status prepare(const tq_tensor *x, const tq_tensor *lp, const tq_tensor *cs,
-                         tq_tensor *q, tq_tensor *qs, operand *op)
+                         const tq_tensor *rc, tq_tensor *q, tq_tensor *qs, operand *op)
 {
-    op->x = x;
+    op->x = op->f32 = x;
     op->scale = NULL;
+    op->rc = rc;
     if (q) {
         op->x = q;
         op->scale = qs;
@@ -116,12 +119,14 @@ static tq_status norm(const bert_model *m, const tq_tensor *x, const tq_tensor *
 }
 
 /* c = a w^T + beta c, then `then`: by the int8 product for codes (ws the
- * weights' row scales), else tq_op_matmul_then. */
-static tq_status product(const operand *a, const tq_tensor *w, const tq_tensor *ws, float beta,
-                         const tq_matmul_then *then, tq_tensor *c)
+ * weights' row scales, wr their rest columns), else tq_op_matmul_then. */
+static tq_status product(const operand *a, const tq_tensor *w, const tq_tensor *ws,
+                         const tq_tensor *wr, float beta, const tq_matmul_then *then, tq_tensor *c)
 {
-    if (a->scale)
-        return tq_op_matmul_i8(a->x, a->scale, w, ws, beta, then, c);
+    if (a->scale) {
+        tq_i8_rest rest = {a->f32, a->rc, wr};
+        return tq_op_matmul_i8_rest(a->x, a->scale, w, ws, &rest, beta, then, c);
+    }
     return tq_op_matmul_then(a->x, 0, w, 1, 1.0f, beta, then, c);
 }
 
@@ -152,17 +157,17 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
     tq_status st;
     /* x came out of a layer norm (the embeddings' or the last layer's),
      * which rounded it into xl */
-    if ((st = prepare(s->x, s->xl, L->cs_x, s->xq, s->xs, &x)) ||
-        (st = product(&x, L->wq, L->sq, 0, &bq, s->q)) ||
-        (st = product(&x, L->wk, L->sk, 0, &bk, s->k)) ||
-        (st = product(&x, L->wv, L->sv, 0, &bv, s->v)) ||
+    if ((st = prepare(s->x, s->xl, L->cs_x, L->rc_x, s->xq, s->xs, &x)) ||
+        (st = product(&x, L->wq, L->sq, L->rq, 0, &bq, s->q)) ||
+        (st = product(&x, L->wk, L->sk, L->rk, 0, &bk, s->k)) ||
+        (st = product(&x, L->wv, L->sv, L->rv, 0, &bv, s->v)) ||
         (st = tq_op_attention(s->q3, s->k3, s->v3, &args, s->ctx)))
         return st;
     if (m->calib) /* bert_int8.c's calibration runs here, in f32 */
         tq_bert_calib_fold(m, li, 1, s->ctx, s->key_len);
-    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, s->ctxq, s->ctxs, &ctx)))
+    if ((st = prepare(s->ctx, s->ctxl, L->cs_ctx, L->rc_ctx, s->ctxq, s->ctxs, &ctx)))
         return st;
-    return product(&ctx, L->wo, L->so, 1, &bo, s->x3);
+    return product(&ctx, L->wo, L->so, L->ro, 1, &bo, s->x3);
 }
 
 /* The biases, GELU, residuals and mid's rounding to the products' dtype ride
@@ -185,8 +190,8 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
         return st;
     if (m->calib)
         tq_bert_calib_fold(m, li, 2, s->x1, s->key_len);
-    if ((st = prepare(s->x1, s->x1l, L->cs_x1, s->x1q, s->x1s, &x1)) ||
-        (st = product(&x1, L->wi, L->si, 0, &ffn1, s->mid)) ||
+    if ((st = prepare(s->x1, s->x1l, L->cs_x1, L->rc_x1, s->x1q, s->x1s, &x1)) ||
+        (st = product(&x1, L->wi, L->si, L->ri, 0, &ffn1, s->mid)) ||
         (st = tq_op_matmul_then(s->midl ? s->midl : s->mid, 0, L->wo2, 1, 1, 1, &ffn2, s->x1)) ||
         (st = norm(m, s->x1, L->ln2_g, L->ln2_b, s->x3, s->xl3)))
         return st;

@@ -248,7 +248,8 @@ void tq_bert_model_free(bert_model *m)
         tq_tensor *one[] = {L->wq,  L->bq,    L->wk,    L->bk,  L->wv,   L->bv,  L->wo,
                             L->bo,  L->ln1_g, L->ln1_b, L->wi,  L->bi,   L->wo2, L->bo2,
                             L->ln2_g, L->ln2_b, L->sq,  L->sk,  L->sv,   L->so,  L->si,
-                            L->cs_x, L->cs_ctx, L->cs_x1};
+                            L->cs_x, L->cs_ctx, L->cs_x1, L->rc_x, L->rc_ctx, L->rc_x1,
+                            L->rq,  L->rk,    L->rv,    L->ro,  L->ri};
         for (size_t k = 0; k < sizeof one / sizeof *one; k++)
             tq_tensor_free(one[k]);
     }

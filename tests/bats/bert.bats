@@ -191,13 +191,16 @@ print('ok')"
 }
 
 # --precision int8 (AVX512-VNNI): int8 weights and activations with the
-# smoothing of lib/embed/bert_int8.c, the second feed-forward product bf16
-# (or f32). The issue's bounds, as the man page states them: every row within
-# cosine 0.999 of f32's (measured 0.99947 on these 40 sentences; 0.9991 over
-# 2,000 sentences and 200 passages), and the top-10 neighbours of each row
-# among the others agreeing at 0.98 on average (measured 0.990). The exact
-# arithmetic of the int8 ops is test_ops.c's; this is the recipe's accuracy.
-# Without VNNI: f32's bytes and one -v note.
+# smoothing and the f32 columns of lib/embed/bert_int8.c, the second
+# feed-forward product bf16 (or f32). The issue's bounds, as the man page
+# states them: every row within cosine 0.999 of f32's (measured 0.99981 on
+# these 40 sentences; 0.9995 and more over the man page's corpora), and the
+# top-10 neighbours of each row among the others agreeing at 0.98 on average
+# (measured 0.995). And the recipe's own mark: the mean cosine at least
+# 0.9997 (measured 0.99986; smoothing alone, without the f32 columns, gave
+# 0.99964 here and top-10 overlaps of 0.979-0.980 on the real corpora). The
+# exact arithmetic of the int8 ops is test_ops.c's; this is the recipe's
+# accuracy. Without VNNI: f32's bytes and one -v note.
 @test "all-MiniLM-L6-v2 --precision int8: cosine 0.999 and top-10 overlap 0.98 with f32, or f32 and a note" {
     real_model
     tq-embed -m "$REAL" -o "$T/f32.tq" "$ROOT_DIR/samples/docs.txt"
@@ -216,6 +219,14 @@ print('ok')"
     [ "$(wc -l < "$T/i8.txt")" -eq 40 ]
     run py "$TESTS_DIR/lib/cosine.py" "$T/f32.txt" "$T/i8.txt" 0.999
     assert_success
+    run py -c "
+import numpy as np
+a, b = np.loadtxt('$T/f32.txt'), np.loadtxt('$T/i8.txt')
+cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+assert cos.mean() >= 0.9997, cos.mean()
+print('ok')"
+    assert_success
+    assert_output "ok"
     run py -c "
 import numpy as np
 def top(p):
@@ -237,7 +248,7 @@ print('ok')"
 # --precision bf16 and int8 (lib/cpu/attention_bf16.c; shorter ones keep
 # f32's rows way): passages of 6 sample sentences (~100 tokens), each row
 # within the man page's cosine 0.999 of f32's (measured 0.99998 with bf16,
-# 0.9993 with int8 over 200 ~256-token passages), the same bytes at any
+# 0.9997 with int8 over 200 ~256-token passages), the same bytes at any
 # thread count. The op's arithmetic is test_ops.c's; this is the recipe's.
 @test "all-MiniLM-L6-v2 on ~100-token passages: --precision bf16 and int8 within cosine 0.999 of f32" {
     real_model

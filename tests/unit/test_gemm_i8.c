@@ -4,8 +4,10 @@
  * every edge of the 12 x 32 blocks and of k's quads, with leading dimensions
  * past the rows, beta 0, 1 and 0.5, bias or none, and B's columns split in
  * slices as threads take them; the rows of +-127 reach the largest sums, a
- * k of 133144 the largest dot an int32 holds. Then the values against float64,
- * so that a wrong formula followed by both cannot pass. */
+ * k of 133144 the largest dot an int32 holds; with and without the f32 rest
+ * (tq_cpu_i8_rest: up to 16 columns, in order after the scales). Then the
+ * values against float64, so that a wrong formula followed by both cannot
+ * pass. */
 #include "cpu/gemm.h"
 #include "check.h"
 
@@ -40,6 +42,7 @@ typedef struct {
     int m, k, n, lda, ldb, ldc, slice; /* slice: columns per call, a multiple of 32 */
     float beta;
     int bias, all_a, all_b; /* all_*: every value that one (0: the rows above) */
+    int r;                  /* rest columns (at most k) */
 } shape;
 
 static int n_vnni, n_ref; /* products checked */
@@ -56,6 +59,25 @@ static void run(const shape *s)
     float *c = malloc((size_t)m * ldc * sizeof(float));
     int32_t *asum = malloc(m * sizeof(int32_t));
     int64_t *dot = malloc((size_t)m * n * sizeof(int64_t));
+    /* the rest: x's rows k + 3 apart (its end exact too), r distinct columns */
+    const int r = s->r < k ? s->r : k, ldx = k + 3;
+    float *x = malloc(((size_t)(m - 1) * ldx + k) * sizeof(float)),
+          *wt = malloc(((size_t)r * n + 1) * sizeof(float));
+    int64_t cols[16];
+    for (int p = 0; p < r; p++) {
+        int fresh;
+        do {
+            cols[p] = (int64_t)(check_rand64() % (uint64_t)k);
+            fresh = 1;
+            for (int q = 0; q < p; q++)
+                fresh &= cols[q] != cols[p];
+        } while (!fresh);
+    }
+    for (long e = 0; e < (long)(m - 1) * ldx + k; e++)
+        x[e] = rand_f() / 64;
+    for (long e = 0; e < (long)r * n; e++)
+        wt[e] = rand_f() / 1024;
+    tq_cpu_i8_rest rest = {x, cols, wt, ldx, r, n}, *rp = r ? &rest : NULL;
     memset(a, 0x55, (size_t)(m - 1) * lda + k); /* the gaps past k: not zero */
     memset(b, 0x55, (size_t)(n - 1) * ldb + k);
     fill_rows(a, m, k, lda, s->all_a);
@@ -84,6 +106,8 @@ static void run(const shape *s)
             dot[(long)i * n + j] = d;
             float v = (float)(int32_t)d * bscale[j];
             v = v * ascale[i];
+            for (int p = 0; p < r; p++)
+                v = fmaf(x[(long)i * ldx + cols[p]], wt[(long)p * n + j], v);
             if (s->beta != 0.0f)
                 v = fmaf(s->beta, c0[(long)i * ldc + j], v);
             if (bias)
@@ -91,24 +115,27 @@ static void run(const shape *s)
             want[(long)i * ldc + j] = v;
         }
     }
-    /* float64, and the bound of its five roundings: (float)dot, the two
-     * scales, the fma and the bias, each within 2^-24 of at most the sum of
-     * the terms' magnitudes */
+    /* float64, and the bound of its 5 + r roundings: (float)dot, the two
+     * scales, the rest's fmas, beta's and the bias, each within 2^-24 of at
+     * most the sum of the terms' magnitudes */
     long far = -1;
-    for (long x = 0; x < (long)m * n && far < 0; x++) {
-        long i = x / n, j = x % n;
-        double v = (double)dot[x] * bscale[j] * ascale[i];
+    double far_e = 0;
+    for (long e = 0; e < (long)m * n && far < 0; e++) {
+        long i = e / n, j = e % n;
+        double v = (double)dot[e] * bscale[j] * ascale[i], mag = fabs(v);
+        for (int p = 0; p < r; p++) {
+            double t = (double)x[i * ldx + cols[p]] * wt[(long)p * n + j];
+            v += t;
+            mag += fabs(t);
+        }
         double bc = (double)s->beta * c0[i * ldc + j], bi = bias ? bias[j] : 0;
-        double e = v + bc + bi, mag = fabs(v) + fabs(bc) + fabs(bi);
-        if (fabs((double)want[i * ldc + j] - e) > 5 * 0x1p-24 * mag)
-            far = x;
+        v += bc + bi;
+        mag += fabs(bc) + fabs(bi);
+        if (fabs((double)want[i * ldc + j] - v) > (5 + r) * 0x1p-24 * mag)
+            far = e, far_e = v;
     }
-    CHECK(far < 0, "float64: m %d k %d n %d: c[%ld][%ld] %.9g, float64 %.9g", m, k, n, far / n,
-          far % n, far < 0 ? 0.0 : want[far / n * ldc + far % n],
-          far < 0 ? 0.0
-                  : (double)dot[far] * bscale[far % n] * ascale[far / n] +
-                        (double)s->beta * c0[far / n * ldc + far % n] +
-                        (bias ? bias[far % n] : 0));
+    CHECK(far < 0, "float64: m %d k %d n %d r %d: c[%ld][%ld] %.9g, float64 %.9g", m, k, n, r,
+          far / n, far % n, far < 0 ? 0.0 : want[far / n * ldc + far % n], far_e);
 
     for (int path = 0; path < 2; path++) {
         tq_cpu_packed_b *pb = NULL;
@@ -123,25 +150,27 @@ static void run(const shape *s)
         memcpy(c, c0, (size_t)m * ldc * sizeof(float));
         for (int j0 = 0; j0 < n; j0 += s->slice) {
             int nc = n - j0 < s->slice ? n - j0 : s->slice;
+            tq_cpu_i8_rest rj = rest; /* the portable one's columns from 0 */
+            rj.wt += j0;
             if (path == 0)
-                tq_cpu_gemm_i8(m, j0, nc, a, lda, asum, ascale, pb, bscale, s->beta, bias, c + j0,
-                               ldc);
+                tq_cpu_gemm_i8(m, j0, nc, a, lda, asum, ascale, pb, bscale, rp, s->beta, bias,
+                               c + j0, ldc);
             else
                 tq_cpu_gemm_i8_ref(m, nc, a, lda, ascale, b + (long)j0 * ldb, ldb, k, bscale + j0,
-                                   s->beta, bias ? bias + j0 : NULL, c + j0, ldc);
+                                   rp ? &rj : NULL, s->beta, bias ? bias + j0 : NULL, c + j0, ldc);
         }
         tq_cpu_gemm_packed_free(pb);
-        long x = 0;
-        while (x < (long)m * ldc && same_bits(c[x], want[x]))
-            x++;
-        CHECK(x == (long)m * ldc,
-              "%s: m %d k %d n %d lda %d ldc %d slice %d beta %g bias %d: c[%ld][%ld] %.9g, want %.9g",
-              path ? "ref" : "vnni", m, k, n, lda, ldc, s->slice, s->beta, s->bias, x / ldc,
-              x % ldc, x < (long)m * ldc ? c[x] : 0.0, x < (long)m * ldc ? want[x] : 0.0);
+        long e = 0;
+        while (e < (long)m * ldc && same_bits(c[e], want[e]))
+            e++;
+        CHECK(e == (long)m * ldc,
+              "%s: m %d k %d n %d lda %d ldc %d slice %d beta %g bias %d r %d: c[%ld][%ld] %.9g, want %.9g",
+              path ? "ref" : "vnni", m, k, n, lda, ldc, s->slice, s->beta, s->bias, r, e / ldc,
+              e % ldc, e < (long)m * ldc ? c[e] : 0.0, e < (long)m * ldc ? want[e] : 0.0);
         ++*(path ? &n_ref : &n_vnni);
     }
     free(a), free(b), free(ascale), free(bscale), free(bias), free(c0), free(want), free(c);
-    free(asum), free(dot);
+    free(asum), free(dot), free(x), free(wt);
 }
 
 int main(void)
@@ -165,7 +194,7 @@ int main(void)
         for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ik++)
             for (size_t in = 0; in < sizeof ns / sizeof *ns; in++, v++) {
                 shape s = {ms[im], ks[ik], ns[in], ks[ik], ks[ik], ns[in], 1 << 30, betas[v % 3], v % 2,
-                           0, 0};
+                           0, 0, v % 8 < 3 ? 1 + v % 16 : 0};
                 if (v % 5 >= 2)
                     s.lda += 1 + v % 17 * 4; /* odd ones too: rows not 4-aligned */
                 if (v % 7 >= 3)
@@ -179,12 +208,12 @@ int main(void)
     /* the extremes throughout: every sum at its largest magnitude */
     for (int e = 0; e < 4; e++) {
         shape s = {13, 1536 + e, 33, 1536 + e, 1536 + e, 40, 32, betas[e % 3], e % 2,
-                   e & 1 ? 127 : -127, e & 2 ? 127 : -127};
+                   e & 1 ? 127 : -127, e & 2 ? 127 : -127, e == 3 ? 16 : 0};
         run(&s);
     }
     /* the largest k whose dot fits: 127 * 127 * 133144 < 2^31 (the kernel's
      * sums, 127 * 255 * k, wrap; their difference must not) */
-    shape big = {13, 133144, 33, 133144, 133144, 33, 1 << 30, 0.0f, 1, -127, 127};
+    shape big = {13, 133144, 33, 133144, 133144, 33, 1 << 30, 0.0f, 1, -127, 127, 0};
     run(&big);
     big.all_a = 127;
     run(&big);

@@ -710,9 +710,12 @@ static void one_quantize_rows(int64_t rows, int64_t k, int with_cs, const char *
  * result is at most three roundings from the exact value (the dot's
  * conversion, two products: 2^-24 each) plus the sum's and the bias add's:
  * 4 * 2^-24 of the terms' magnitudes; with GELU, the NMSE bound of the f32
- * products. The bf16 copy: within half a bf16 step of C. */
+ * products. The bf16 copy: within half a bf16 step of C. With nrest
+ * columns of a kept out of the codes (tq_op_matmul_i8_rest, a's codes 0 and
+ * B's column 0 there, as tq-embed gives them): x[i, cols[p]] w[j, p] added,
+ * one more rounding each. */
 static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float beta, int with_bias,
-                          int gelu, int low, int constant)
+                          int gelu, int low, int constant, int64_t nrest)
 {
     int64_t items = batch ? batch : 1, rows = items * m, an = rows * k, bn = n * k, cn = rows * n;
     int64_t ad[3] = {batch, m, k}, bd[2] = {n, k}, cd[3] = {batch, m, n};
@@ -724,6 +727,8 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
           *out = malloc((size_t)cn * 4 + 4);
     uint16_t *lo = malloc((size_t)cn * 2 + 2);
     double *ref = malloc((size_t)cn * 8 + 8), *mag = malloc((size_t)cn * 8 + 8);
+    float *x = malloc((size_t)an * 4 + 4), *w = malloc((size_t)(n * nrest) * 4 + 4);
+    int64_t cols[16];
     for (int64_t i = 0; i < an; i++)
         a[i] = (int8_t)((int64_t)(rnd() % 255) - 127);
     for (int64_t i = 0; i < bn; i++)
@@ -731,6 +736,15 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
     if (m > 1) /* the extremes: a row of +127 against B's row of -127 */
         for (int64_t p = 0; p < k; p++)
             a[p] = 127, b[p] = -127;
+    fill(x, an, -30, 30);
+    fill(w, n * nrest, -0.1, 0.1);
+    for (int64_t p = 0; p < nrest; p++) { /* every (k / nrest)th column, from the last */
+        cols[p] = k - 1 - p * (k / nrest);
+        for (int64_t i = 0; i < rows; i++)
+            a[i * k + cols[p]] = 0;
+        for (int64_t j = 0; j < n; j++)
+            b[j * k + cols[p]] = 0;
+    }
     fill(as, rows, 1e-3, 2e-2);
     fill(bs, n, 1e-3, 2e-2);
     fill(bias, n, -1, 1);
@@ -746,6 +760,10 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
                 dot += (int64_t)a[i * k + p] * b[j * k + p];
             double v = (double)dot * bs[j] * as[i], e = i * n + j;
             double mg = fabs(v);
+            for (int64_t p = 0; p < nrest; p++) {
+                double t = (double)x[i * k + cols[p]] * w[j * nrest + p];
+                v += t, mg += fabs(t);
+            }
             if (beta != 0)
                 v += (double)beta * c0[i * n + j], mg += fabs((double)beta * c0[i * n + j]);
             if (with_bias)
@@ -759,17 +777,23 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
     gt *gas = gt_new(TQ_DTYPE_F32, 1, &rows, as), *gbs = gt_new(TQ_DTYPE_F32, 1, &n, bs);
     gt *gbias = gt_new(TQ_DTYPE_F32, 1, &n, bias), *gc = gt_new(TQ_DTYPE_F32, r, cdims, c0);
     gt *gl = low ? gt_new(TQ_DTYPE_BF16, r, cdims, NULL) : NULL;
+    int64_t wd[2] = {n, nrest};
+    gt *gx = gt_new(TQ_DTYPE_F32, r, adims, x), *gcols = gt_new(TQ_DTYPE_I64, 1, &nrest, cols),
+       *gw = gt_new(TQ_DTYPE_F32, 2, wd, w);
+    tq_i8_rest rest = {gx->t, gcols->t, gw->t};
     if (constant)
         tq_tensor_set_constant(gb->t);
     tq_matmul_then then = {with_bias ? gbias->t : NULL, gelu, low ? gl->t : NULL, 0};
     char what[160];
-    snprintf(what, sizeof what, "matmul_i8 batch %lld m=%lld n=%lld k=%lld beta=%g%s%s%s%s",
+    snprintf(what, sizeof what, "matmul_i8 batch %lld m=%lld n=%lld k=%lld beta=%g%s%s%s%s rest %lld",
              (long long)batch, (long long)m, (long long)n, (long long)k, beta,
              constant ? " constant B" : "", with_bias ? " +bias" : "", gelu ? " gelu" : "",
-             low ? " into bf16" : "");
+             low ? " into bf16" : "", (long long)nrest);
     for (int pass = 0; pass < 2; pass++) { /* a constant B again: its kept packing */
         tq_tensor_upload(gc->t, c0, (size_t)cn * 4);
-        tq_status st = tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &then, gc->t);
+        tq_status st = nrest ? tq_op_matmul_i8_rest(ga->t, gas->t, gb->t, gbs->t, &rest, beta,
+                                                    &then, gc->t)
+                             : tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &then, gc->t);
         CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
         gt_get(gc, out, what);
         gt_unchanged(ga, a, what);
@@ -779,7 +803,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
         else {
             int64_t bad = 0;
             for (int64_t i = 0; i < cn; i++)
-                bad += !(fabs(out[i] - ref[i]) <= 4 * 0x1p-24 * mag[i] + 1e-30);
+                bad += !(fabs(out[i] - ref[i]) <= (double)(4 + nrest) * 0x1p-24 * mag[i] + 1e-30);
             CHECK(bad == 0, "%s: %s: %lld of %lld elements off the exact products", dev_name, what,
                   (long long)bad, (long long)cn);
         }
@@ -800,6 +824,11 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
     gt_free(gbias);
     gt_free(gc);
     gt_free(gl);
+    gt_free(gx);
+    gt_free(gcols);
+    gt_free(gw);
+    free(x);
+    free(w);
     free(a);
     free(b);
     free(as);
@@ -825,10 +854,12 @@ static void test_int8_products(void)
         if (!cpu && d[2] > 1000) /* the many-block shape is the CPU's */
             continue;
         int cst = (int)(i & 1);
-        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 0, 0, cst);
-        one_matmul_i8(d[0], d[1], d[2], d[3], 1.0f, 1, 0, 0, !cst);
-        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 1, 1, cst);
-        one_matmul_i8(d[0], d[1], d[2], d[3], 0.5f, 0, 0, 0, !cst);
+        int64_t nr = d[3] < 8 ? d[3] : 8;
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 0, 0, cst, 0);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 1.0f, 1, 0, 0, !cst, nr);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 1, 1, cst, 0);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.0f, 1, 1, 1, !cst, nr);
+        one_matmul_i8(d[0], d[1], d[2], d[3], 0.5f, 0, 0, 0, !cst, i % 2 ? 0 : nr);
     }
     int64_t ad[2] = {4, 6}, bd[2] = {5, 7}, sd = 4, nd = 5;
     gt *ga = gt_new(TQ_DTYPE_I8, 2, ad, NULL), *gb = gt_new(TQ_DTYPE_I8, 2, bd, NULL);
@@ -841,6 +872,25 @@ static void test_int8_products(void)
     CHECK(tq_op_quantize_rows(gx->t, NULL, gx->t, gas->t) == TQ_ERR_USAGE &&
               strstr(tq_errmsg(), "q must be i8"),
           "%s: quantize_rows wrote codes into f32 (%s)", dev_name, tq_errmsg());
+    /* the rest's columns: below k, each once, and w [n, r] */
+    int64_t bad_cols[3][2] = {{1, 6}, {2, 2}, {0, 5}}, two = 2, wd[2] = {5, 2}, wd3[2] = {5, 3};
+    gt *gb6 = gt_new(TQ_DTYPE_I8, 2, (int64_t[]){5, 6}, NULL), *gw = gt_new(TQ_DTYPE_F32, 2, wd, NULL),
+       *gw3 = gt_new(TQ_DTYPE_F32, 2, wd3, NULL);
+    static const char *const why[3] = {"rest column 6 is not below k = 6",
+                                       "rest column 2 given twice", "rest w must be [5, 2]"};
+    for (int e = 0; e < 3; e++) {
+        gt *gcols = gt_new(TQ_DTYPE_I64, 1, &two, bad_cols[e]);
+        tq_i8_rest rest = {gx->t, gcols->t, e == 2 ? gw3->t : gw->t};
+        CHECK(tq_op_matmul_i8_rest(ga->t, gas->t, gb6->t, gbs->t, &rest, 0, NULL, gc->t) ==
+                      TQ_ERR_USAGE &&
+                  strstr(tq_errmsg(), why[e]),
+              "%s: matmul_i8 rest took what it must refuse, wanting \"%s\" (%s)", dev_name,
+              why[e], tq_errmsg());
+        gt_free(gcols);
+    }
+    gt_free(gb6);
+    gt_free(gw);
+    gt_free(gw3);
     gt_free(ga);
     gt_free(gb);
     gt_free(gas);
