@@ -34,6 +34,7 @@
 #include "quant/quant.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Calibration texts: everyday sentences of several kinds. (Three passages of
@@ -164,27 +165,36 @@ static tq_status codes_of(tq_device *dev, const tq_tensor *w, const float *s, co
     return st;
 }
 
-/* The rest_width(H) columns of largest a[j] (the calibration's largest
- * |activation|; ties to the lower column), in column order, into cols. */
-static void rest_columns(const float *a, int64_t H, int64_t *cols)
+static int by_column(const void *x, const void *y)
 {
-    int n = 0, r = rest_width(H);
-    for (int64_t j = 0; j < H; j++) {
-        int at = n; /* cols kept by a descending, then by column */
-        while (at > 0 && a[cols[at - 1]] < a[j])
-            at--;
-        if (at == r)
-            continue;
-        memmove(cols + at + 1, cols + at, (size_t)((n < r ? n : r - 1) - at) * sizeof *cols);
-        cols[at] = j;
-        n += n < r;
-    }
-    for (int p = 1; p < n; p++) /* insertion sort by column */
-        for (int q = p; q > 0 && cols[q - 1] > cols[q]; q--) {
-            int64_t t = cols[q];
-            cols[q] = cols[q - 1];
-            cols[q - 1] = t;
-        }
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The rest_width(H) columns of largest a[j] (the calibration's largest
+ * |activation|), tq_op_topk's (ties to the lower column), in column order,
+ * into cols. */
+static tq_status rest_columns(tq_device *dev, const float *a, int64_t H, int64_t *cols)
+{
+    int64_t r = rest_width(H), dx[2] = {1, H}, dk[2] = {1, r};
+    tq_tensor *x = NULL, *vals = NULL, *idx = NULL;
+    tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dx, &x);
+    if (!st)
+        st = tq_tensor_upload(x, a, (size_t)H * sizeof *a);
+    if (!st)
+        st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, dk, &vals);
+    if (!st)
+        st = tq_tensor_new(dev, TQ_DTYPE_I64, 2, dk, &idx);
+    if (!st)
+        st = tq_op_topk(x, r, vals, idx);
+    if (!st)
+        st = tq_tensor_download(idx, cols, (size_t)r * sizeof *cols);
+    tq_tensor_free(x);
+    tq_tensor_free(vals);
+    tq_tensor_free(idx);
+    if (!st)
+        qsort(cols, (size_t)r, sizeof *cols, by_column);
+    return st;
 }
 
 /* The smoothing of one input: s[j] = a[j]^0.5 / w[j]^0.5, w[j] the largest
@@ -214,11 +224,12 @@ static tq_status smoothing(tq_device *dev, const float *a, const tq_tensor *cons
         inv[j] = 1.0f / s[j];
     }
     free(wmax);
-    rest_columns(a, H, cols);
     int64_t nr = rest_width(H);
-    for (int p = 0; p < nr; p++)
+    tq_status st = rest_columns(dev, a, H, cols);
+    for (int p = 0; !st && p < nr; p++)
         inv[cols[p]] = 0.0f;
-    tq_status st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &H, cs);
+    if (!st)
+        st = tq_tensor_new(dev, TQ_DTYPE_F32, 1, &H, cs);
     if (!st)
         st = tq_tensor_upload(*cs, inv, (size_t)H * sizeof *inv);
     if (!st)
