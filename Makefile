@@ -190,9 +190,11 @@ check: deps-test
 	$(MAKE) --no-print-directory check-unit check-bats check-fuzz
 	@echo "check: all suites passed"
 
-check-bats: all $(TTOOL_BIN) $(if $(GPU_STANDIN),$(STANDIN_LIB_PATH))
+check-bats: all $(TTOOL_BIN) $(UNIT_BIN)
 	TQ_BIN=$(abspath $(BINDIR)) TQ_TEST_TOOLS=$(abspath $(OUT)/build/tools) \
-	    $(if $(GPU_STANDIN),TQ_STANDIN_LIB=$(abspath $(STANDIN_LIB_PATH))) sh tests/run-bats.sh tests/bats
+	    TQ_TEST_UNIT=$(abspath $(OUT)/build/tests) \
+	    $(if $(GPU_STANDIN),TQ_STANDIN_LIB=$(abspath $(STANDIN_LIB_PATH)) TQ_PAD_SHIM=$(abspath $(PAD_SHIM))) \
+	    sh tests/run-bats.sh tests/bats
 
 check-fuzz:
 	@sh tests/fuzz/run.sh $(if $(FUZZ_SECONDS),$(FUZZ_SECONDS),20)
@@ -238,7 +240,7 @@ STANDIN_LIB_PATH := $(OUT)/build/standin/libtqstandin.so
 # lib/cuda uses, with the kernels of kernels/cuda compiled in as host C++; a
 # second build of it holds the self-test kernels of tests/standin/selftest.
 STANDIN_DIR   := $(OUT)/build/standin
-STANDIN_OBJ   := $(patsubst tests/standin/%.c,$(STANDIN_DIR)/%.o,$(filter-out %/fiber-bench.c,$(wildcard tests/standin/*.c))) \
+STANDIN_OBJ   := $(patsubst tests/standin/%.c,$(STANDIN_DIR)/%.o,$(filter-out %/fiber-bench.c %/pad-shim.c,$(wildcard tests/standin/*.c))) \
                  $(STANDIN_DIR)/fiber_x86_64.o
 STANDIN_FLAGS := $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP -D_GNU_SOURCE
 # STANDIN_ARCH=-march=native makes fmaf an instruction instead of a libm call
@@ -247,9 +249,16 @@ STANDIN_FLAGS := $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP -D_G
 STANDIN_ARCH  ?=
 STANDIN_KFLAGS := -std=c++17 $(STANDIN_FLAGS) $(STANDIN_ARCH) -DTQ_EMU -I. -Itests/standin -Ikernels/cuda
 STANDIN_LIB   := $(STANDIN_DIR)/libtqstandin.so
+# a CUDA driver that pads every launch's argument size to 8 bytes on its way
+# to the stand-in: the bug an H200 found, planted (tests/bats/gpu-faults.bats)
+PAD_SHIM      := $(STANDIN_DIR)/libtqpadshim.so
 .PHONY: standin check-standin standin-bench
 
-standin: $(STANDIN_LIB)
+standin: $(STANDIN_LIB) $(PAD_SHIM)
+
+$(PAD_SHIM): tests/standin/pad-shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(STANDIN_FLAGS) -shared $(SANFLAGS) $< -ldl -o $@
 
 $(STANDIN_DIR)/%.o: tests/standin/%.c
 	@mkdir -p $(dir $@)
@@ -307,6 +316,6 @@ standin-bench:
 # one under the sanitizers (seed 2, which runs every kernel, the backends' own
 # matmul included; the sanitized suite is ~2.5x slower and CI's time is finite).
 GPU_SEEDS := $(if $(filter 1,$(SAN)),2,1 2)
-check-unit: $(UNIT_BIN) $(if $(GPU_STANDIN),$(STANDIN_DIR)/selftest $(STANDIN_LIB))
+check-unit: $(UNIT_BIN) $(if $(GPU_STANDIN),$(STANDIN_DIR)/selftest $(STANDIN_LIB) $(PAD_SHIM))
 	@sh tests/run-unit.sh $(UNIT_BIN) $(if $(GPU_STANDIN),$(STANDIN_DIR)/selftest)
 	@$(if $(GPU_STANDIN),sh tests/run-gpu-standin.sh $(OUT)/build/tests/test_ops $(STANDIN_LIB) '$(GPU_SEEDS)',echo "gpu: skipped: $(if $(GPU_OBJ),no g++ for the stand-in driver,this build has neither CUDA nor HIP (nvcc and hipcc not found))")

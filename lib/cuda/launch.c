@@ -38,13 +38,17 @@ tq_status TQ_GPU(launch)(tq_gpu_ctx *c, int kernel, unsigned gx, unsigned gy, un
     if (a->size > sizeof a->buf)
         return tq_fail(TQ_ERR_RUNTIME, "%s: arguments of %s overflow", TQ_GPU_NAME,
                        kernel_names[kernel]);
-    size_t size = (a->size + 7) & ~(size_t)7; /* the struct of parameters ends aligned */
+    /* Exactly where the last parameter ends, not rounded up to the largest
+     * alignment: the driver compares it with the kernel's own size, and an
+     * H200 refused (ptr, ptr, u64, float) passed as 32 bytes instead of 28
+     * (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). */
+    size_t size = a->size;
     void *extra[] = {(void *)1, a->buf, (void *)2, &size, c->api->launch_end};
     gpu_res r = c->api->launch(c->fn[kernel], gx, gy, gz, block, 1, 1, shared, c->stream, NULL, extra);
     if (r) {
         char what[96];
         snprintf(what, sizeof what, "launching %s", kernel_names[kernel]);
-        return TQ_GPU(fail)(c->api, r, what);
+        return TQ_GPU(fail)(c, r, GPU_CALL("cuLaunchKernel", "hipModuleLaunchKernel"), what);
     }
     return TQ_OK;
 }

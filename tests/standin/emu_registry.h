@@ -16,7 +16,9 @@
 template <typename... A> struct tq_emu_sig {
     static constexpr size_t n = sizeof...(A);
     /* offsets[0..n-1] as CUDA packs a kernel's parameters, each at its natural
-     * alignment; offsets[n] = the total rounded up to the largest alignment */
+     * alignment; offsets[n] = the end of the last one, not rounded up to the
+     * largest alignment: the size the driver wants in the `extra` form (an
+     * H200 refused (ptr, ptr, u64, float) passed as 32 bytes: 28 it is) */
     struct layout {
         size_t off[n + 1];
         size_t size[n + 1];
@@ -26,15 +28,14 @@ template <typename... A> struct tq_emu_sig {
         layout l{};
         const size_t sz[] = {sizeof(A)..., 0};
         const size_t al[] = {alignof(A)..., 1};
-        size_t pos = 0, maxal = 1;
+        size_t pos = 0;
         for (size_t i = 0; i < n; i++) {
             pos = (pos + al[i] - 1) / al[i] * al[i];
             l.off[i] = pos;
             l.size[i] = sz[i];
             pos += sz[i];
-            maxal = al[i] > maxal ? al[i] : maxal;
         }
-        l.off[n] = (pos + maxal - 1) / maxal * maxal;
+        l.off[n] = pos;
         return l;
     }
     static constexpr layout L = make();

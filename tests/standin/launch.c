@@ -105,6 +105,12 @@ static CUresult pack_args(int api, const struct tq_emu_kernel *k, void **params,
     }
     const void *ptr = NULL;
     const size_t *size = NULL;
+    /* HIP takes fixed slots (clr hip_module.cpp, ihipLaunchKernelCommand) */
+    if (api == TQ_SD_HIP && (extra[0] != TQ_CU_LAUNCH_PARAM_BUFFER_POINTER ||
+                             extra[2] != TQ_CU_LAUNCH_PARAM_BUFFER_SIZE || extra[4] != end)) {
+        tq_sd_log("launch of %s: extra is not {BUFFER_POINTER, p, BUFFER_SIZE, &n, END}", k->name);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     for (size_t i = 0; extra[i] != end; i += 2) {
         if (extra[i] == TQ_CU_LAUNCH_PARAM_BUFFER_POINTER)
             ptr = extra[i + 1];
@@ -119,10 +125,15 @@ static CUresult pack_args(int api, const struct tq_emu_kernel *k, void **params,
         tq_sd_log("launch of %s: extra lacks the buffer pointer or its size", k->name);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (*size != k->args_size) {
+    /* CUDA: exactly the end of the last parameter; an H200 (driver 580)
+     * answered 701 to a buffer 4 bytes too long (and LLVM's offload runtime
+     * met the same). HIP takes a longer buffer (6.x never reads the size, 7
+     * passes the parameters past a short one as zeros): a short one, which
+     * HIP would read past or zero silently, is refused here. */
+    if (api == TQ_SD_CUDA ? *size != k->args_size : *size < k->args_size) {
         tq_sd_log("launch of %s: argument buffer of %zu bytes, the kernel's parameters take %zu",
                   k->name, *size, k->args_size);
-        return CUDA_ERROR_INVALID_VALUE;
+        return api == TQ_SD_CUDA ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES : CUDA_ERROR_INVALID_VALUE;
     }
     memcpy(buf, ptr, k->args_size);
     return CUDA_SUCCESS;

@@ -3681,6 +3681,21 @@ static void test_timer(void)
 
 /* ------------------------------------------------------------ main */
 
+/* TQ_TEST_GROUPS=rows,elementwise runs those groups of checks only (a quick
+ * look at a few kernels: the padded-launch test, a sanitizer run); unset or
+ * empty, every group. */
+static int group(const char *name)
+{
+    const char *list = getenv("TQ_TEST_GROUPS");
+    size_t n = strlen(name);
+    if (!list || !*list)
+        return 1;
+    for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+        if (strcspn(p, ",") == n && !strncmp(p, name, n))
+            return 1;
+    return 0;
+}
+
 int main(void)
 {
     static const char *specs[] = {"cpu", "vulkan", "cuda", "hip"};
@@ -3699,35 +3714,56 @@ int main(void)
         printf("ok device %s\n", tq_device_describe(dev));
         ran++;
         rng = 0x9e3779b97f4a7c15u + s; /* the same data whatever ran before */
-        if (tq_device_backend(dev) == TQ_BACKEND_CPU)
+        if (!group("matmul"))
+            ;
+        else if (tq_device_backend(dev) == TQ_BACKEND_CPU)
             test_cpu_engines();
         else
             test_matmul("default");
-        test_matmul_constant("default");
-        test_matmul_then();
-        test_layernorm_low();
-        test_int8_products();
-        test_threads(NULL);
-        test_rows();
-        test_elementwise();
-        test_topk();
-        test_gather();
-        test_convert();
-        test_simtopk();
-        test_simtopk_same_bits();
-        test_rowprod("default");
-        test_rowprod_same_bits();
-        test_attention();
-        test_codetopk();
-        test_codescreen();
-        test_timer();
-        test_fma_peak();
+        if (group("matmul_constant"))
+            test_matmul_constant("default");
+        if (group("matmul_then"))
+            test_matmul_then();
+        if (group("layernorm_low"))
+            test_layernorm_low();
+        if (group("int8_products"))
+            test_int8_products();
+        if (group("threads"))
+            test_threads(NULL);
+        if (group("rows"))
+            test_rows();
+        if (group("elementwise"))
+            test_elementwise();
+        if (group("topk"))
+            test_topk();
+        if (group("gather"))
+            test_gather();
+        if (group("convert"))
+            test_convert();
+        if (group("simtopk"))
+            test_simtopk();
+        if (group("simtopk_same_bits"))
+            test_simtopk_same_bits();
+        if (group("rowprod"))
+            test_rowprod("default");
+        if (group("rowprod_same_bits"))
+            test_rowprod_same_bits();
+        if (group("attention"))
+            test_attention();
+        if (group("codetopk"))
+            test_codetopk();
+        if (group("codescreen"))
+            test_codescreen();
+        if (group("timer"))
+            test_timer();
+        if (group("fma_peak"))
+            test_fma_peak();
         tq_device_close(dev);
         /* plain shader variants exist on Vulkan only; the host path is one
          * mechanism for every backend: checked on the first device it serves */
-        if (!strcmp(specs[s], "vulkan"))
+        if (!strcmp(specs[s], "vulkan") && group("plain_variants"))
             test_plain_variants(specs[s], 0x9e3779b97f4a7c15u + s);
-        if (s > 0 && !host_path_done++)
+        if (s > 0 && group("host_path") && !host_path_done++)
             test_host_path(specs[s], 0x9e3779b97f4a7c15u + s);
     }
     CHECK(ran > 0 || (only && *only), "no device opened (the CPU always should)");

@@ -126,11 +126,33 @@ static void launch_checks(void)
     hipDeviceSynchronize();
     double res2 = 0;
     st_download(&res2, dres, sizeof res2);
-    st_check(sizeof args == 32 && e1 == 0 && res == 0 && e2 == CUDA_ERROR_INVALID_VALUE &&
+    st_check(sizeof args == 32 && e1 == 0 && res == 0 && e2 == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES &&
                  e3 == 0 && res2 == 543.25,
              "argument buffer: packed layout accepted, wrong size refused (CUDA and HIP ends)",
              "sizeof %zu, launch %d, result ok %g, wrong size %d, hip %d (%g)", sizeof args, e1,
              res, e2, e3, res2);
+    /* (ptr, ptr, int) ends at 20 bytes: CUDA takes 20 and refuses the 24 of
+     * a struct's padding, as an H200 did (701); HIP takes a longer buffer */
+    struct { const float *x; float *out; int n; } sum = {NULL, NULL, 0};
+    float *dsum = st_alloc(sizeof(float));
+    sum.x = (const float *)dsum, sum.out = dsum;
+    size_t exact = 20, padded = sizeof sum;
+    void *fs = st_func(ST_CUDA, "tq_k_st_block_sum"), *hs = st_func(ST_HIP, "tq_k_st_block_sum");
+    void *ex[] = {TQ_CU_LAUNCH_PARAM_BUFFER_POINTER, &sum, TQ_CU_LAUNCH_PARAM_BUFFER_SIZE, &exact,
+                  TQ_CU_LAUNCH_PARAM_END};
+    void *pad[] = {TQ_CU_LAUNCH_PARAM_BUFFER_POINTER, &sum, TQ_CU_LAUNCH_PARAM_BUFFER_SIZE, &padded,
+                   TQ_CU_LAUNCH_PARAM_END};
+    void *hpad[] = {TQ_HIP_LAUNCH_PARAM_BUFFER_POINTER, &sum, TQ_HIP_LAUNCH_PARAM_BUFFER_SIZE,
+                    &padded, TQ_HIP_LAUNCH_PARAM_END};
+    int x1 = cuLaunchKernel(fs, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, ex);
+    int x2 = cuLaunchKernel(fs, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, pad);
+    int x3 = hipModuleLaunchKernel(hs, 1, 1, 1, 64, 1, 1, 0, NULL, NULL, hpad);
+    int x4 = cuCtxSynchronize();
+    st_check(padded == 24 && x1 == 0 && x2 == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES && x3 == 0 &&
+                 x4 == 0,
+             "argument buffer: the size ends at the last parameter, no tail padding (CUDA)",
+             "exact %d, padded %d, hip padded %d, sync %d", x1, x2, x3, x4);
+    st_free(dsum);
     st_free(dres);
     st_free(dout);
 }
