@@ -26,6 +26,9 @@ tq_status tq_fail_context(tq_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
+    size_t c = strlen(ctx);
+    if (!strncmp(tq_msg, ctx, c) && tq_msg[c] == ':')
+        return st; /* the message names it already ("cuda:0: ...") */
     snprintf(both, sizeof both, "%s: %s", ctx, tq_msg);
     size_t n = strlen(both);
     if (n >= sizeof tq_msg)

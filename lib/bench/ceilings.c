@@ -84,7 +84,7 @@ static tq_status matmul_call(void *ctx) { return tqb_inst_run(ctx); }
 static tq_status gemm_rate(tq_device *dev, const char *op, int64_t n, double min_time,
                            double *gflops)
 {
-    tqb_inst *in;
+    tqb_inst *in = NULL;
     tq_status st = tqb_inst_new(tqb_op_find(op), dev, n, 1, &in);
     tqb_timing t;
     if (!st && !(st = tqb_time(matmul_call, in, dev, 5, min_time, &t))) {

@@ -108,7 +108,9 @@ tq_status tqb_check(FILE *f, const tqb_opdef *op, tq_device *dev, tq_device *cpu
             fprintf(f, "%-9s %-10s %-24s ok: NMSE %.2g <= %.0e\n", tq_device_name(dev), op->name,
                     a->shape, worst, op->tol);
     }
-    if (st && st != TQ_ERR_NOMEM) { /* the op failed there: a line, and the check goes on */
+    if (st == TQ_ERR_RUNTIME) /* the device failed: no later check on it could be trusted */
+        tq_fail_context(st, "%s on %s", op->name, tq_device_name(dev));
+    else if (st && st != TQ_ERR_NOMEM) { /* the op failed there: a line, and the check goes on */
         fprintf(f, "%-9s %-10s %-24s FAILED: %s\n", tq_device_name(dev), op->name,
                 a ? a->shape : "-", tq_errmsg());
         ++*bad;

@@ -479,6 +479,7 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
 tq_status tqb_inst_new(const tqb_opdef *op, tq_device *dev, int64_t n, uint64_t seed,
                        tqb_inst **out)
 {
+    *out = NULL; /* a failure leaves nothing for the caller to free */
     tqb_inst *in = calloc(1, sizeof *in);
     if (!in)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");

@@ -1,7 +1,8 @@
 /* run.c: the measuring loop of tq-bench: for each device, op and size, the
  * op's tensors are made, its call timed (timing.c) and its rate set against
  * the device's ceilings. A failing op (not available, out of device memory)
- * costs its row, not the run. */
+ * costs its row, not the run; a device that fails (a launch refused, an
+ * illegal address) ends the run, since no later row on it could be trusted. */
 #include "bench.h"
 
 #include <stdlib.h>
@@ -45,11 +46,15 @@ tq_status tqb_run(const tqb_plan *p, tqb_report *r, int *nfailed)
                 if (!(st = tqb_inst_new(op, dev, sizes[s], p->seed, &in)))
                     st = tqb_time(call, in, dev, p->reps, p->min_time, &row->t);
                 if (st) {
-                    char msg[600];
-                    snprintf(msg, sizeof msg, "%s n=%lld on %s: %s", op->name,
-                             (long long)sizes[s], tq_device_name(dev), tq_errmsg());
+                    /* tq_fail_context names op, size and device once */
+                    tq_fail_context(st, "%s n=%lld on %s", op->name, (long long)sizes[s],
+                                    tq_device_name(dev));
+                    if (st == TQ_ERR_RUNTIME) {
+                        tqb_inst_free(in);
+                        return st;
+                    }
                     if (p->failed)
-                        p->failed(p->cb, msg);
+                        p->failed(p->cb, tq_errmsg());
                     ++*nfailed;
                     tqb_inst_free(in);
                     continue;

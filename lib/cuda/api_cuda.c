@@ -135,13 +135,30 @@ static const char *error_name(gpu_res r)
 
 static int blas_create(gpu_handle *h, gpu_handle stream)
 {
-    if (cublasCreate(h))
-        return -1;
-    if (cublasSetStream(*h, stream)) {
+    int r = cublasCreate(h);
+    if (r)
+        return r;
+    if ((r = cublasSetStream(*h, stream)))
         cublasDestroy(*h);
-        return -1;
+    return r;
+}
+
+/* cublasStatus_t (cublas_api.h) */
+static const char *blas_error_name(int status)
+{
+    switch (status) {
+    case 0: return "CUBLAS_STATUS_SUCCESS";
+    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case 16: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "unknown cuBLAS status";
     }
-    return 0;
 }
 
 static void blas_destroy(gpu_handle h) { cublasDestroy(h); }
@@ -304,6 +321,7 @@ static void load(void)
     api.graph_exec_destroy = cuGraphExecDestroy;
     api.graph_destroy = cuGraphDestroy;
     api.error_name = error_name;
+    api.blas_error_name = blas_error_name;
     api.launch_end = (void *)0;
     load_blas();
 }

@@ -121,13 +121,28 @@ static const char *error_name(gpu_res r)
 
 static int blas_create(gpu_handle *h, gpu_handle stream)
 {
-    if (rocblas_create_handle(h))
-        return -1;
-    if (rocblas_set_stream(*h, stream)) {
+    int r = rocblas_create_handle(h);
+    if (r)
+        return r;
+    if ((r = rocblas_set_stream(*h, stream)))
         rocblas_destroy_handle(*h);
-        return -1;
-    }
-    return 0;
+    return r;
+}
+
+/* rocblas_status (rocblas-types.h) */
+static const char *blas_error_name(int status)
+{
+    static const char *const names[] = {
+        "rocblas_status_success", "rocblas_status_invalid_handle",
+        "rocblas_status_not_implemented", "rocblas_status_invalid_pointer",
+        "rocblas_status_invalid_size", "rocblas_status_memory_error",
+        "rocblas_status_internal_error", "rocblas_status_perf_degraded",
+        "rocblas_status_size_query_mismatch", "rocblas_status_size_increased",
+        "rocblas_status_size_unchanged", "rocblas_status_invalid_value",
+        "rocblas_status_continue", "rocblas_status_check_numerics_fail",
+        "rocblas_status_excluded_from_build", "rocblas_status_arch_mismatch"};
+    return status >= 0 && status < (int)(sizeof names / sizeof *names) ? names[status]
+                                                                       : "unknown rocBLAS status";
 }
 static void blas_destroy(gpu_handle h) { rocblas_destroy_handle(h); }
 
@@ -264,6 +279,7 @@ static void load(void)
     api.graph_exec_destroy = hipGraphExecDestroy;
     api.graph_destroy = hipGraphDestroy;
     api.error_name = error_name;
+    api.blas_error_name = blas_error_name;
     api.launch_end = (void *)3;
     load_blas();
 }

@@ -7,9 +7,10 @@
 
 #include <unistd.h>
 
-tq_status TQ_GPU(fail)(const tq_gpu_api *api, gpu_res r, const char *what)
+tq_status TQ_GPU(fail)(const tq_gpu_ctx *c, gpu_res r, const char *call, const char *doing)
 {
-    return tq_fail(TQ_ERR_RUNTIME, "%s: %s: %s", TQ_GPU_NAME, what, api->error_name(r));
+    return tq_fail(TQ_ERR_RUNTIME, "%s:%d: %s: %s (%s)", TQ_GPU_NAME, c->dev, call,
+                   c->api->error_name(r), doing);
 }
 
 static tq_status probe(int *count)
@@ -23,7 +24,9 @@ static tq_status probe(int *count)
         *count = 0;
         return TQ_OK;
     }
-    return r ? TQ_GPU(fail)(api, r, "counting devices") : TQ_OK;
+    return r ? tq_fail(TQ_ERR_RUNTIME, "%s: %s: %s (counting devices)", TQ_GPU_NAME,
+                       GPU_CALL("cuDeviceGetCount", "hipGetDeviceCount"), api->error_name(r))
+             : TQ_OK;
 }
 
 /* For auto: without the device node the kernel driver makes, there is no GPU
@@ -111,41 +114,62 @@ static tq_status gpu_open(int index, void **out)
     c->dev = index;
     pthread_mutex_init(&c->lock, NULL);
     gpu_res r;
-    const char *what = "opening the device";
+    tq_status st;
+    char looking[64];
+    const char *call = GPU_CALL("cuDevicePrimaryCtxRetain", "hipSetDevice"),
+               *doing = "opening the device";
     if ((r = api->enter(index, &c->ctx)))
         goto fail;
     api->device_attr(&c->warp, GPU_ATTR_WARP, index);
     api->device_attr(&c->max_threads, GPU_ATTR_MAX_THREADS, index);
     api->device_attr(&c->shared, GPU_ATTR_SHARED, index);
     api->device_attr(&c->sms, GPU_ATTR_SMS, index);
-    what = "creating a stream";
+    call = GPU_CALL("cuStreamCreate", "hipStreamCreate"), doing = "creating a stream";
     if ((r = api->stream_create(&c->stream)))
         goto fail;
     /* A driver too old for this build's code, or a device no image fits,
      * fails here: say so rather than name the error code alone. */
-    what = "loading the kernels (a driver too old for this build, or no code for this device)";
+    call = GPU_CALL("cuModuleLoadData", "hipModuleLoadData");
+    doing = "loading the kernels: a driver too old for this build, or no code for this device";
     if ((r = api->module_load(&c->module, TQ_GPU(image))))
         goto fail;
+    /* Every kernel is in the image we built: one the driver cannot find is
+     * a broken image or driver, said as such. */
+    call = GPU_CALL("cuModuleGetFunction", "hipModuleGetFunction");
     for (int k = 0; k < K_COUNT; k++)
-        if (api->module_function(&c->fn[k], c->module, TQ_GPU(kernel_name)(k)))
-            c->fn[k] = NULL; /* an op without its kernel runs on the host */
-    what = "allocating pinned memory";
+        if ((r = api->module_function(&c->fn[k], c->module, TQ_GPU(kernel_name)(k)))) {
+            c->fn[k] = NULL;
+            snprintf(looking, sizeof looking, "looking up %s", TQ_GPU(kernel_name)(k));
+            doing = looking;
+            goto fail;
+        }
+    call = GPU_CALL("cuMemAllocHost", "hipHostMalloc"), doing = "allocating pinned memory";
     if ((r = api->host_alloc(&c->stage, GPU_STAGE_BYTES)))
         goto fail;
-    what = "creating an event";
+    call = GPU_CALL("cuEventCreate", "hipEventCreate"), doing = "creating an event";
     if ((r = api->event_create(&c->stage_done)))
         goto fail;
-    if (api->has_blas && api->blas_create(&c->blas, c->stream))
+    /* A BLAS library that is there but will not start is a broken
+     * installation or a device out of memory: said, not hidden behind
+     * slower kernels. */
+    int b = api->has_blas ? api->blas_create(&c->blas, c->stream) : 0;
+    if (b) {
         c->blas = NULL;
-    tq_status st = TQ_GPU(pool_alloc)(c, 4, &c->flag);
+        st = tq_fail(TQ_ERR_RUNTIME, "%s: %s (starting %s)",
+                     GPU_CALL("cublasCreate", "rocblas_create_handle"), api->blas_error_name(b),
+                     api->blas_name);
+        ctx_close(c);
+        return st;
+    }
+    st = TQ_GPU(pool_alloc)(c, 4, &c->flag);
     if (st) {
         ctx_close(c);
         return st;
     }
     *out = c;
     return TQ_OK;
-fail:; /* device_make puts the device's name before the message */
-    st = tq_fail(TQ_ERR_RUNTIME, "%s: %s", what, api->error_name(r));
+fail: /* device_make puts the device's name before the message */
+    st = tq_fail(TQ_ERR_RUNTIME, "%s: %s (%s)", call, api->error_name(r), doing);
     ctx_close(c);
     return st;
 }
@@ -170,23 +194,28 @@ static tq_status gpu_upload(void *ctx, void *buf, size_t offset, const void *src
     const tq_gpu_api *api = c->api;
     gpu_ptr dst = ((gpu_block *)buf)->ptr + offset;
     gpu_res r = 0;
+    const char *call = "";
     if (c->recording) /* a replay would copy the staging buffer's later contents */
         return tq_fail(TQ_ERR_USAGE, "%s: no upload while a graph is recorded", TQ_GPU_NAME);
     api->set_current(c->dev, c->ctx);
     pthread_mutex_lock(&c->lock);
     for (size_t done = 0; !r && done < n;) {
         size_t part = n - done < GPU_STAGE_BYTES ? n - done : GPU_STAGE_BYTES;
+        call = GPU_CALL("cuEventSynchronize", "hipEventSynchronize");
         if (c->stage_busy && (r = api->event_sync(c->stage_done)))
             break;
         c->stage_busy = 0;
         memcpy(c->stage, (const char *)src + done, part);
-        if (!(r = api->htod(dst + done, c->stage, part, c->stream)) &&
-            !(r = api->event_record(c->stage_done, c->stream)))
-            c->stage_busy = 1;
+        call = GPU_CALL("cuMemcpyHtoDAsync", "hipMemcpyHtoDAsync");
+        if (!(r = api->htod(dst + done, c->stage, part, c->stream))) {
+            call = GPU_CALL("cuEventRecord", "hipEventRecord");
+            if (!(r = api->event_record(c->stage_done, c->stream)))
+                c->stage_busy = 1;
+        }
         done += part;
     }
     pthread_mutex_unlock(&c->lock);
-    return r ? TQ_GPU(fail)(api, r, "copying to the device") : TQ_OK;
+    return r ? TQ_GPU(fail)(c, r, call, "copying to the device") : TQ_OK;
 }
 
 /* A download waits for everything queued before it: it is where results
@@ -197,20 +226,24 @@ static tq_status gpu_download(void *ctx, const void *buf, size_t offset, void *d
     const tq_gpu_api *api = c->api;
     gpu_ptr src = ((const gpu_block *)buf)->ptr + offset;
     gpu_res r = 0;
+    const char *call = "";
     if (c->recording) /* nothing has run yet: there is nothing to read */
         return tq_fail(TQ_ERR_USAGE, "%s: no download while a graph is recorded", TQ_GPU_NAME);
     api->set_current(c->dev, c->ctx);
     pthread_mutex_lock(&c->lock);
     for (size_t done = 0; !r && done < n;) {
         size_t part = n - done < GPU_STAGE_BYTES ? n - done : GPU_STAGE_BYTES;
-        if (!(r = api->dtoh(c->stage, src + done, part, c->stream)) &&
-            !(r = api->stream_sync(c->stream)))
-            memcpy((char *)dst + done, c->stage, part);
+        call = GPU_CALL("cuMemcpyDtoHAsync", "hipMemcpyDtoHAsync");
+        if (!(r = api->dtoh(c->stage, src + done, part, c->stream))) {
+            call = GPU_CALL("cuStreamSynchronize", "hipStreamSynchronize");
+            if (!(r = api->stream_sync(c->stream)))
+                memcpy((char *)dst + done, c->stage, part);
+        }
         c->stage_busy = 0; /* the sync finished any upload from the stage too */
         done += part;
     }
     pthread_mutex_unlock(&c->lock);
-    return r ? TQ_GPU(fail)(api, r, "copying from the device") : TQ_OK;
+    return r ? TQ_GPU(fail)(c, r, call, "copying from the device") : TQ_OK;
 }
 
 static tq_status gpu_sync(void *ctx)
@@ -218,7 +251,9 @@ static tq_status gpu_sync(void *ctx)
     tq_gpu_ctx *c = ctx;
     c->api->set_current(c->dev, c->ctx);
     gpu_res r = c->api->stream_sync(c->stream);
-    return r ? TQ_GPU(fail)(c->api, r, "waiting for the device") : TQ_OK;
+    return r ? TQ_GPU(fail)(c, r, GPU_CALL("cuStreamSynchronize", "hipStreamSynchronize"),
+                            "waiting for the device")
+             : TQ_OK;
 }
 
 /* The device's timer: two events that keep a time, recorded on the one
@@ -232,12 +267,15 @@ static tq_status gpu_timer_begin(void *ctx)
         return tq_fail(TQ_ERR_RUNTIME, "%s: the runtime has no timing events", TQ_GPU_NAME);
     api->set_current(c->dev, c->ctx);
     gpu_res r = 0;
+    const char *call = GPU_CALL("cuEventCreate", "hipEventCreate");
     for (int i = 0; i < 2 && !r; i++)
         if (!c->timer[i])
             r = api->timed_event_create(&c->timer[i]);
-    if (!r)
+    if (!r) {
+        call = GPU_CALL("cuEventRecord", "hipEventRecord");
         r = api->event_record(c->timer[0], c->stream);
-    return r ? TQ_GPU(fail)(api, r, "starting the timer") : TQ_OK;
+    }
+    return r ? TQ_GPU(fail)(c, r, call, "starting the timer") : TQ_OK;
 }
 
 static tq_status gpu_timer_end(void *ctx, double *seconds)
@@ -246,13 +284,18 @@ static tq_status gpu_timer_end(void *ctx, double *seconds)
     const tq_gpu_api *api = c->api;
     float ms = 0;
     api->set_current(c->dev, c->ctx);
+    const char *call = GPU_CALL("cuEventRecord", "hipEventRecord");
     gpu_res r = api->event_record(c->timer[1], c->stream);
-    if (!r)
+    if (!r) {
+        call = GPU_CALL("cuEventSynchronize", "hipEventSynchronize");
         r = api->event_sync(c->timer[1]); /* everything before it has run */
-    if (!r)
+    }
+    if (!r) {
+        call = GPU_CALL("cuEventElapsedTime", "hipEventElapsedTime");
         r = api->event_elapsed(&ms, c->timer[0], c->timer[1]);
+    }
     *seconds = r ? 0 : 1e-3 * (double)ms;
-    return r ? TQ_GPU(fail)(api, r, "reading the timer") : TQ_OK;
+    return r ? TQ_GPU(fail)(c, r, call, "reading the timer") : TQ_OK;
 }
 
 /* bf16 and f16 products go to cuBLAS/rocBLAS's tensor-core GEMM (without

@@ -77,8 +77,10 @@ typedef struct tq_gpu_api {
     gpu_res (*graph_exec_destroy)(gpu_handle exec);
     gpu_res (*graph_destroy)(gpu_handle graph);
     const char *(*error_name)(gpu_res r);
+    const char *(*blas_error_name)(int status); /* "CUBLAS_STATUS_EXECUTION_FAILED" */
     void *launch_end;       /* the `extra` list's end marker: CU 0x0, HIP 0x3 */
-    /* BLAS, column-major as the libraries are; NULL when none was found. */
+    /* BLAS, column-major as the libraries are; NULL when none was found.
+     * blas_create and blas_gemm return the library's status, 0 = done. */
     int (*blas_create)(gpu_handle *h, gpu_handle stream);
     void (*blas_destroy)(gpu_handle h);
     /* C = alpha op(A) op(B) + beta C for `batch` matrices at the strides
@@ -138,8 +140,17 @@ typedef struct tq_gpu_ctx {
     gpu_handle timer[2];        /* tq_device_timer's start and end events, made on first use */
 } tq_gpu_ctx;
 
-/* A failure of the runtime as a message: "cuda: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY". */
-tq_status TQ_GPU(fail)(const tq_gpu_api *api, gpu_res r, const char *what);
+/* The driver's name of a call, in the API this build speaks. */
+#ifdef TQ_GPU_HIP
+#define GPU_CALL(cu, hip) hip
+#else
+#define GPU_CALL(cu, hip) cu
+#endif
+
+/* A failure of the runtime as one line that names the device, the call, the
+ * driver's error and what we were doing: "cuda:0: cuMemcpyHtoDAsync:
+ * CUDA_ERROR_ILLEGAL_ADDRESS (copying to the device)". */
+tq_status TQ_GPU(fail)(const struct tq_gpu_ctx *c, gpu_res r, const char *call, const char *doing);
 
 /* pool.c */
 tq_status TQ_GPU(pool_alloc)(tq_gpu_ctx *c, size_t n, gpu_block **b);

@@ -17,7 +17,8 @@ tq_status TQ_GPU(graph_begin)(void *ctx)
     c->api->set_current(c->dev, c->ctx);
     gpu_res r = c->api->capture_begin(c->stream);
     if (r)
-        return TQ_GPU(fail)(c->api, r, "starting a graph");
+        return TQ_GPU(fail)(c, r, GPU_CALL("cuStreamBeginCapture", "hipStreamBeginCapture"),
+                            "starting a graph");
     c->recording = 1;
     return TQ_OK;
 }
@@ -38,6 +39,7 @@ tq_status TQ_GPU(graph_end)(void *ctx, int commit, void **out)
     *out = NULL;
     gpu_handle graph = NULL;
     api->set_current(c->dev, c->ctx);
+    const char *call = GPU_CALL("cuStreamEndCapture", "hipStreamEndCapture");
     gpu_res r = api->capture_end(c->stream, &graph);
     pthread_mutex_lock(&c->lock);
     c->recording = 0;
@@ -47,15 +49,17 @@ tq_status TQ_GPU(graph_end)(void *ctx, int commit, void **out)
     gpu_graph *g = NULL;
     if (!r && commit && !(g = calloc(1, sizeof *g)))
         r = 2; /* out of memory, in both APIs */
-    if (!r && commit)
+    if (!r && commit) {
+        call = GPU_CALL("cuGraphInstantiateWithFlags", "hipGraphInstantiate");
         r = api->graph_instantiate(&g->exec, graph);
+    }
     if (r || !commit) {
         if (graph)
             api->graph_destroy(graph);
         free(g);
         api->stream_sync(c->stream); /* nothing recorded may still run */
         release_owned(c, owned);
-        return r ? TQ_GPU(fail)(api, r, "recording a graph") : TQ_OK;
+        return r ? TQ_GPU(fail)(c, r, call, "recording a graph") : TQ_OK;
     }
     g->graph = graph;
     g->owned = owned;
@@ -69,7 +73,8 @@ tq_status TQ_GPU(graph_launch)(void *ctx, void *graph)
     gpu_graph *g = graph;
     c->api->set_current(c->dev, c->ctx);
     gpu_res r = c->api->graph_launch(g->exec, c->stream);
-    return r ? TQ_GPU(fail)(c->api, r, "launching a graph") : TQ_OK;
+    return r ? TQ_GPU(fail)(c, r, GPU_CALL("cuGraphLaunch", "hipGraphLaunch"), "launching a graph")
+             : TQ_OK;
 }
 
 void TQ_GPU(graph_free)(void *ctx, void *graph)

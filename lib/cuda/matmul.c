@@ -101,15 +101,16 @@ tq_status TQ_GPU(matmul)(void *ctx, const tq_tensor *a, int trans_a, const tq_te
     if (k == 0) { /* C = beta C; the libraries refuse a leading dimension of 0 */
         if (beta != 0)
             return TQ_GPU(scale)(c, out, beta, out);
-        return c->api->memset8(gpu_tensor_ptr(out), 0, out->nbytes, c->stream)
-                   ? tq_fail(TQ_ERR_RUNTIME, "%s: clearing C", TQ_GPU_NAME)
-                   : TQ_OK;
+        gpu_res r = c->api->memset8(gpu_tensor_ptr(out), 0, out->nbytes, c->stream);
+        return r ? TQ_GPU(fail)(c, r, GPU_CALL("cuMemsetD8Async", "hipMemsetAsync"), "clearing C")
+                 : TQ_OK;
     }
     c->api->set_current(c->dev, c->ctx);
     int r = c->api->blas_gemm(c->blas, trans_b, trans_a, n, m, k, alpha, gpu_tensor_ptr(b), type,
                               ldb, sb, gpu_tensor_ptr(a), type, lda, sa, beta, gpu_tensor_ptr(out),
                               n, sc, batch);
-    return r ? tq_fail(TQ_ERR_RUNTIME, "%s: %s gemm failed (status %d)", TQ_GPU_NAME,
-                       c->api->blas_name, r)
+    return r ? tq_fail(TQ_ERR_RUNTIME, "%s:%d: %s: %s (a product in %s)", TQ_GPU_NAME, c->dev,
+                       GPU_CALL("cublasGemmStridedBatchedEx", "rocblas_gemm_strided_batched_ex"),
+                       c->api->blas_error_name(r), c->api->blas_name)
              : TQ_OK;
 }

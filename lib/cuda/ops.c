@@ -158,13 +158,15 @@ tq_status TQ_GPU(gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq
     current(c);
     gpu_res r = c->api->memset8(pf, 0, 4, c->stream);
     if (r)
-        return TQ_GPU(fail)(c->api, r, "clearing a flag");
+        return TQ_GPU(fail)(c, r, GPU_CALL("cuMemsetD8Async", "hipMemsetAsync"), "clearing a flag");
     tq_status st = TQ_GPU(launch)(c, K_GATHER, gpu_stride_grid(ry * 32), 1, 1, GPU_BLOCK, 0, &a);
     int bad = 0;
-    if (!st)
-        st = c->api->dtoh(&bad, pf, sizeof bad, c->stream) || c->api->stream_sync(c->stream)
-                 ? tq_fail(TQ_ERR_RUNTIME, "%s: reading gather's flag", TQ_GPU_NAME)
-                 : TQ_OK;
+    if (!st && (r = c->api->dtoh(&bad, pf, sizeof bad, c->stream)))
+        st = TQ_GPU(fail)(c, r, GPU_CALL("cuMemcpyDtoHAsync", "hipMemcpyDtoHAsync"),
+                          "reading gather's flag");
+    if (!st && (r = c->api->stream_sync(c->stream)))
+        st = TQ_GPU(fail)(c, r, GPU_CALL("cuStreamSynchronize", "hipStreamSynchronize"),
+                          "reading gather's flag");
     if (!st && bad)
         st = tq_fail(TQ_ERR_USAGE, "gather: idx holds an index outside the %lld rows of x",
                      (long long)rx);

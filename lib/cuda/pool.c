@@ -54,8 +54,10 @@ tq_status TQ_GPU(pool_alloc)(tq_gpu_ctx *c, size_t n, gpu_block **out)
     }
     if (r) {
         free(b);
-        return r == 2 ? tq_fail(TQ_ERR_NOMEM, "%s: out of device memory for %zu bytes", TQ_GPU_NAME, n)
-                      : TQ_GPU(fail)(c->api, r, "allocating device memory");
+        const char *call = GPU_CALL("cuMemAlloc", "hipMalloc");
+        return r == 2 ? tq_fail(TQ_ERR_NOMEM, "%s:%d: %s: %s (out of device memory for %zu bytes)",
+                                TQ_GPU_NAME, c->dev, call, c->api->error_name(r), n)
+                      : TQ_GPU(fail)(c, r, call, "allocating device memory");
     }
     b->size = want;
     *out = b;

@@ -81,7 +81,7 @@ needs_gpu() {
     built_backends | grep -q cuda || skip "no CUDA backend in this build"
     printf 'a b\n' > "$BATS_TEST_TMPDIR/in.txt"
     TQ_STANDIN_DRIVER_VERSION=11000 run -1 tq-embed -m hash:8 --device cuda -o "$BATS_TEST_TMPDIR/o.tq" "$BATS_TEST_TMPDIR/in.txt"
-    assert_line --regexp '^tq-embed: error: cuda:0: loading the kernels \(a driver too old for this build.*\): CUDA_ERROR_UNSUPPORTED_PTX_VERSION$'
+    assert_line --regexp '^tq-embed: error: cuda:0: cuModuleLoadData: CUDA_ERROR_UNSUPPORTED_PTX_VERSION \(loading the kernels: a driver too old for this build.*\)$'
     [ ! -e "$BATS_TEST_TMPDIR/o.tq" ]
 }
 

@@ -65,6 +65,14 @@ static const int cublas_codes[4] = {CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_INVALID
 static const int rocblas_codes[4] = {rocblas_status_success, rocblas_status_invalid_size,
                                      rocblas_status_not_implemented, rocblas_status_memory_error};
 
+/* An injected fault of a BLAS call: `code`, or `broken` once the context has
+ * a sticky error (the library's kernels can no longer run). 0: go on. */
+static int blas_fault(int code, int broken)
+{
+    CUresult f = tq_sd_fault(TQ_SD_FAULT_BLAS, code);
+    return !f ? 0 : tq_sd_sticky(f) ? broken : (int)f;
+}
+
 static int handle_new(int api, struct tq_sd_blas **h)
 {
     if (!h)
@@ -81,6 +89,9 @@ static int cu_op(int t) { return t == CUBLAS_OP_N ? 0 : t == CUBLAS_OP_T || t ==
 
 TQ_SD_API cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
+    int f = blas_fault(CUBLAS_STATUS_ALLOC_FAILED, CUBLAS_STATUS_NOT_INITIALIZED);
+    if (f)
+        return f;
     tq_sd_lock();
     int r = handle_new(TQ_SD_CUDA, h) ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_SUCCESS;
     return tq_sd_unlock(r);
@@ -134,6 +145,9 @@ static cublasStatus_t cublas_gemm(cublasHandle_t h, int ta, int tb, int m, int n
         tq_sd_log("cublasGemmEx: compute type %d is not an f32 one", compute);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
+    int f = blas_fault(CUBLAS_STATUS_EXECUTION_FAILED, CUBLAS_STATUS_EXECUTION_FAILED);
+    if (f)
+        return f;
     struct tq_sd_gemm g = {cu_op(ta), cu_op(tb), m, n, k, batch, *alpha, *beta, A, B, C, C,
                            Atype, Btype, Ctype, lda, ldb, ldc, ldc, sA, sB, sC, sC};
     tq_sd_lock();
@@ -202,6 +216,9 @@ TQ_SD_API rocblas_status rocblas_create_handle(rocblas_handle *h)
 {
     if (!h)
         return rocblas_status_invalid_pointer;
+    int f = blas_fault(rocblas_status_memory_error, rocblas_status_internal_error);
+    if (f)
+        return f;
     tq_sd_lock();
     int r = handle_new(TQ_SD_HIP, h) ? rocblas_status_memory_error : rocblas_status_success;
     return tq_sd_unlock(r);
@@ -250,6 +267,9 @@ static rocblas_status roc_gemm(rocblas_handle h, int ta, int tb, int m, int n, i
                   Dtype);
         return rocblas_status_not_implemented;
     }
+    int f = blas_fault(rocblas_status_internal_error, rocblas_status_internal_error);
+    if (f)
+        return f;
     struct tq_sd_gemm g = {roc_op(ta), roc_op(tb), m, n, k, batch, *alpha, *beta, A, B, C, D,
                            roc_type(Atype), roc_type(Btype), roc_type(Ctype), lda, ldb, ldc, ldd,
                            sA, sB, sC, sD};

@@ -24,6 +24,7 @@ TQ_SD_API CUresult cuInit(unsigned flags)
 {
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
+    TQ_SD_FAULT(CONTEXT, CUDA_ERROR_NO_DEVICE);
     tq_sd_lock();
     initialized = 1;
     return tq_sd_unlock(tq_sd_cfg()->devices ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE);
@@ -45,14 +46,27 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
      "the provided PTX was compiled with an unsupported toolchain."},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
      "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+     "an illegal instruction was encountered"},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+     "operation not supported on global/shared address space"},
+    {CUDA_ERROR_INVALID_PC, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
@@ -61,6 +75,8 @@ static const struct { int code; const char *name, *text; } errors[] = {
      "operation failed due to a previous error during capture"},
     {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
      "capture was not initiated in this stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -149,7 +165,11 @@ static CUresult retain(CUcontext *ctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-TQ_SD_API CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) { LOCKED(retain(ctx, dev)); }
+TQ_SD_API CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    TQ_SD_FAULT(CONTEXT, CUDA_ERROR_OUT_OF_MEMORY);
+    LOCKED(retain(ctx, dev));
+}
 
 static CUresult release(CUdevice dev)
 {
@@ -166,7 +186,11 @@ static CUresult release(CUdevice dev)
 
 TQ_SD_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { LOCKED(release(dev)); }
 TQ_SD_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { LOCKED(release(dev)); }
-TQ_SD_API CUresult cuCtxSetCurrent(CUcontext ctx) { LOCKED(tq_sd_set_current(ctx)); }
+TQ_SD_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    TQ_SD_STICKY();
+    LOCKED(tq_sd_set_current(ctx));
+}
 
 TQ_SD_API CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
@@ -179,6 +203,7 @@ TQ_SD_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) { LOCKED(tq_sd_push_curren
 TQ_SD_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx) { LOCKED(tq_sd_pop_current(ctx)); }
 TQ_SD_API CUresult cuCtxSynchronize(void)
 {
+    TQ_SD_FAULT(SYNC, CUDA_ERROR_ILLEGAL_ADDRESS);
     LOCKED(cur() ? tq_sd_ctx_sync(cur()) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
@@ -194,19 +219,29 @@ static CUresult stream_create(CUstream *s)
 TQ_SD_API CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
     (void)flags;
+    TQ_SD_FAULT(CONTEXT, CUDA_ERROR_OUT_OF_MEMORY);
     LOCKED(stream_create(s));
 }
 
-TQ_SD_API CUresult cuStreamDestroy_v2(CUstream s) { LOCKED(tq_sd_stream_destroy(s)); }
-TQ_SD_API CUresult cuStreamDestroy(CUstream s) { LOCKED(tq_sd_stream_destroy(s)); }
+/* after a sticky error the stream still goes (its queue was dropped), and the
+ * call says the error */
+static CUresult stream_destroy(CUstream s)
+{
+    CUresult r = tq_sd_stream_destroy(s);
+    return tq_sd_poisoned() ? tq_sd_poisoned() : r;
+}
+TQ_SD_API CUresult cuStreamDestroy_v2(CUstream s) { LOCKED(stream_destroy(s)); }
+TQ_SD_API CUresult cuStreamDestroy(CUstream s) { LOCKED(stream_destroy(s)); }
 
 TQ_SD_API CUresult cuStreamSynchronize(CUstream s)
 {
+    TQ_SD_FAULT(SYNC, CUDA_ERROR_ILLEGAL_ADDRESS);
     LOCKED(stream(s) ? tq_sd_stream_sync(stream(s)) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 TQ_SD_API CUresult cuModuleLoadData(CUmodule *mod, const void *image)
 {
+    TQ_SD_FAULT(MODULE, CUDA_ERROR_NO_BINARY_FOR_GPU);
     LOCKED(cur() ? tq_sd_module_load(TQ_SD_CUDA, image, mod) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
@@ -215,11 +250,12 @@ TQ_SD_API CUresult cuModuleUnload(CUmodule mod)
     if (!mod)
         return CUDA_ERROR_INVALID_HANDLE;
     free(mod);
-    return CUDA_SUCCESS;
+    return tq_sd_poisoned();
 }
 
 TQ_SD_API CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name)
 {
+    TQ_SD_FAULT(MODULE, CUDA_ERROR_NOT_FOUND);
     LOCKED(tq_sd_module_function(mod, name, fn));
 }
 
@@ -240,6 +276,7 @@ static CUresult func_attr(CUfunction fn, int attrib, int value)
 
 TQ_SD_API CUresult cuFuncSetAttribute(CUfunction fn, int attrib, int value)
 {
+    TQ_SD_FAULT(MODULE, CUDA_ERROR_INVALID_VALUE);
     LOCKED(func_attr(fn, attrib, value));
 }
 
@@ -248,6 +285,7 @@ TQ_SD_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   CUstream s, void **params, void **extra)
 {
     const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    TQ_SD_FAULT(LAUNCH, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
     LOCKED(stream(s) ? tq_sd_launch(TQ_SD_CUDA, f, g, b, shared, stream(s), params, extra)
                      : CUDA_ERROR_INVALID_CONTEXT);
 }
@@ -268,7 +306,11 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t bytes)
     return r;
 }
 
-TQ_SD_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) { LOCKED(mem_alloc(p, bytes)); }
+TQ_SD_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+    TQ_SD_FAULT(ALLOC, CUDA_ERROR_OUT_OF_MEMORY);
+    LOCKED(mem_alloc(p, bytes));
+}
 
 static CUresult mem_free(CUdeviceptr p)
 {
@@ -276,7 +318,7 @@ static CUresult mem_free(CUdeviceptr p)
         return CUDA_ERROR_INVALID_CONTEXT;
     /* freeing waits for the work that may still use the memory */
     CUresult r = tq_sd_ctx_sync(cur());
-    CUresult f = tq_sd_mem_free((void *)(uintptr_t)p);
+    CUresult f = tq_sd_mem_free((void *)(uintptr_t)p); /* even after a sticky error */
     return r ? r : f;
 }
 
@@ -300,14 +342,22 @@ TQ_SD_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 TQ_SD_API CUresult cuMemAllocHost_v2(void **p, size_t bytes)
 {
+    TQ_SD_FAULT(ALLOC, CUDA_ERROR_OUT_OF_MEMORY);
     LOCKED(!p ? CUDA_ERROR_INVALID_VALUE
               : cur() ? tq_sd_host_alloc(bytes, p) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
-TQ_SD_API CUresult cuMemFreeHost(void *p) { LOCKED(tq_sd_host_free(p)); }
+TQ_SD_API CUresult cuMemFreeHost(void *p)
+{
+    CUresult r;
+    tq_sd_lock();
+    r = tq_sd_host_free(p); /* even after a sticky error */
+    return tq_sd_unlock(tq_sd_poisoned() ? tq_sd_poisoned() : r);
+}
 
 #define DEV(p) ((void *)(uintptr_t)(p))
 #define COPY(dst, src, n, s, async, dir)                                                   \
+    TQ_SD_FAULT(COPY, CUDA_ERROR_INVALID_VALUE);                                           \
     LOCKED(stream(s) ? tq_sd_copy(TQ_SD_CUDA, dst, src, n, stream(s), async, dir)          \
                      : CUDA_ERROR_INVALID_CONTEXT)
 
@@ -334,12 +384,14 @@ TQ_SD_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t
 
 TQ_SD_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 {
+    TQ_SD_FAULT(COPY, CUDA_ERROR_INVALID_VALUE);
     LOCKED(stream(s) ? tq_sd_memset(TQ_SD_CUDA, DEV(dst), v, n, 1, stream(s))
                      : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 TQ_SD_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, CUstream s)
 {
+    TQ_SD_FAULT(COPY, CUDA_ERROR_INVALID_VALUE);
     LOCKED(stream(s) ? tq_sd_memset(TQ_SD_CUDA, DEV(dst), v, n, 4, stream(s))
                      : CUDA_ERROR_INVALID_CONTEXT);
 }
@@ -354,21 +406,31 @@ static CUresult event_create(CUevent *ev, unsigned flags)
     return CUDA_SUCCESS;
 }
 
-TQ_SD_API CUresult cuEventCreate(CUevent *ev, unsigned flags) { LOCKED(event_create(ev, flags)); }
+TQ_SD_API CUresult cuEventCreate(CUevent *ev, unsigned flags)
+{
+    TQ_SD_FAULT(EVENT, CUDA_ERROR_OUT_OF_MEMORY);
+    LOCKED(event_create(ev, flags));
+}
 
 TQ_SD_API CUresult cuEventRecord(CUevent ev, CUstream s)
 {
+    TQ_SD_FAULT(EVENT, CUDA_ERROR_INVALID_HANDLE);
     LOCKED(stream(s) ? tq_sd_event_record(ev, stream(s)) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
-TQ_SD_API CUresult cuEventSynchronize(CUevent ev) { LOCKED(tq_sd_event_sync(ev)); }
+TQ_SD_API CUresult cuEventSynchronize(CUevent ev)
+{
+    TQ_SD_FAULT(EVENT, CUDA_ERROR_ILLEGAL_ADDRESS);
+    LOCKED(tq_sd_event_sync(ev));
+}
 TQ_SD_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
+    TQ_SD_FAULT(EVENT, CUDA_ERROR_NOT_READY);
     LOCKED(tq_sd_event_elapsed(ms, a, b));
 }
 TQ_SD_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
-    LOCKED(tq_sd_event_elapsed(ms, a, b));
+    return cuEventElapsedTime(ms, a, b);
 }
 
 static CUresult event_destroy(CUevent ev)
@@ -378,7 +440,7 @@ static CUresult event_destroy(CUevent ev)
     /* a pending record still happens on a GPU; here it would touch freed memory */
     CUresult r = ev->pending ? tq_sd_stream_sync(ev->stream) : CUDA_SUCCESS;
     free(ev);
-    return r;
+    return tq_sd_poisoned() ? tq_sd_poisoned() : r;
 }
 
 TQ_SD_API CUresult cuEventDestroy_v2(CUevent ev) { LOCKED(event_destroy(ev)); }
@@ -386,17 +448,20 @@ TQ_SD_API CUresult cuEventDestroy(CUevent ev) { LOCKED(event_destroy(ev)); }
 
 TQ_SD_API CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
 {
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     LOCKED(stream(s) ? tq_sd_capture_begin(stream(s), mode) : CUDA_ERROR_INVALID_CONTEXT);
 }
 /* the CUDA 10.0 form, without a mode: global */
 TQ_SD_API CUresult cuStreamBeginCapture(CUstream s)
 {
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     LOCKED(stream(s) ? tq_sd_capture_begin(stream(s), CU_STREAM_CAPTURE_MODE_GLOBAL)
                      : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 TQ_SD_API CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
 {
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     LOCKED(stream(s) ? tq_sd_capture_end(stream(s), g) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
@@ -404,6 +469,7 @@ TQ_SD_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
                                                unsigned long long flags)
 {
     (void)flags;
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_OUT_OF_MEMORY);
     LOCKED(tq_sd_graph_instantiate(g, exec));
 }
 /* the CUDA 11 form (cuGraphInstantiate / _v2 with an error node and a log) */
@@ -413,6 +479,7 @@ TQ_SD_API CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph g, CUgraphNo
     (void)err;
     if (log && log_size)
         log[0] = 0;
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_OUT_OF_MEMORY);
     LOCKED(tq_sd_graph_instantiate(g, exec));
 }
 TQ_SD_API CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode *err, char *log,
@@ -423,6 +490,7 @@ TQ_SD_API CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode 
 
 TQ_SD_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream s)
 {
+    TQ_SD_FAULT(GRAPH, CUDA_ERROR_INVALID_VALUE);
     LOCKED(stream(s) ? tq_sd_graph_launch(exec, stream(s)) : CUDA_ERROR_INVALID_CONTEXT);
 }
 

@@ -19,6 +19,7 @@ static struct tq_sd_stream *stream(hipStream_t s) { return tq_sd_stream_resolve(
 
 TQ_SD_API hipError_t hipInit(unsigned flags)
 {
+    TQ_SD_FAULT(CONTEXT, hipErrorNoDevice);
     return flags ? hipErrorInvalidValue : tq_sd_cfg()->devices ? hipSuccess : hipErrorNoDevice;
 }
 
@@ -37,11 +38,15 @@ static const struct { int code; const char *name; } names[] = {
     {hipErrorOutOfMemory, "hipErrorOutOfMemory"}, {hipErrorNotInitialized, "hipErrorNotInitialized"},
     {hipErrorNoDevice, "hipErrorNoDevice"}, {hipErrorInvalidDevice, "hipErrorInvalidDevice"},
     {hipErrorInvalidImage, "hipErrorInvalidImage"}, {201, "hipErrorInvalidContext"},
+    {209, "hipErrorNoBinaryForGpu"}, {700, "hipErrorIllegalAddress"},
+    {702, "hipErrorLaunchTimeOut"}, {715, "hipErrorIllegalInstruction"},
+    {716, "hipErrorMisalignedAddress"}, {717, "hipErrorInvalidAddressSpace"},
+    {718, "hipErrorInvalidPc"}, {714, "hipErrorHardwareStackError"},
     {hipErrorInvalidHandle, "hipErrorInvalidHandle"}, {hipErrorNotFound, "hipErrorNotFound"},
     {hipErrorNotReady, "hipErrorNotReady"}, {701, "hipErrorLaunchOutOfResources"},
     {hipErrorLaunchFailure, "hipErrorLaunchFailure"}, {hipErrorNotSupported, "hipErrorNotSupported"},
     {900, "hipErrorStreamCaptureUnsupported"}, {901, "hipErrorStreamCaptureInvalidated"},
-    {903, "hipErrorStreamCaptureUnmatched"}, {999, "hipErrorUnknown"},
+    {903, "hipErrorStreamCaptureUnmatched"}, {906, "hipErrorStreamCaptureImplicit"}, {999, "hipErrorUnknown"},
 };
 
 TQ_SD_API const char *hipGetErrorName(hipError_t e)
@@ -138,7 +143,11 @@ TQ_SD_API hipError_t hipGetDevicePropertiesR0600(void *prop, int dev)
                  TQ_HIP_PROP_R0600_MULTIPROCESSORCOUNT, TQ_HIP_PROP_R0600_GCNARCHNAME);
 }
 
-TQ_SD_API hipError_t hipSetDevice(int dev) { LOCKED(tq_sd_hip_set_device(dev)); }
+TQ_SD_API hipError_t hipSetDevice(int dev)
+{
+    TQ_SD_STICKY();
+    LOCKED(tq_sd_hip_set_device(dev));
+}
 
 TQ_SD_API hipError_t hipGetDevice(int *dev)
 {
@@ -147,6 +156,7 @@ TQ_SD_API hipError_t hipGetDevice(int *dev)
 
 TQ_SD_API hipError_t hipDeviceSynchronize(void)
 {
+    TQ_SD_FAULT(SYNC, 700 /* hipErrorIllegalAddress */);
     LOCKED(cur() ? tq_sd_ctx_sync(cur()) : hipErrorOutOfMemory);
 }
 
@@ -159,16 +169,28 @@ static hipError_t stream_create(hipStream_t *s)
     return (*s = tq_sd_stream_new(cur())) ? hipSuccess : hipErrorOutOfMemory;
 }
 
-TQ_SD_API hipError_t hipStreamCreate(hipStream_t *s) { LOCKED(stream_create(s)); }
-TQ_SD_API hipError_t hipStreamDestroy(hipStream_t s) { LOCKED(tq_sd_stream_destroy(s)); }
+TQ_SD_API hipError_t hipStreamCreate(hipStream_t *s)
+{
+    TQ_SD_FAULT(CONTEXT, hipErrorOutOfMemory);
+    LOCKED(stream_create(s));
+}
+/* after a sticky error the stream still goes, and the call says the error */
+static hipError_t stream_destroy(hipStream_t s)
+{
+    hipError_t r = tq_sd_stream_destroy(s);
+    return tq_sd_poisoned() ? tq_sd_poisoned() : r;
+}
+TQ_SD_API hipError_t hipStreamDestroy(hipStream_t s) { LOCKED(stream_destroy(s)); }
 
 TQ_SD_API hipError_t hipStreamSynchronize(hipStream_t s)
 {
+    TQ_SD_FAULT(SYNC, 700 /* hipErrorIllegalAddress */);
     LOCKED(stream(s) ? tq_sd_stream_sync(stream(s)) : hipErrorOutOfMemory);
 }
 
 TQ_SD_API hipError_t hipModuleLoadData(hipModule_t *m, const void *image)
 {
+    TQ_SD_FAULT(MODULE, 209 /* hipErrorNoBinaryForGpu */);
     LOCKED(tq_sd_module_load(TQ_SD_HIP, image, m));
 }
 
@@ -177,11 +199,12 @@ TQ_SD_API hipError_t hipModuleUnload(hipModule_t m)
     if (!m)
         return hipErrorInvalidHandle;
     free(m);
-    return hipSuccess;
+    return tq_sd_poisoned();
 }
 
 TQ_SD_API hipError_t hipModuleGetFunction(hipFunction_t *f, hipModule_t m, const char *name)
 {
+    TQ_SD_FAULT(MODULE, hipErrorNotFound);
     LOCKED(tq_sd_module_function(m, name, f));
 }
 
@@ -191,6 +214,7 @@ TQ_SD_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigne
                                            void **extra)
 {
     const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    TQ_SD_FAULT(LAUNCH, 701 /* hipErrorLaunchOutOfResources */);
     LOCKED(stream(s) ? tq_sd_launch(TQ_SD_HIP, f, g, b, shared, stream(s), params, extra)
                      : hipErrorOutOfMemory);
 }
@@ -209,7 +233,11 @@ static hipError_t mem_alloc(void **p, size_t bytes)
     return r ? r : tq_sd_mem_alloc(cur()->device, bytes, p);
 }
 
-TQ_SD_API hipError_t hipMalloc(void **p, size_t bytes) { LOCKED(mem_alloc(p, bytes)); }
+TQ_SD_API hipError_t hipMalloc(void **p, size_t bytes)
+{
+    TQ_SD_FAULT(ALLOC, hipErrorOutOfMemory);
+    LOCKED(mem_alloc(p, bytes));
+}
 
 static hipError_t mem_free(void *p)
 {
@@ -239,12 +267,19 @@ TQ_SD_API hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total)
 TQ_SD_API hipError_t hipHostMalloc(void **p, size_t bytes, unsigned flags)
 {
     (void)flags;
+    TQ_SD_FAULT(ALLOC, hipErrorOutOfMemory);
     LOCKED(p ? tq_sd_host_alloc(bytes, p) : hipErrorInvalidValue);
 }
 
-TQ_SD_API hipError_t hipHostFree(void *p) { LOCKED(p ? tq_sd_host_free(p) : hipSuccess); }
+TQ_SD_API hipError_t hipHostFree(void *p)
+{
+    tq_sd_lock();
+    hipError_t r = p ? tq_sd_host_free(p) : hipSuccess; /* even after a sticky error */
+    return tq_sd_unlock(tq_sd_poisoned() ? tq_sd_poisoned() : r);
+}
 
 #define COPY(dst, src, n, s, async, dir)                                                   \
+    TQ_SD_FAULT(COPY, hipErrorInvalidValue);                                               \
     LOCKED(stream(s) ? tq_sd_copy(TQ_SD_HIP, dst, src, n, stream(s), async, dir)           \
                      : hipErrorOutOfMemory)
 
@@ -272,12 +307,14 @@ TQ_SD_API hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, 
 
 TQ_SD_API hipError_t hipMemsetAsync(void *dst, int v, size_t n, hipStream_t s)
 {
+    TQ_SD_FAULT(COPY, hipErrorInvalidValue);
     LOCKED(stream(s) ? tq_sd_memset(TQ_SD_HIP, dst, (uint8_t)v, n, 1, stream(s))
                      : hipErrorOutOfMemory);
 }
 
 TQ_SD_API hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int v, size_t n, hipStream_t s)
 {
+    TQ_SD_FAULT(COPY, hipErrorInvalidValue);
     LOCKED(stream(s) ? tq_sd_memset(TQ_SD_HIP, dst, (uint32_t)v, n, 4, stream(s))
                      : hipErrorOutOfMemory);
 }
@@ -286,18 +323,25 @@ TQ_SD_API hipError_t hipEventCreate(hipEvent_t *ev)
 {
     if (!ev)
         return hipErrorInvalidValue;
+    TQ_SD_FAULT(EVENT, hipErrorOutOfMemory);
     return (*ev = calloc(1, sizeof **ev)) ? hipSuccess : hipErrorOutOfMemory;
 }
 
 TQ_SD_API hipError_t hipEventRecord(hipEvent_t ev, hipStream_t s)
 {
+    TQ_SD_FAULT(EVENT, hipErrorInvalidHandle);
     LOCKED(stream(s) ? tq_sd_event_record(ev, stream(s)) : hipErrorOutOfMemory);
 }
 
-TQ_SD_API hipError_t hipEventSynchronize(hipEvent_t ev) { LOCKED(tq_sd_event_sync(ev)); }
+TQ_SD_API hipError_t hipEventSynchronize(hipEvent_t ev)
+{
+    TQ_SD_FAULT(EVENT, 700 /* hipErrorIllegalAddress */);
+    LOCKED(tq_sd_event_sync(ev));
+}
 
 TQ_SD_API hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b)
 {
+    TQ_SD_FAULT(EVENT, hipErrorNotReady);
     LOCKED(tq_sd_event_elapsed(ms, a, b));
 }
 
@@ -308,16 +352,18 @@ TQ_SD_API hipError_t hipEventDestroy(hipEvent_t ev)
     tq_sd_lock();
     hipError_t r = ev->pending ? tq_sd_stream_sync(ev->stream) : hipSuccess;
     free(ev);
-    return tq_sd_unlock(r);
+    return tq_sd_unlock(tq_sd_poisoned() ? tq_sd_poisoned() : r);
 }
 
 TQ_SD_API hipError_t hipStreamBeginCapture(hipStream_t s, int mode)
 {
+    TQ_SD_FAULT(GRAPH, 900 /* hipErrorStreamCaptureUnsupported */);
     LOCKED(stream(s) ? tq_sd_capture_begin(stream(s), mode) : hipErrorOutOfMemory);
 }
 
 TQ_SD_API hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *g)
 {
+    TQ_SD_FAULT(GRAPH, 901 /* hipErrorStreamCaptureInvalidated */);
     LOCKED(stream(s) ? tq_sd_capture_end(stream(s), g) : hipErrorOutOfMemory);
 }
 
@@ -327,6 +373,7 @@ TQ_SD_API hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t g,
     (void)err_node;
     if (log && log_size)
         log[0] = 0;
+    TQ_SD_FAULT(GRAPH, hipErrorOutOfMemory);
     LOCKED(tq_sd_graph_instantiate(g, exec));
 }
 
@@ -334,11 +381,13 @@ TQ_SD_API hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *exec, hipGraph
                                                   unsigned long long flags)
 {
     (void)flags;
+    TQ_SD_FAULT(GRAPH, hipErrorOutOfMemory);
     LOCKED(tq_sd_graph_instantiate(g, exec));
 }
 
 TQ_SD_API hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s)
 {
+    TQ_SD_FAULT(GRAPH, hipErrorInvalidValue);
     LOCKED(stream(s) ? tq_sd_graph_launch(exec, stream(s)) : hipErrorOutOfMemory);
 }
 

@@ -37,6 +37,33 @@ int tq_sd_driver_version(void);
  * answers as a driver that lacks it. */
 int tq_sd_hidden(const char *symbol);
 
+/* ---- injected faults, sticky errors, call counts (fault.c) ---- */
+enum { TQ_SD_FAULT_LAUNCH, TQ_SD_FAULT_ALLOC, TQ_SD_FAULT_COPY, TQ_SD_FAULT_SYNC,
+       TQ_SD_FAULT_EVENT, TQ_SD_FAULT_MODULE, TQ_SD_FAULT_BLAS, TQ_SD_FAULT_GRAPH,
+       TQ_SD_FAULT_CONTEXT, TQ_SD_FAULT_KINDS };
+/* Counts a call of `kind`: 0 to go on, else what the call returns: the
+ * sticky error once there is one, or `code` (the driver's error for this
+ * call) when TQ_STANDIN_FAIL names this call. */
+CUresult tq_sd_fault(int kind, int code);
+/* The sticky error, or CUDA_SUCCESS; tq_sd_poison makes `code` the sticky
+ * error when it is one of those (a kernel that failed as it ran). */
+CUresult tq_sd_poisoned(void);
+void tq_sd_poison(CUresult code);
+int tq_sd_sticky(int code);
+/* The entry points' first line: `return` the fault when there is one. */
+#define TQ_SD_FAULT(kind, code)                                                            \
+    do {                                                                                   \
+        CUresult f_ = tq_sd_fault(TQ_SD_FAULT_##kind, code);                               \
+        if (f_)                                                                            \
+            return f_;                                                                     \
+    } while (0)
+#define TQ_SD_STICKY()                                                                     \
+    do {                                                                                   \
+        CUresult f_ = tq_sd_poisoned();                                                    \
+        if (f_)                                                                            \
+            return f_;                                                                     \
+    } while (0)
+
 /* ---- devices and contexts (device.c) ---- */
 struct tq_sd_ctx {
     int device;

@@ -132,8 +132,11 @@ CUresult tq_sd_stream_destroy(struct tq_sd_stream *s)
 {
     if (!s || s == s->ctx->null_stream)
         return CUDA_ERROR_INVALID_HANDLE;
-    /* queued work still completes, as on a GPU */
-    CUresult r = s->capture ? CUDA_SUCCESS : tq_sd_stream_sync(s);
+    /* a capture still open is abandoned (its graph was never made); work
+     * queued before it still completes, as on a GPU */
+    tq_sd_graph_free(s->capture);
+    s->capture = NULL;
+    CUresult r = tq_sd_stream_sync(s);
     struct tq_sd_ctx *c = s->ctx;
     for (int i = 0; i < c->nstreams; i++)
         if (c->streams[i] == s) {
@@ -142,8 +145,6 @@ CUresult tq_sd_stream_destroy(struct tq_sd_stream *s)
             c->nstreams--;
             break;
         }
-    if (s->capture)
-        tq_sd_graph_free(s->capture);
     free(s->ops);
     free(s);
     return r;
@@ -196,6 +197,9 @@ CUresult tq_sd_stream_sync(struct tq_sd_stream *s)
         tq_sd_log("a synchronizing call on a stream under capture: the capture is invalidated");
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
+    /* After a sticky error nothing more runs: the queue is dropped and the
+     * error returned, as every call of a context a kernel broke returns it. */
+    r = tq_sd_poisoned();
     /* the queue may not grow while it runs: kernels do not call the API */
     for (size_t i = 0; i < s->n; i++) {
         if (r == CUDA_SUCCESS)
@@ -203,6 +207,7 @@ CUresult tq_sd_stream_sync(struct tq_sd_stream *s)
         tq_sd_op_free(&s->ops[i]); /* after a failure, the rest is dropped */
     }
     s->n = 0;
+    tq_sd_poison(r); /* a kernel that failed as it ran (719) breaks the context */
     return r;
 }
 

@@ -217,18 +217,27 @@ static void diverging_barriers(void)
     int s = st_sync(ST_CUDA);
     st_check(r == CUDA_SUCCESS && s == CUDA_ERROR_LAUNCH_FAILED,
              "barriers at different places fail the launch", "launch %d, sync %d", r, s);
+    /* a kernel that failed leaves the context unusable, as on a GPU: the
+     * next allocation and sync say the same error */
+    CUdeviceptr more = 0;
+    int again = cuMemAlloc_v2(&more, 64);
+    int sync2 = st_sync(ST_CUDA);
+    st_check(again == CUDA_ERROR_LAUNCH_FAILED && sync2 == CUDA_ERROR_LAUNCH_FAILED,
+             "a failed kernel's error is sticky", "alloc %d, sync %d", again, sync2);
+    tq_standin_clear_sticky();
     int fails[3];
     const char *const bad[] = {"tq_k_st_warp_exit", "tq_k_st_warp_mixed", "tq_k_st_warp_ops"};
     for (int i = 0; i < 3; i++) {
         /* the last: a 48-thread block reads lanes its second warp lacks */
         int rr = st_launch(ST_CUDA, bad[i], 1, 1, i == 2 ? 48 : 64, 1, 0, p);
         fails[i] = rr ? rr : st_sync(ST_CUDA);
+        tq_standin_clear_sticky();
     }
     st_check(fails[0] == CUDA_ERROR_LAUNCH_FAILED && fails[1] == CUDA_ERROR_LAUNCH_FAILED &&
                  fails[2] == CUDA_ERROR_LAUNCH_FAILED,
              "warp op with an exited lane, half a warp at a barrier, a partial warp's missing "
              "lane: launch failures", "%d %d %d", fails[0], fails[1], fails[2]);
-    /* and the stand-in is usable again afterwards */
+    /* and, the sticky error cleared (a new process, on a GPU), it runs again */
     st_check(block_sums_right(ST_CUDA, "tq_k_st_block_sum"), "launches run after a failed one",
              "wrong sums");
     st_free(d);
