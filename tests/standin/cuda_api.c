@@ -204,7 +204,7 @@ TQ_SD_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx) { LOCKED(tq_sd_pop_current
 TQ_SD_API CUresult cuCtxSynchronize(void)
 {
     TQ_SD_FAULT(SYNC, CUDA_ERROR_ILLEGAL_ADDRESS);
-    LOCKED(cur() ? tq_sd_ctx_sync(cur()) : CUDA_ERROR_INVALID_CONTEXT);
+    LOCKED(cur() ? tq_sd_device_sync(cur()) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 static CUresult stream_create(CUstream *s)

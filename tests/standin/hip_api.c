@@ -157,7 +157,7 @@ TQ_SD_API hipError_t hipGetDevice(int *dev)
 TQ_SD_API hipError_t hipDeviceSynchronize(void)
 {
     TQ_SD_FAULT(SYNC, 700 /* hipErrorIllegalAddress */);
-    LOCKED(cur() ? tq_sd_ctx_sync(cur()) : hipErrorOutOfMemory);
+    LOCKED(cur() ? tq_sd_device_sync(cur()) : hipErrorOutOfMemory);
 }
 
 static hipError_t stream_create(hipStream_t *s)

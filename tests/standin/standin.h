@@ -184,6 +184,9 @@ CUresult tq_sd_enqueue(struct tq_sd_stream *s, struct tq_sd_op *op);
  * synchronizing call during a capture breaks it. */
 CUresult tq_sd_stream_sync(struct tq_sd_stream *s);
 CUresult tq_sd_ctx_sync(struct tq_sd_ctx *ctx);
+/* cuCtxSynchronize, hipDeviceSynchronize: refused (900, the capture
+ * invalidated) while any stream of the context captures, in any mode. */
+CUresult tq_sd_device_sync(struct tq_sd_ctx *ctx);
 /* `code` (and the capture invalidated) when a stream of the context captures
  * in global or thread-local mode: what a GPU answers to a call that would
  * synchronize with it or is unsafe during it (an allocation, a free). */

@@ -224,6 +224,20 @@ CUresult tq_sd_capture_guard(struct tq_sd_ctx *ctx, CUresult code, const char *w
     return CUDA_SUCCESS;
 }
 
+CUresult tq_sd_device_sync(struct tq_sd_ctx *ctx)
+{
+    /* the Programming Guide: synchronizing a context or device while one of
+     * its streams captures is invalid whatever the capture's mode */
+    for (int i = 0; i < ctx->nstreams; i++)
+        if (ctx->streams[i]->capture) {
+            ctx->streams[i]->capture_broken = 1;
+            tq_sd_log("a context or device synchronize while a stream is under capture: the "
+                      "capture is invalidated");
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    return tq_sd_ctx_sync(ctx);
+}
+
 CUresult tq_sd_ctx_sync(struct tq_sd_ctx *ctx)
 {
     CUresult r = tq_sd_capture_guard(ctx, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,

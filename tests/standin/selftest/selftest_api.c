@@ -259,6 +259,14 @@ static void graphs(void)
     st_check(bad == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
                  end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
              "synchronizing during capture invalidates it", "sync %d end %d", bad, end);
+    /* a context synchronize is refused even in relaxed mode (Programming Guide) */
+    cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+    bad = cuCtxSynchronize();
+    end = cuStreamEndCapture(s, &g);
+    st_check(bad == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                 end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+             "a context synchronize during a relaxed capture invalidates it", "sync %d end %d",
+             bad, end);
     CUdeviceptr m = 0;
     cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
     int al = cuMemAlloc_v2(&m, 64);
