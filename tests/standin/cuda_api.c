@@ -223,15 +223,8 @@ TQ_SD_API CUresult cuStreamCreate(CUstream *s, unsigned flags)
     LOCKED(stream_create(s));
 }
 
-/* after a sticky error the stream still goes (its queue was dropped), and the
- * call says the error */
-static CUresult stream_destroy(CUstream s)
-{
-    CUresult r = tq_sd_stream_destroy(s);
-    return tq_sd_poisoned() ? tq_sd_poisoned() : r;
-}
-TQ_SD_API CUresult cuStreamDestroy_v2(CUstream s) { LOCKED(stream_destroy(s)); }
-TQ_SD_API CUresult cuStreamDestroy(CUstream s) { LOCKED(stream_destroy(s)); }
+TQ_SD_API CUresult cuStreamDestroy_v2(CUstream s) { LOCKED(tq_sd_stream_destroy(s)); }
+TQ_SD_API CUresult cuStreamDestroy(CUstream s) { LOCKED(tq_sd_stream_destroy(s)); }
 
 TQ_SD_API CUresult cuStreamSynchronize(CUstream s)
 {

@@ -174,13 +174,7 @@ TQ_SD_API hipError_t hipStreamCreate(hipStream_t *s)
     TQ_SD_FAULT(CONTEXT, hipErrorOutOfMemory);
     LOCKED(stream_create(s));
 }
-/* after a sticky error the stream still goes, and the call says the error */
-static hipError_t stream_destroy(hipStream_t s)
-{
-    hipError_t r = tq_sd_stream_destroy(s);
-    return tq_sd_poisoned() ? tq_sd_poisoned() : r;
-}
-TQ_SD_API hipError_t hipStreamDestroy(hipStream_t s) { LOCKED(stream_destroy(s)); }
+TQ_SD_API hipError_t hipStreamDestroy(hipStream_t s) { LOCKED(tq_sd_stream_destroy(s)); }
 
 TQ_SD_API hipError_t hipStreamSynchronize(hipStream_t s)
 {

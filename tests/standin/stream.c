@@ -133,7 +133,8 @@ CUresult tq_sd_stream_destroy(struct tq_sd_stream *s)
     if (!s || s == s->ctx->null_stream)
         return CUDA_ERROR_INVALID_HANDLE;
     /* a capture still open is abandoned (its graph was never made); work
-     * queued before it still completes, as on a GPU */
+     * queued before it still completes, as on a GPU, or after a sticky error
+     * is dropped, the stream going all the same and the call saying the error */
     tq_sd_graph_free(s->capture);
     s->capture = NULL;
     CUresult r = tq_sd_stream_sync(s);
