@@ -1,7 +1,8 @@
 # tq: one entry point. `make` builds lib/libtq.a and bin/tq-*; `make check` runs
 # every test; `make demo` runs a sample pipeline; `make bench` measures against
-# the peers; `make install PREFIX=...` installs. `make SAN=1 ...` builds and tests
-# under AddressSanitizer and UndefinedBehaviorSanitizer in build/san/.
+# the peers; `make gpu-check` proves a GPU; `make install PREFIX=...` installs.
+# `make SAN=1 ...` builds and tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer in build/san/.
 
 PREFIX  ?= /usr/local
 CC      ?= cc
@@ -82,7 +83,7 @@ TTOOL_SRC := $(wildcard tests/tools/*.c)
 TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-test deps-demo check check-unit check-bats check-fuzz check-man demo bench install clean notes
+.PHONY: FORCE all deps deps-test deps-demo check check-unit check-bats check-fuzz check-man demo bench gpu-check install clean notes
 all: notes $(LIBA) $(BINS)
 
 notes:
@@ -207,6 +208,12 @@ demo: deps-demo
 bench: deps-test all
 	@sh scripts/venv-bench.sh
 	@bash scripts/bench.sh $(abspath $(BINDIR))
+
+# On a machine with a GPU, every check that needs one and the GPU figures, in
+# build/gpu-check/report.md (scripts/gpu-check.sh says which); without a GPU,
+# one line says so. Not part of `make check`: CI machines have no GPU.
+gpu-check:
+	@TQ_BIN=$(abspath $(BINDIR)) bash scripts/gpu-check.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \

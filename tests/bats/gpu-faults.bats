@@ -106,7 +106,7 @@ sweep() {
 }
 
 @test "fault sweep: tq-embed with a BERT folder, graphs and bf16 products" {
-    py -c 'import torch' 2>/dev/null || skip "python3-torch is not installed (make deps-test installs it)"
+    needs_torch
     py "$TESTS_DIR/lib/make_bert.py" m --pool mean --normalize --max-seq 16 --seed 11
     printf '%s\n' "the cat sat on the mat" "Hello world" "a longer line with more words" > in.txt
     sweep "cuda hip" out.tq tq-embed -m m --device @DEV@ --batch 2 -o out.tq in.txt

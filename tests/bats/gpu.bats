@@ -20,16 +20,22 @@ use_standin() {
     export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
 }
 
+# On a GPU (TQ_GPU_REAL=1), the backends that open a device here, read before
+# a test hides any runtime: a machine has NVIDIA's or AMD's, seldom both.
+[ "${TQ_GPU_REAL:-}" != 1 ] || real_backends=$(tq-cat --list-devices | sed -n 's/^\(cuda\|hip\):0 .*/\1/p')
+
 # The backends this build has (nvcc and hipcc present at build time).
 built_backends() {
     local b
     for b in cuda hip; do
+        [ "${TQ_GPU_REAL:-}" != 1 ] || grep -qx "$b" <<< "$real_backends" || continue
         tq-cat --list-devices | grep -q "^$b .*not built" || echo "$b"
     done
 }
 
 needs_gpu() {
     use_standin
+    [ "${TQ_GPU_REAL:-}" != 1 ] || [ -n "$real_backends" ] || skip "TQ_GPU_REAL=1, but no cuda:0 or hip:0 opens here"
     [ -n "$(built_backends)" ] || skip "this build has neither CUDA nor HIP (nvcc and hipcc were missing)"
 }
 
@@ -101,6 +107,7 @@ needs_gpu() {
     [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
     "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
     T="$BATS_TEST_TMPDIR"
+    needs_torch
     py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
     printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
         "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
@@ -130,6 +137,7 @@ needs_gpu() {
     needs_gpu
     needs_numpy
     T="$BATS_TEST_TMPDIR"
+    needs_torch
     py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
     printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
         "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
@@ -176,6 +184,7 @@ needs_gpu() {
 @test "tq-embed --device cuda/hip: layers recorded once per batch shape and replayed, same bytes as without graphs" {
     needs_gpu
     T="$BATS_TEST_TMPDIR"
+    needs_torch
     py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
     # 8 lines of 4 words, then 2 of 9: batches of 2 give 4 of one shape, 1 of another
     for i in 1 2 3 4 5 6 7 8; do echo "w$i x y z"; done > "$T/in.txt"

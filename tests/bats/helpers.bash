@@ -7,8 +7,10 @@ TESTS_DIR="$(cd "$(dirname "${BATS_TEST_FILENAME}")/.." && pwd)"
 ROOT_DIR="$(cd "$TESTS_DIR/.." && pwd)"
 : "${TQ_BIN:=$ROOT_DIR/bin}"
 export PATH="$TQ_BIN:$PATH"
-# Debian's python3 with python3-numpy: the independent reference of the tests.
-PY=/usr/bin/python3
+# Debian's python3 with python3-numpy: the independent reference of the tests
+# (TQ_TEST_PY names another, for a machine whose python3 lacks them: make
+# gpu-check on a GPU machine).
+PY=${TQ_TEST_PY:-/usr/bin/python3}
 export PYTHONPATH="$TESTS_DIR/lib${PYTHONPATH:+:$PYTHONPATH}"
 # Tests must not depend on the caller's environment.
 unset TQ_DEVICE TQ_THREADS TQ_LOG TQ_CUDA_DRIVER TQ_CUBLAS TQ_HIP_RUNTIME TQ_ROCBLAS
@@ -20,6 +22,12 @@ py() { "$PY" "$@"; }
 needs_numpy() {
     "$PY" -c 'import numpy' 2>/dev/null ||
         skip "python3-numpy is not installed (make deps-test installs it)"
+}
+
+# needs_torch: the same for PyTorch (tests/lib/make_bert.py writes its models).
+needs_torch() {
+    "$PY" -c 'import torch' 2>/dev/null ||
+        skip "python3-torch is not installed (make deps-test installs it)"
 }
 
 # open_mpi_env: what a test that starts Open MPI programs exports. CI runs as
