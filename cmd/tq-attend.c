@@ -247,6 +247,32 @@ static tq_status per_row(const col *c, int64_t b, int64_t n, int rank3)
     return TQ_OK;
 }
 
+/* ------------------------------------------------------------ what was taken */
+
+static tq_took took_of(const col *c, const char *what, const char *from)
+{
+    tq_took k = {.what = what, .name = c->name, .from = from, .rank = c->rank};
+    memcpy(k.dims, c->dims, sizeof k.dims);
+    return k;
+}
+
+/* Under -v, Q, K and V with their shapes and inputs, one collector once:
+ * "queries: frame "emb" [1 x 384] from standard input; keys and values:
+ * frame "emb" [2 x 384] from kv.tq". */
+static void say_took(tq_tool *t, const col *q, const col *k, const col *v, const char *qfrom,
+                     const char *kfrom)
+{
+    const char *what = k == q ? (v == q ? "queries, keys and values" : "queries and keys")
+                              : v == q ? "queries and values" : "queries";
+    tq_took took[3] = {took_of(q, what, qfrom)};
+    int n = 1;
+    if (k != q)
+        took[n++] = took_of(k, v == k ? "keys and values" : "keys", kfrom);
+    if (v != q && v != k)
+        took[n++] = took_of(v, "values", kfrom);
+    tq_tool_took(t, took, n);
+}
+
 /* ------------------------------------------------------------ main */
 
 static float float_arg(tq_tool *t, const char *opt, const char *arg)
@@ -389,8 +415,10 @@ int main(int argc, char **argv)
     tq_quant_side_init(&cq.side), tq_quant_side_init(&ck.side), tq_quant_side_init(&cv.side);
     col cg = {.name = o.group, .as = TQ_DTYPE_I64}, ckg = {.name = o.group, .as = TQ_DTYPE_I64};
     col clen = {.name = o.key_len, .as = TQ_DTYPE_I64}, cmask = {.name = o.key_mask, .as = TQ_DTYPE_I64};
-    col *pk = !strcmp(kname, o.q) ? &cq : &ck;
-    col *pv = !strcmp(vname, o.q) ? &cq : !strcmp(vname, kname) ? pk : &cv;
+    /* each input's frames from that input only: with --kv, K and V never
+     * share Q's collector, whatever their names */
+    col *pk = !o.kv && !strcmp(kname, o.q) ? &cq : &ck;
+    col *pv = !o.kv && !strcmp(vname, o.q) ? &cq : !strcmp(vname, kname) ? pk : &cv;
     state s = {&t, NULL, 0, 0};
     double t0 = tq_tool_now();
     /* K's side (K, V, its groups and mask) from --kv FILE or standard input;
@@ -420,9 +448,19 @@ int main(int argc, char **argv)
         (st = seq_shape(pv, "values", &bv, &lv, &j.dv)))
         tq_tool_fail(&t, st);
     int rank3 = cq.rank == 3;
-    if (pk->rank != cq.rank || pv->rank != cq.rank || bk != j.B || bv != j.B)
-        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "\"%s\", \"%s\" and \"%s\" differ in rank or "
-                                              "sequence count", cq.name, pk->name, pv->name));
+    const char *qfrom = "standard input", *kfrom = o.kv ? tq_took_label(o.kv) : qfrom;
+    tq_took took_q = took_of(&cq, "queries", qfrom), took_k = took_of(pk, "keys", kfrom),
+            took_v = took_of(pv, "values", kfrom);
+    if (pk->rank != cq.rank || pv->rank != cq.rank || bk != j.B || bv != j.B) {
+        char a[400], b[400], c3[400];
+        tq_took_say(&took_q, a, sizeof a), tq_took_say(&took_k, b, sizeof b);
+        tq_took_say(&took_v, c3, sizeof c3);
+        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "the queries, keys and values differ in rank or "
+                                              "sequence count: %s; %s; %s", a, b, c3));
+    }
+    say_took(&t, &cq, pk, pv, qfrom, kfrom);
+    if (!o.weights && (st = tq_took_same_width(&took_q, &took_k)))
+        tq_tool_fail(&t, st);
     if (lv != j.Lk)
         tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "\"%s\" has %lld rows, \"%s\" %lld", pk->name,
                                  (long long)j.Lk, pv->name, (long long)lv));

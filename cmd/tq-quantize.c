@@ -104,6 +104,8 @@ static tq_status load_ranges(tq_tool *t, const char *src, const char *input,
     if (!strcmp(src, "auto") && !strcmp(input, "-") && lseek(0, 0, SEEK_SET) != 0)
         return tq_fail(TQ_ERR_IO, "stdin: cannot read it again: %s", strerror(errno));
     o->ranges = *ranges;
+    o->ranges_from = strcmp(src, "auto") ? src : tq_took_label(input);
+    o->input_from = tq_took_label(input);
     return TQ_OK;
 }
 

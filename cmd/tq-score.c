@@ -221,10 +221,21 @@ int main(int argc, char **argv)
     tq_pick pe = EMB_PICK("candidates", "emb");
     tq_tool_pick(&t, r, NULL, NULL, &pe);
     o.emb = pe.name[0] ? pe.name : "emb";
+    /* each input's frames from that input: the candidates from the input,
+     * the query from --query FILE, whatever their names */
+    char in_label[512];
+    int nin = argc - optind;
+    snprintf(in_label, sizeof in_label, "%s", tq_took_label(nin ? argv[optind] : "-"));
+    for (int i = 1; i < nin; i++) { /* the chained inputs, as one */
+        size_t len = strlen(in_label);
+        snprintf(in_label + len, sizeof in_label - len, " + %s", tq_took_label(argv[optind + i]));
+    }
+    o.in_label = in_label;
+    tq_pick pqe = EMB_PICK("query", o.emb);
     if (query_path) {
-        tq_pick pqe = EMB_PICK("query", o.emb);
         tq_tool_pick(&t, NULL, query_path, query_path, &pqe);
-        st = tq_score_query_load(query_path, pqe.name[0] ? pqe.name : o.emb, o.group, dev, &query);
+        o.query_emb = pqe.name[0] ? pqe.name : o.emb;
+        st = tq_score_query_load(query_path, o.query_emb, o.group, dev, &query);
     }
     if (!st && model_path)
         st = tq_score_model_load(model_path, dev, &model);
@@ -247,6 +258,15 @@ int main(int argc, char **argv)
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;
+    if (!st) {
+        tq_took took[2] = {
+            {.what = "candidates", .name = o.emb, .from = in_label, .rank = stats.d ? 2 : 0,
+             .dims = {stats.rows_in, stats.d}},
+            {.what = "query", .name = o.query_emb, .from = query_path, .rank = query ? 2 : 0,
+             .dims = {query ? tq_score_query_rows(query) : 0, query ? tq_score_query_dim(query) : 0}},
+        };
+        tq_tool_took(&t, took, 2);
+    }
     if (!st)
         tq_tool_log(&t, TQ_LOG_INFO, "%lld rows in %lld groups, %lld rows out, %.3f s",
                     (long long)stats.rows_in, (long long)stats.groups, (long long)stats.rows_out,

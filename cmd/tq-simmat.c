@@ -232,6 +232,11 @@ int main(int argc, char **argv)
     int is_tmp = 0;
     const char *qpath = "-";
     s.self = !db;
+    /* each input's frames from that input: the queries from standard input,
+     * the database from --db FILE (or from standard input too, without it) */
+    s.q_label = "standard input";
+    s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : "standard input";
+    const char *name_opt = s.vec_name; /* --name, for the picks */
     if ((st = tq_device_open(t.device, &s.dev)))
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
@@ -242,7 +247,7 @@ int main(int argc, char **argv)
     }
     /* which frames: tq(7)'s one rule, for the database and for the queries */
 #define VEC_PICK(WHAT, DEF)                                                                   \
-    {.what = WHAT, .option = "--name", .given = s.vec_name, .def = DEF, .rank_lo = 2,         \
+    {.what = WHAT, .option = "--name", .given = name_opt, .def = DEF, .rank_lo = 2,         \
      .rank_hi = 2, .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 float or code"}
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
@@ -280,12 +285,10 @@ int main(int argc, char **argv)
     if (!st && rescore) {
         st = tq_sim_rows_load(&s.rescore, rescore, rescore, s.vec_name ? s.vec_name : s.db.name, 0);
         if (!st && (s.rescore.n != s.db.n || s.rescore.d != s.db.d))
-            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld",
-                         rescore, (long long)s.rescore.n, (long long)s.rescore.d,
-                         (long long)s.db.n, (long long)s.db.d);
+            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld "
+                         "from %s", rescore, (long long)s.rescore.n, (long long)s.rescore.d,
+                         (long long)s.db.n, (long long)s.db.d, s.db_label);
     }
-    if (!st && db && s.mode == TQ_SIM_DEDUP && s.vec_name == NULL)
-        s.vec_name = s.db.name;
     if (!st && db && !code && (s.mode != TQ_SIM_DEDUP || s.db.n))
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
@@ -309,9 +312,19 @@ int main(int argc, char **argv)
         st = code && s.mode != TQ_SIM_DEDUP ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
-    if (!st && !cst)
+    if (!st && !cst) {
+        /* what came from where: the rows each input gave, and their width */
+        const char *qn = s.q_name ? s.q_name : s.vec_name ? s.vec_name : s.db.name;
+        tq_took took[2] = {
+            {.what = s.self ? "vectors" : "query vectors", .name = qn, .from = s.q_label,
+             .rank = 2, .dims = {s.q_seen, s.db.d}},
+            {.what = "database vectors", .name = s.db.name, .from = s.db_label,
+             .rank = s.self ? 0 : 2, .dims = {s.db.n, s.db.d}},
+        };
+        tq_tool_took(&t, took, 2);
         tq_tool_log(&t, TQ_LOG_INFO, "%lld query rows in %.3f s%s", (long long)s.q_seen,
                     tq_tool_now() - t0, "");
+    }
     if (!st && !cst && s.mode == TQ_SIM_THRESHOLD && !code && s.screen_dh)
         tq_tool_log(&t, TQ_LOG_INFO, "%lld pairs; an int8 screen of the first %lld values let "
                     "%lld through to the exact score", (long long)s.pairs, (long long)s.screen_dh,

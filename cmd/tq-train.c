@@ -320,6 +320,10 @@ int main(int argc, char **argv)
         fail(&t, st);
     if (valid_path) {
         tq_train_names vn = nm;
+        /* each set's frames from its own input; without --x, the validation
+         * features default to the name the training set's had */
+        if (!nm.x)
+            vn.x_def = train.xname;
         if ((st = tq_train_data_load(valid_path, &vn, &valid)))
             fail(&t, st);
         have_valid = 1;
@@ -336,6 +340,13 @@ int main(int argc, char **argv)
     if (mpi_on)
         tq_tool_log(&t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
                     comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
+    tq_took took[2] = {
+        {.what = "training features", .name = train.xname, .from = train.from, .rank = 2,
+         .dims = {train.n, train.d}},
+        {.what = "validation features", .name = have_valid ? valid.xname : "", .from = have_valid ? valid.from : "",
+         .rank = have_valid ? 2 : 0, .dims = {have_valid ? valid.n : 0, have_valid ? valid.d : 0}},
+    };
+    tq_tool_took(&t, took, 2);
     tq_tool_log(&t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
                 (long long)train.n, (long long)train.d, train.xname,
                 have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),

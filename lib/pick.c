@@ -96,3 +96,29 @@ tq_status tq_pick_path(const char *path, const char *label, tq_pick *p)
     tq_reader_close(r);
     return st;
 }
+
+void tq_took_say(const tq_took *t, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s: frame \"%s\" [", t->what, t->name);
+    for (int i = 0; i < t->rank && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? " x " : "", (long long)t->dims[i]);
+    if (len < n)
+        snprintf(buf + len, n - len, "] from %s", t->from);
+}
+
+tq_status tq_took_same_width(const tq_took *a, const tq_took *b)
+{
+    int64_t wa = a->rank ? a->dims[a->rank - 1] : 0, wb = b->rank ? b->dims[b->rank - 1] : 0;
+    if (wa == wb)
+        return TQ_OK;
+    return tq_fail(TQ_ERR_DATA,
+                   "%s and %s differ in width: \"%s\" from %s has %lld values a row, \"%s\" "
+                   "from %s has %lld",
+                   a->what, b->what, a->name, a->from, (long long)wa, b->name, b->from,
+                   (long long)wb);
+}
+
+const char *tq_took_label(const char *path)
+{
+    return !path || !strcmp(path, "-") ? "standard input" : path;
+}

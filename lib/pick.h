@@ -31,4 +31,24 @@ tq_status tq_pick_frame(tq_reader *r, tq_pick *p);
 /* The same for the stream in the file PATH (LABEL names it in messages). */
 tq_status tq_pick_path(const char *path, const char *label, tq_pick *p);
 
+/* What a tool took from one of its inputs, once read: for -v, and to check
+ * that two inputs agree where they must. Each input's frames come from that
+ * input only (tq(7)); this says which, and from where. */
+typedef struct tq_took {
+    const char *what;     /* "queries", "keys and values" */
+    const char *name;     /* the frame */
+    const char *from;     /* the input: "standard input", "kv.tq" */
+    int rank;             /* 0: nothing taken (not said) */
+    int64_t dims[TQ_MAX_RANK]; /* dims[0]: rows over all batches */
+} tq_took;
+
+/* "queries: frame "emb" [1 x 384] from standard input" into buf. */
+void tq_took_say(const tq_took *t, char *buf, size_t n);
+/* TQ_ERR_DATA naming both inputs and both widths when the last dims of a
+ * and b differ: "queries and keys differ in width: "emb" from standard input
+ * has 8 values a row, "emb" from kv.tq has 384". */
+tq_status tq_took_same_width(const tq_took *a, const tq_took *b);
+/* The label of a path in these messages: "-" is "standard input". */
+const char *tq_took_label(const char *path);
+
 #endif

@@ -236,6 +236,22 @@ void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label,
         tq_tool_log(t, TQ_LOG_INFO, "%s: no frame fits (%s)", p->what, p->why);
 }
 
+void tq_tool_took(tq_tool *t, const tq_took *took, int n)
+{
+    char line[1024], one[400];
+    size_t len = 0;
+    line[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!took[i].rank)
+            continue;
+        tq_took_say(&took[i], one, sizeof one);
+        if (len < sizeof line)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", len ? "; " : "", one);
+    }
+    if (line[0])
+        tq_tool_log(t, TQ_LOG_INFO, "%s", line);
+}
+
 void tq_tool_tempfile(const char *path, int add)
 {
     if (add)

@@ -104,6 +104,11 @@ void tq_tool_progress_done(tq_tool *t);
  * fit. p->name is "" when none fits. */
 void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label, tq_pick *p);
 
+/* Under -v, one line of what the tool took from each input (pick.h's
+ * tq_took; those of rank 0 are left out): "queries: frame "emb" [1 x 384]
+ * from standard input; keys and values: frame "emb" [2 x 384] from kv.tq". */
+void tq_tool_took(tq_tool *t, const tq_took *took, int n);
+
 /* A temporary file of the tool (add 1; 0 when it is gone): removed when the
  * tool fails or is interrupted. PATH must outlive its registration. */
 void tq_tool_tempfile(const char *path, int add);

@@ -108,6 +108,7 @@ typedef struct tq_quant_opts {
     int nnames;
     const float *ranges;          /* the ranges codes: [2, ranges_d] */
     int64_t ranges_d;
+    const char *ranges_from, *input_from; /* the inputs, for messages (NULL: unnamed) */
     int measure;                  /* fill the error figures of the stats */
 } tq_quant_opts;
 

@@ -156,10 +156,11 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
                        (long long)d);
     int ranged = c == TQ_QUANT_UINT8_RANGES || c == TQ_QUANT_INT8_RANGES;
     if (ranged && d != o->ranges_d)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": the ranges have %lld dimensions, the "
-                                    "rows %lld",
-                       (unsigned long long)f->index, f->name, (long long)o->ranges_d,
-                       (long long)d);
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": the ranges from %s have %lld dimensions, "
+                                    "the rows from %s %lld",
+                       (unsigned long long)f->index, f->name,
+                       o->ranges_from ? o->ranges_from : "--ranges", (long long)o->ranges_d,
+                       o->input_from ? o->input_from : "the input", (long long)d);
     const void *data;
     tq_status st = tq_frame_data(f, &data);
     size_t nv = (size_t)(n * d);

@@ -155,6 +155,7 @@ tq_status tq_score_query_load(const char *path, const char *emb, const char *gro
 }
 
 int64_t tq_score_query_dim(const tq_score_query *q) { return q->d; }
+int64_t tq_score_query_rows(const tq_score_query *q) { return q->k; }
 int tq_score_query_has_groups(const tq_score_query *q) { return q->gid != NULL; }
 
 tq_status tq_score_query_row(const tq_score_query *q, int64_t gid, float *dst)

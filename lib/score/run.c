@@ -7,6 +7,7 @@
 #include "rows.h"
 #include "internal.h"
 #include "../quant/quant.h"
+#include "../pick.h"
 
 typedef struct runner {
     const tq_score_run_opts *o;
@@ -229,15 +230,22 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
 {
     const tq_score_run_opts *o = r->o;
     tq_status st;
-    r->d = emb->dims[1];
-    if (o->cfg.query && tq_score_query_dim(o->cfg.query) != r->d)
-        return tq_fail(TQ_ERR_DATA, "%s: the query vectors have dim %lld, \"%s\" has %lld",
-                       o->query_path, (long long)tq_score_query_dim(o->cfg.query), o->emb,
-                       (long long)r->d);
+    r->d = r->stats->d = emb->dims[1];
+    if (o->cfg.query && tq_score_query_dim(o->cfg.query) != r->d) {
+        /* each input's frames from that input: name both, and both widths */
+        tq_took q = {.what = "query", .name = o->query_emb ? o->query_emb : o->emb,
+                     .from = o->query_path, .rank = 2,
+                     .dims = {tq_score_query_rows(o->cfg.query), tq_score_query_dim(o->cfg.query)}};
+        tq_took c = {.what = "candidates", .name = o->emb,
+                     .from = o->in_label ? o->in_label : "the input", .rank = 2,
+                     .dims = {emb->dims[0], r->d}};
+        return tq_took_same_width(&q, &c);
+    }
     if (o->cfg.model && tq_score_model_dim(o->cfg.model) != r->d)
-        return tq_fail(TQ_ERR_DATA, "%s: the model takes vectors of dim %lld, \"%s\" has %lld",
+        return tq_fail(TQ_ERR_DATA, "%s: the model takes vectors of dim %lld, \"%s\" from %s has "
+                                    "%lld",
                        o->model_path, (long long)tq_score_model_dim(o->cfg.model), o->emb,
-                       (long long)r->d);
+                       o->in_label ? o->in_label : "the input", (long long)r->d);
     if (!(r->cols = calloc((size_t)r->nbatch, sizeof *r->cols)))
         return oom();
     for (int i = 0; i < r->nbatch; i++)

@@ -31,6 +31,7 @@ typedef struct tq_score_query tq_score_query;
 tq_status tq_score_query_load(const char *path, const char *emb, const char *group,
                               tq_device *dev, tq_score_query **q);
 int64_t tq_score_query_dim(const tq_score_query *q);
+int64_t tq_score_query_rows(const tq_score_query *q);
 int tq_score_query_has_groups(const tq_score_query *q);
 /* The normalized query row for group gid (or the single row when the file has
  * no groups) into dst [d]; TQ_ERR_DATA when there is none for gid. */
@@ -70,12 +71,15 @@ typedef struct tq_score_run_opts {
     int sort;                      /* rows by rank within each group */
     int64_t batch;                 /* rows per output frame at most */
     const char *query_path, *model_path; /* for messages */
+    const char *query_emb;         /* the query's frame in query_path */
+    const char *in_label;          /* the candidates' input: "standard input", FILE */
     const char *meta;              /* metadata of the score frames */
     size_t meta_len;
 } tq_score_run_opts;
 
 typedef struct tq_score_stats {
     int64_t rows_in, rows_out, groups;
+    int64_t d;                     /* the candidates' width (0: no rows) */
 } tq_score_stats;
 
 tq_status tq_score_run(const tq_score_run_opts *o, tq_reader *r, tq_writer *w,

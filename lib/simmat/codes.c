@@ -104,16 +104,21 @@ static tq_status keep_scale(pending *p, tq_frame *f)
     return TQ_OK;
 }
 
-/* Checks a codes frame against the database's kind and its pending scales. */
-static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *p, tq_dtype want)
+/* Checks a codes frame against the database's kind and its pending scales
+ * (query: a frame of the queries, whose width is checked against the
+ * database's, naming both inputs). */
+static tq_status check_codes(const tq_sim *s, const tq_frame *f, const pending *p, tq_dtype want,
+                             int query)
 {
     if (f->rank != 2 || f->dtype != want)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where %s codes [n, d] are "
                                     "wanted (the database holds %s)",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
                        tq_dtype_name(want), tq_dtype_name(s->code));
+    if (query && s->db.n && f->dims[1] != s->db.d)
+        return tq_sim_check_width(s, f);
     if (s->db.n && f->dims[1] != s->db.d)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
                        (unsigned long long)f->index, f->name, (long long)f->dims[1],
                        (long long)s->db.d);
     if (s->code == TQ_DTYPE_I8 && p->n != f->dims[0])
@@ -154,7 +159,7 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, cons
             s->code = f->dtype;
             s->db.d = f->rank == 2 ? f->dims[1] : 0;
         }
-        if ((st = check_codes(s, f, &p, s->code)))
+        if ((st = check_codes(s, f, &p, s->code, 0)))
             break;
         int64_t n = f->dims[0];
         size_t rb = row_bytes(s->code, s->db.d);
@@ -359,8 +364,7 @@ static tq_status quantize_queries(const tq_sim *s, tq_frame *f, float **qf, unsi
 {
     int64_t n = f->dims[0], d = f->dims[1];
     if (d != s->db.d)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values, the database has %lld",
-                       (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
+        return tq_sim_check_width(s, f);
     const void *data;
     tq_status st = tq_frame_data(f, &data);
     if (st)
@@ -439,7 +443,7 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
                              (unsigned long long)f->index, f->name);
                 break;
             }
-            if ((st = check_codes(s, f, &p, query_code(s))) || (st = tq_frame_data(f, &data)) ||
+            if ((st = check_codes(s, f, &p, query_code(s), 1)) || (st = tq_frame_data(f, &data)) ||
                 (st = run_mode(s, data, p.v, NULL, f->dims[0], buf, &pairs, &qk, out)))
                 break;
         }

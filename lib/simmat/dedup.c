@@ -328,8 +328,7 @@ static tq_status load_batch(dd *z, tq_frame *f)
                        s->code ? " codes [n, d]" : " [n, d]");
     int64_t n = f->dims[0], d = f->dims[1];
     if (d != s->db.d)
-        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
-                       (unsigned long long)f->index, f->name, (long long)d, (long long)s->db.d);
+        return tq_sim_check_width(s, f);
     if (!s->code) {
         tq_status st = tq_sim_frame_f32(f, &s->qranges, &z->q, &z->qcap);
         if (!st && s->metric == TQ_SIM_COSINE)

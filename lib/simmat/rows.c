@@ -3,8 +3,24 @@
 #include "../internal.h"
 #include "../simscore.h"
 #include "simmat.h"
+#include "../pick.h"
 
 #include <sys/mman.h>
+
+tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f)
+{
+    if (f->dims[1] == s->db.d)
+        return TQ_OK;
+    if (!s->db_label) /* one input: its later rows against its earlier ones */
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": rows of %lld values after %lld",
+                       (unsigned long long)f->index, f->name, (long long)f->dims[1],
+                       (long long)s->db.d);
+    tq_took q = {.what = "query vectors", .name = f->name, .from = s->q_label, .rank = 2,
+                 .dims = {f->dims[0], f->dims[1]}};
+    tq_took db = {.what = "database vectors", .name = s->db.name, .from = s->db_label,
+                  .rank = 2, .dims = {s->db.n, s->db.d}};
+    return tq_took_same_width(&q, &db);
+}
 
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {

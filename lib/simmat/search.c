@@ -385,12 +385,8 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
         if ((st = tq_sim_frame_f32(f, &s->qranges, &q, &qcap)))
             break;
         int64_t n = f->dims[0];
-        if (f->dims[1] != s->db.d) {
-            st = tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": queries of %lld values, the database has %lld",
-                         (unsigned long long)f->index, f->name, (long long)f->dims[1],
-                         (long long)s->db.d);
+        if ((st = tq_sim_check_width(s, f)))
             break;
-        }
         if (s->metric == TQ_SIM_COSINE)
             tq_sim_normalize_rows(q, n, s->db.d);
         if (s->mode == TQ_SIM_TOPK)

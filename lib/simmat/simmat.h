@@ -52,6 +52,8 @@ typedef struct tq_sim {
     int self;              /* no --db: the input against itself */
     const char *vec_name;  /* --name, or NULL: the first rank-2 float frame */
     const char *q_name;    /* the queries' vector frame, or NULL: db.name */
+    const char *q_label;   /* the inputs in messages: "standard input", */
+    const char *db_label;  /* the --db FILE; NULL: no --db (dedup of the input) */
     tq_device *dev;
     tq_sim_rows db;        /* the database (all rows; the shard is a range) */
     int64_t s0, s1;        /* the shard's rows of db */
@@ -170,6 +172,11 @@ int tq_sim_codes_is_vectors(const tq_frame *f, const char *name);
 /* Merges the top-k streams of the shards (in any order) into the stream of a
  * single run. */
 tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out);
+
+/* Query rows of frame f against the database's width: each input's frames
+ * come from that input, and where they differ in width the error names both
+ * (rows.c). */
+tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f);
 
 /* Helpers shared by the modes (rows.c). */
 int tq_sim_is_vectors(const tq_frame *f, const char *name);

@@ -6,6 +6,7 @@
  * of the right rank and kind. */
 #include "../internal.h"
 #include "../quant/quant.h"
+#include "../pick.h"
 #include "train.h"
 
 #include <math.h>
@@ -28,6 +29,7 @@ typedef struct col {
 
 typedef struct loader {
     const tq_train_names *nm;
+    const char *path;
     col x, y, g, w;
     col cand[MAX_CAND]; /* rank 2 float frames, while x has no name */
     int ncand;
@@ -170,7 +172,8 @@ static void col_free(col *c)
     tq_quant_side_free(&c->side);
 }
 
-/* The features when --x names none: "emb", else the one candidate. */
+/* The features when --x names none: "emb" (or the name given as the default:
+ * the training set's, for the validation set), else the one candidate. */
 static tq_status choose_x(loader *L)
 {
     int kept = 0; /* candidates that had only side frames are none */
@@ -183,7 +186,7 @@ static tq_status choose_x(loader *L)
     L->ncand = kept;
     int pick = -1;
     for (int i = 0; i < L->ncand; i++)
-        if (!strcmp(L->cand[i].name, "emb"))
+        if (!strcmp(L->cand[i].name, L->nm->x_def ? L->nm->x_def : "emb"))
             pick = i;
     if (pick < 0 && L->ncand == 1)
         pick = 0;
@@ -297,6 +300,7 @@ static tq_status finish(loader *L, tq_train_data *d)
     d->y_int = L->y.src_int;
     d->w = L->w.v, L->w.v = NULL;
     snprintf(d->xname, sizeof d->xname, "%s", L->x.name);
+    d->from = tq_took_label(L->path);
     return TQ_OK;
 }
 
@@ -306,6 +310,7 @@ tq_status tq_train_data_load(const char *path, const tq_train_names *names, tq_t
     loader L;
     memset(&L, 0, sizeof L);
     L.nm = names;
+    L.path = path;
     L.x.dtype = TQ_DTYPE_F32;
     L.x.features = 1;
     tq_quant_side_init(&L.x.side);

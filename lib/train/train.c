@@ -5,6 +5,7 @@
  * computed in a fixed order on the host or by ops whose results do not depend
  * on the thread count, so a run is reproducible to the bit. */
 #include "../internal.h"
+#include "../pick.h"
 #include "loss.h"
 #include "save.h"
 #include "trainer.h"
@@ -79,10 +80,13 @@ static tq_status resolve(tq_trainer *t)
         return tq_fail(TQ_ERR_USAGE, "the listwise loss weighs groups equally: no --weight");
     if (c->patience && !t->va)
         return tq_fail(TQ_ERR_USAGE, "--patience needs a validation set (--valid FILE)");
-    if (t->va && t->va->d != tr->d)
-        return tq_fail(TQ_ERR_DATA, "the validation features have %lld values a row, the "
-                                    "training features %lld",
-                       (long long)t->va->d, (long long)tr->d);
+    if (t->va && t->va->d != tr->d) { /* each set from its own input: name both */
+        tq_took a = {.what = "validation features", .name = t->va->xname, .from = t->va->from,
+                     .rank = 2, .dims = {t->va->n, t->va->d}};
+        tq_took b = {.what = "training features", .name = tr->xname, .from = tr->from,
+                     .rank = 2, .dims = {tr->n, tr->d}};
+        return tq_took_same_width(&a, &b);
+    }
     t->output = t->loss == TQ_LOSS_SOFTMAX ? TQ_OUT_SOFTMAX
                 : t->loss == TQ_LOSS_LOGISTIC ? TQ_OUT_SIGMOID
                                               : TQ_OUT_LINEAR;

@@ -32,6 +32,8 @@ typedef struct tq_train_names {
     const char *y;      /* the targets (default "y") */
     const char *group;  /* NULL: "group" if present; "" never */
     const char *weight; /* NULL: none */
+    const char *x_def;  /* with x NULL, the default name of the features (NULL:
+                           "emb"): the validation set's is the training set's */
 } tq_train_names;
 
 typedef struct tq_train_data {
@@ -44,6 +46,7 @@ typedef struct tq_train_data {
     int64_t *gstart;   /* [ngroups + 1] first row of each group, then n */
     int64_t *gid;      /* [ngroups] the ids, or NULL without a group frame */
     char xname[TQ_MAX_NAME + 1];
+    const char *from;  /* the input, for messages: "standard input", FILE */
 } tq_train_data;
 
 /* Reads a stream file ("-": stdin). Errors (TQ_ERR_DATA, "LABEL: ..."): no

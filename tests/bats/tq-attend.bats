@@ -199,3 +199,37 @@ print("ok")'
     [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
     [ "$stderr" = 'tq-attend: error: more than one frame could be the queries ("a", "b", all rank 2 or 3 float or code) and none is named "emb": name one with --q' ]
 }
+
+@test "--kv: frames of one name on both sides each come from their own input; widths must agree; -v says what came from where" {
+    # what tq-embed writes on both sides: "key" and "emb"
+    printf 'the cat sat\n' > q.txt
+    printf 'a dog ran\nthe cat sat on the mat\nbirds fly\n' > kv.txt
+    tq-embed -m hash:384 q.txt > q.tq
+    tq-embed -m hash:384 kv.txt > kv.tq
+    tq-embed -m hash:8 q.txt > q8.tq
+    run --separate-stderr tq-attend -v --kv kv.tq -o out.tq < q.tq
+    assert_success
+    [[ "$stderr" == *'tq-attend: queries: frame "emb" [1 x 384] from standard input; keys and values: frame "emb" [3 x 384] from kv.tq'* ]]
+    [[ "$stderr" == *'tq-attend: 1 sequence, 1 queries, 3 keys, 1 heads'* ]]
+    run py -c '
+import numpy as np
+from ref import frames, attention
+q = frames("q.tq")["emb"][None].astype(np.float64)
+kv = frames("kv.tq")["emb"][None].astype(np.float64)
+got = frames("out.tq")
+assert got["out"].shape == (1, 384), got["out"].shape
+want = attention(q, kv, kv, 1)[0][0]
+assert abs(got["out"] - want).max() <= 1e-4 * abs(want).max(), abs(got["out"] - want).max()
+assert got["key"].tolist() == [0], got["key"]   # the query side passes through
+print("ok")'
+    assert_output "ok"
+    # --self: all three from standard input, said once
+    run --separate-stderr tq-attend -v --self -o self.tq < kv.tq
+    assert_success
+    [[ "$stderr" == *'tq-attend: queries, keys and values: frame "emb" [3 x 384] from standard input'* ]]
+    # queries of 8 values against keys of 384: one line naming both, exit 65, no output
+    run --separate-stderr tq-attend --kv kv.tq -o bad.tq < q8.tq
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-attend: error: queries and keys differ in width: "emb" from standard input has 8 values a row, "emb" from kv.tq has 384' ]
+    [ ! -e bad.tq ]
+}

@@ -275,3 +275,27 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
         [ "$status" -eq 65 ] && [[ "$stderr" == *emb_ranges* ]] && [ "${#stderr_lines[@]}" -eq 1 ]
     done
 }
+
+@test "--ranges FILE: the ranges from FILE, the rows from the input, even of one name; widths must agree" {
+    printf 'the cat sat\n' > q.txt
+    printf 'a dog ran\nthe cat sat on the mat\n' > c.txt
+    tq-embed -m hash:8 q.txt > q8.tq
+    tq-embed -m hash:384 c.txt > calib.tq
+    tq-embed -m hash:384 q.txt > q384.tq
+    # "emb" in both: the ranges of calib.tq's rows, applied to the input's row
+    tq-quantize --to uint8 --ranges calib.tq < q384.tq > a.tq
+    tq-quantize --to uint8 --ranges calib.tq q384.tq > b.tq
+    cmp a.tq b.tq
+    run py -c '
+import numpy as np, tqstream as t
+fr = t.read(open("a.tq", "rb").read())
+rng = [t.to_numpy(f) for f in fr if f["name"] == "emb_ranges"][0]
+cal = np.concatenate([t.to_numpy(f) for f in t.read(open("calib.tq", "rb").read()) if f["name"] == "emb"])
+assert np.array_equal(rng[0], cal.min(0)) and np.array_equal(rng[1], cal.max(0))
+assert [t.to_numpy(f).shape for f in fr if f["name"] == "emb"] == [(1, 384)]
+print("ok")'
+    assert_output "ok"
+    run --separate-stderr sh -c 'tq-quantize --to uint8 --ranges calib.tq < q8.tq > bad.tq'
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-quantize: error: frame 1 "emb": the ranges from calib.tq have 384 dimensions, the rows from standard input 8' ]
+}

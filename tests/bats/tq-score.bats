@@ -126,7 +126,7 @@ PYEOF
     check extra 'unexpected tensor "w2"'
     check class 'class=3 is not a class 0..2'
     check act "unknown activation 'swish'"
-    check dim 'the model takes vectors of dim 8, "emb" has 16'
+    check dim 'the model takes vectors of dim 8, "emb" from '"$D/in.tq"' has 16'
     check nohead 'no "model" frame'
 }
 
@@ -144,7 +144,8 @@ PYEOF
     run --separate-stderr tq-score --consensus "$D/split.tq"
     [ "$status" -eq 65 ] && [[ "$stderr" == *"group 1 comes again at row 4"* ]]
     run --separate-stderr tq-score --query "$D/q5.tq" "$D/in.tq"
-    [ "$status" -eq 65 ] && [[ "$stderr" == *"q5.tq: the query vectors have dim 5"* ]]
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = 'tq-score: error: query and candidates differ in width: "emb" from '"$D/q5.tq"' has 5 values a row, "emb" from '"$D/in.tq"' has 16' ]
     run --separate-stderr tq-score --query "$D/qmiss.tq" "$D/in.tq"
     [ "$status" -eq 65 ] && [[ "$stderr" == *"no query row for group"* ]]
     run --separate-stderr tq-score --query "$D/query.tq" --group none "$D/in.tq"
@@ -186,4 +187,36 @@ open("'"$D"'/two.tq", "wb").write(tq.array_frame("a", x) + tq.array_frame("b", x
     run --separate-stderr sh -c "tq-score --consensus --emb b -v '$D/two.tq' > /dev/null"
     assert_success
     [[ "$stderr" == *'candidates: frame "b" (named by --emb)'* ]]
+}
+
+@test "--query: frames of one name on both sides each come from their own input; widths must agree; -v says what came from where" {
+    # "emb" and "group" in the candidates and in --query FILE: each from its own
+    rename "$D/in.tq" "$D/cand.tq" emb cand
+    rename "$D/query.tq" "$D/qref.tq" emb ref
+    tq-score --query "$D/qref.tq" --consensus "$D/cand.tq" -o "$D/ref.tq"
+    run --separate-stderr sh -c "tq-score --query '$D/query.tq' --consensus -v < '$D/in.tq' > '$D/out.tq'"
+    assert_success
+    nq=$(py -c 'import sys, numpy as np, tqstream as t; print(sum(t.to_numpy(f).shape[0] for f in t.read(open(sys.argv[1], "rb").read()) if f["name"] == "emb"))' "$D/query.tq")
+    nc=$(py -c 'import sys, numpy as np, tqstream as t; print(sum(t.to_numpy(f).shape[0] for f in t.read(open(sys.argv[1], "rb").read()) if f["name"] == "emb"))' "$D/in.tq")
+    [[ "$stderr" == *"tq-score: candidates: frame \"emb\" [$nc x 16] from standard input; query: frame \"emb\" [$nq x 16] from $D/query.tq"* ]]
+    # the same scores and ranks as with names that cannot mix, and as float64
+    run py -c '
+import sys, numpy as np, tqstream as t
+a, b = (t.read(open(p, "rb").read()) for p in sys.argv[1:3])
+for name in ("score", "rank", "key"):
+    x = [t.to_numpy(f) for f in a if f["name"] == name]
+    y = [t.to_numpy(f) for f in b if f["name"] == name]
+    assert x and len(x) == len(y) and all(np.array_equal(p, q) for p, q in zip(x, y)), name
+print("same")' "$D/out.tq" "$D/ref.tq"
+    assert_output "same"
+    run py "$TESTS_DIR/lib/score_ref.py" check "$D" "$D/out.tq" --query "$D/query.tq" --consensus
+    assert_success
+    # tq-embed's rows on both sides, 8 values against 384: one line naming both
+    printf 'the cat sat\n' > "$D/q.txt"
+    printf 'a dog ran\nthe cat sat on the mat\n' > "$D/c.txt"
+    tq-embed -m hash:8 "$D/q.txt" > "$D/q8.tq"
+    tq-embed -m hash:384 "$D/c.txt" > "$D/c384.tq"
+    run --separate-stderr sh -c "tq-score --query '$D/q8.tq' < '$D/c384.tq' > '$D/bad.tq'"
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = "tq-score: error: query and candidates differ in width: \"emb\" from $D/q8.tq has 8 values a row, \"emb\" from standard input has 384" ]
 }

@@ -349,3 +349,35 @@ np.save("q.npy", x.astype(np.float32))'
     assert_success
     [[ "$stderr" == *'vectors: frame "b" (named by --name)'* ]]
 }
+
+@test "--db: frames of one name on both sides each come from their own input; widths must agree; -v says what came from where" {
+    # what tq-embed writes on both sides: "key" and "emb"
+    printf 'the cat sat\nbirds fly\n' > q.txt
+    printf 'a dog ran\nthe cat sat on the mat\nbirds fly south\n' > kv.txt
+    tq-embed -m hash:384 q.txt > q384.tq
+    tq-embed -m hash:384 kv.txt > db384.tq
+    tq-embed -m hash:8 q.txt > q8.tq
+    run --separate-stderr tq-simmat -v --db db384.tq -o full.tq < q384.tq
+    assert_success
+    [[ "$stderr" == *'tq-simmat: query vectors: frame "emb" [2 x 384] from standard input; database vectors: frame "emb" [3 x 384] from db384.tq'* ]]
+    py "$TESTS_DIR/lib/simref.py" full full.tq q384.tq db384.tq cosine
+    tq-simmat --db db384.tq -k 3 < q384.tq > top.tq
+    py "$TESTS_DIR/lib/simref.py" topk top.tq q384.tq db384.tq cosine 3
+    # the input against itself: one input, said once
+    run --separate-stderr tq-simmat -v -k 2 -o self.tq < db384.tq
+    assert_success
+    [[ "$stderr" == *'tq-simmat: vectors: frame "emb" [3 x 384] from standard input'* ]]
+    # queries of 8 values against a database of 384, in every mode and for
+    # codes: one line naming both, exit 65
+    tq-quantize --to int8 < db384.tq > dbc.tq
+    want='tq-simmat: error: query vectors and database vectors differ in width: "emb" from standard input has 8 values a row, "emb" from db384.tq has 384'
+    for mode in "--db db384.tq" "--db db384.tq -k 2" "--db db384.tq --threshold 0" \
+                "--db db384.tq --dedup 0.9" "--db dbc.tq --metric dot -k 2"; do
+        run --separate-stderr tq-simmat $mode -o bad.tq < q8.tq
+        echo "$mode: $status $stderr"
+        [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+        db=${mode#--db } && db=${db%% *}
+        [ "$stderr" = "${want/db384.tq/$db}" ]
+        [ ! -e bad.tq ]
+    done
+}

@@ -374,3 +374,51 @@ PYEOF
     grep -q 'label 2 is not a class 0..1' <<<"$stderr"
     [ ! -e "$D/x.tq" ]
 }
+
+@test "--valid: frames of one name on both sides each come from their own input; widths must agree; -v says what came from where" {
+    py - "$D" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+D = sys.argv[1]
+rng = np.random.default_rng(11)
+def data(n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x, (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+def w(name, frames):
+    open(D + "/" + name, "wb").write(b"".join(frames))
+xt, yt = data(64, 8)
+xv, yv = data(32, 8)
+noise = rng.standard_normal((32, 8)).astype(np.float32)
+w("tr.tq", [ts.array_frame("emb", xt), ts.array_frame("y", yt)])
+w("va.tq", [ts.array_frame("emb", xv), ts.array_frame("y", yv)])
+w("va_f.tq", [ts.array_frame("f", xv), ts.array_frame("y", yv)])
+# features named f on both sides, and the validation file holds an "emb" too
+w("trf.tq", [ts.array_frame("f", xt), ts.array_frame("y", yt)])
+w("vaf.tq", [ts.array_frame("emb", noise), ts.array_frame("f", xv), ts.array_frame("y", yv)])
+x384, y384 = data(32, 384)
+w("va384.tq", [ts.array_frame("emb", x384), ts.array_frame("y", y384)])
+PYEOF
+    opts=(--model logistic --epochs 3 --batch 16 --lr 0.05)
+    # "emb" in the training input (standard input) and in --valid FILE
+    run --separate-stderr sh -c "tq-train -v ${opts[*]} --valid '$D/va.tq' < '$D/tr.tq' > '$D/a.tq'"
+    assert_success
+    [[ "$stderr" == *"tq-train: training features: frame \"emb\" [64 x 8] from standard input; validation features: frame \"emb\" [32 x 8] from $D/va.tq"* ]]
+    table_a=$(grep -E '^tq-train: +[0-9]+ ' <<<"$stderr" | awk '{print $2, $5, $6}')
+    # the reference: the same rows under names that cannot mix
+    run --separate-stderr sh -c "tq-train -v ${opts[*]} --valid '$D/va_f.tq' < '$D/tr.tq' > '$D/b.tq'"
+    assert_success
+    table_b=$(grep -E '^tq-train: +[0-9]+ ' <<<"$stderr" | awk '{print $2, $5, $6}')
+    [ -n "$table_a" ] && [ "$table_a" = "$table_b" ]
+    cmp "$D/a.tq" "$D/b.tq"
+    # features "f" (the only rank 2 float frame) in training: the validation
+    # set takes its "f" too, not the "emb" beside it
+    run --separate-stderr sh -c "tq-train -v ${opts[*]} --valid '$D/vaf.tq' < '$D/trf.tq' > '$D/c.tq'"
+    assert_success
+    [[ "$stderr" == *"validation features: frame \"f\" [32 x 8] from $D/vaf.tq"* ]]
+    table_c=$(grep -E '^tq-train: +[0-9]+ ' <<<"$stderr" | awk '{print $2, $5, $6}')
+    [ "$table_c" = "$table_b" ]
+    # 384 values a row against 8: one line naming both, exit 65, no model
+    run --separate-stderr sh -c "tq-train ${opts[*]} --valid '$D/va384.tq' -o '$D/bad.tq' < '$D/tr.tq'"
+    [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = "tq-train: error: validation features and training features differ in width: \"emb\" from $D/va384.tq has 384 values a row, \"emb\" from standard input has 8" ]
+    [ ! -e "$D/bad.tq" ]
+}
