@@ -310,6 +310,8 @@ int main(int argc, char **argv)
                     s.db.map ? "mapped in place" : "read into memory", metrics[s.metric],
                     tq_device_name(s.dev), tq_threads_get());
         st = code && s.mode != TQ_SIM_DEDUP ? tq_sim_codes_run(&s, in, w) : tq_sim_run(&s, in, w);
+        if (!st) /* never exit 0 having answered nothing */
+            st = tq_sim_check_queries(&s);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
     if (!st && !cst) {

@@ -398,8 +398,11 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
     pending p = {NULL, -1};
     float *qf = NULL, *buf = NULL;
     unsigned char *qc = NULL;
+    /* the queries' frame: its own name (each input's frames are its own),
+     * else the database's */
+    const char *qn = s->q_name ? s->q_name : s->db.name;
     char want_scale[TQ_MAX_NAME + 8];
-    snprintf(want_scale, sizeof want_scale, "%s_scale", s->db.name);
+    snprintf(want_scale, sizeof want_scale, "%s_scale", qn);
     tq_sim_pairs pairs = {0};
     tq_sim_rows qk;       /* --threshold: the keys of the next batch */
     memset(&qk, 0, sizeof qk);
@@ -412,12 +415,13 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
     }
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
+        tq_sim_saw(s, f, !strcmp(f->name, qn));
         if (!strcmp(f->name, want_scale)) {
             if ((st = keep_scale(&p, f)))
                 break;
             continue; /* the scales are the query's, consumed with it */
         }
-        if (strcmp(f->name, s->db.name)) {
+        if (strcmp(f->name, qn)) {
             if ((st = tq_sim_side_frame(s, f, out, &qk, &qk_rows)))
                 break;
             continue;

@@ -321,6 +321,27 @@ static tq_status load_batch(dd *z, tq_frame *f)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": q4_0 rows cannot be compared with each "
                                     "other (ggml pairs q4_0 with q8_0 only): dedup q8_0 codes, or "
                                     "floats", (unsigned long long)f->index, f->name);
+    if (s->db_label && f->rank == 2 && fcode != s->code &&
+        (fcode || ranged || tq_dtype_is_float(f->dtype))) {
+        /* --db of one kind, queries of another: decisions that mix codes and
+         * floats would be neither's, so like with like only */
+        char qk[64];
+        snprintf(qk, sizeof qk, "%s %s", tq_dtype_name(f->dtype),
+                 fcode ? "codes" : ranged ? "codes over ranges (float values)" : "vectors");
+        const char *dk = s->code ? tq_dtype_name(s->code) : "float";
+        if (s->code)
+            return tq_fail(TQ_ERR_DATA, "the database holds %s codes (\"%s\" from %s) and the "
+                                        "query vectors are %s (\"%s\" from %s): --dedup compares "
+                                        "like with like: quantize the queries the same way "
+                                        "(tq-quantize --to %s) or give a float database",
+                           dk, s->db.name, s->db_label, qk, f->name, s->q_label,
+                           s->code == TQ_DTYPE_I8 ? "int8" : tq_dtype_name(s->code));
+        return tq_fail(TQ_ERR_DATA, "the database holds float vectors (\"%s\" from %s) and the "
+                                    "query vectors are %s (\"%s\" from %s): --dedup compares "
+                                    "like with like: give float queries or a database of the "
+                                    "same codes (tq-quantize)",
+                       s->db.name, s->db_label, qk, f->name, s->q_label);
+    }
     if (f->rank != 2 || fcode != s->code || (!fcode && !ranged && !tq_dtype_is_float(f->dtype)))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the rows are %s%s",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
@@ -375,6 +396,7 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
         const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
         int vec = qn ? !strcmp(f->name, qn) : tq_sim_codes_is_vectors(f, NULL);
+        tq_sim_saw(s, f, vec);
         /* the ranges of codes: kept to decode them, and passed on with them */
         if (!vec && tq_sim_ranges_take(&s->qranges, f, qn, &st) && st)
             break;

@@ -22,6 +22,41 @@ tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f)
     return tq_took_same_width(&q, &db);
 }
 
+void tq_sim_saw(tq_sim *s, const tq_frame *f, int vec)
+{
+    s->in_frames++;
+    if (vec) {
+        s->q_frames++;
+        return;
+    }
+    /* each name once; a long list ends in "..." */
+    size_t len = strlen(s->in_names), cap = sizeof s->in_names;
+    char one[TQ_MAX_NAME + 8];
+    snprintf(one, sizeof one, "\"%s\"", f->name);
+    if (strstr(s->in_names, one) || (len >= 3 && !strcmp(s->in_names + len - 3, "...")))
+        return;
+    if (len + strlen(one) + 2 < cap - 4)
+        snprintf(s->in_names + len, cap - len, "%s%s", len ? ", " : "", one);
+    else
+        snprintf(s->in_names + len, cap - len, "%s...", len ? ", " : "");
+}
+
+tq_status tq_sim_check_queries(const tq_sim *s)
+{
+    if (!s->in_frames || s->q_frames)
+        return TQ_OK; /* an empty stream has nothing to answer; else vectors were read */
+    const char *what = s->db_label && !s->self ? "query vectors" : "vectors";
+    const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
+    if (qn && *qn)
+        return tq_fail(TQ_ERR_DATA, "no %s in %s: no frame \"%s\" among its frames (%s): "
+                                    "give vectors (tq-embed, tq-quantize) or name their frame "
+                                    "with --name",
+                       what, s->q_label, qn, s->in_names);
+    return tq_fail(TQ_ERR_DATA, "no %s in %s: none of its frames (%s) is a rank 2 float or code "
+                                "frame (as tq-embed or tq-quantize writes them)",
+                   what, s->q_label, s->in_names);
+}
+
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)

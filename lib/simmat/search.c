@@ -376,11 +376,25 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
+        int vec = tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name);
+        tq_sim_saw(s, f, vec);
         if (tq_sim_ranges_take(&s->qranges, f, s->q_name ? s->q_name : s->db.name, &st))
             continue; /* the ranges of the queries' codes: consumed with them */
-        if (!tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name)) {
+        if (!vec) {
             st = tq_sim_side_frame(s, f, out, &qk, &qk_rows);
             continue;
+        }
+        if (f->rank == 2 && s->db_label &&
+            (f->dtype == TQ_DTYPE_BIT || f->dtype == TQ_DTYPE_Q8_0 || f->dtype == TQ_DTYPE_Q4_0 ||
+             (f->dtype == TQ_DTYPE_I8 && !tq_sim_ranges_has(&s->qranges, f)))) {
+            /* codes against floats: their scores are no float scores */
+            st = tq_fail(TQ_ERR_DATA, "the database holds float vectors (\"%s\" from %s) and "
+                                      "the query vectors are %s codes (\"%s\" from %s): give "
+                                      "float queries, or a database of the same codes "
+                                      "(tq-quantize --to %s)",
+                         s->db.name, s->db_label, tq_dtype_name(f->dtype), f->name, s->q_label,
+                         f->dtype == TQ_DTYPE_I8 ? "int8" : tq_dtype_name(f->dtype));
+            break;
         }
         if ((st = tq_sim_frame_f32(f, &s->qranges, &q, &qcap)))
             break;

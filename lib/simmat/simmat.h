@@ -69,6 +69,9 @@ typedef struct tq_sim {
     int64_t pairs, kept, dropped;
     int64_t screen_dh;     /* --threshold's int8 screen: its head length (0: none) */
     int64_t screened;      /* the pairs it let through */
+    int64_t in_frames;     /* frames of the query stream read, */
+    int64_t q_frames;      /* of which query vector frames */
+    char in_names[160];    /* the other frames' names, for the message */
 } tq_sim;
 
 /* Loads every row of the stream at PATH (a TQ file; LABEL names it in
@@ -177,6 +180,13 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out);
  * come from that input, and where they differ in width the error names both
  * (rows.c). */
 tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f);
+
+/* Every mode counts each frame of the query stream here (vec: it is a
+ * frame of query vectors), and tq-simmat calls check_queries at the end: a
+ * query stream of frames none of which were vectors is an error, never a
+ * pass-through that exits 0 (rows.c). */
+void tq_sim_saw(tq_sim *s, const tq_frame *f, int vec);
+tq_status tq_sim_check_queries(const tq_sim *s);
 
 /* Helpers shared by the modes (rows.c). */
 int tq_sim_is_vectors(const tq_frame *f, const char *name);

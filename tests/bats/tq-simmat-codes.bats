@@ -393,6 +393,76 @@ sys.stdout.buffer.write(b"".join(t.frame(f["name"], f["dtype"], f["dims"], f["ra
     [ "$status" -eq 65 ] && [[ "$stderr" == *emb_scale* ]]
 }
 
+# Float queries under another name than the database's codes ("v", as
+# tq-cat --from npy names them; tq(7): each input's frames are its own) were
+# once not read at all: the input came back unchanged, exit 0.
+# rename_emb IN OUT: the stream IN with its frame "emb" named "v"
+rename_emb() {
+    py -c '
+import sys, tqstream as t
+fr = t.read(open(sys.argv[1], "rb").read())
+open(sys.argv[2], "wb").write(b"".join(t.frame("v" if f["name"] == "emb" else f["name"], f["dtype"], f["dims"],
+                                               f["raw"], meta=f["meta"]) for f in fr))' "$1" "$2"
+}
+
+@test "float queries of another name against codes: quantized, the bytes of tq-quantize first, every mode" {
+    rename_emb q.tq qv.tq
+    for m in "int8 dot 0" "bit hamming -24"; do
+        set -- $m
+        tq-quantize --to "$1" < db.tq > dbc.tq
+        for mode in "-k 5" "" "--threshold $3"; do
+            tq-simmat --db dbc.tq --metric "$2" $mode < qv.tq > out.tq
+            # the reference: the queries quantized by tq-quantize, codes against codes
+            tq-quantize --to "$1" < qv.tq | tq-simmat --db dbc.tq --metric "$2" $mode | cmp - out.tq
+            # and the same answer as for the queries named as the database's rows
+            tq-simmat --db dbc.tq --metric "$2" $mode < q.tq | cmp - out.tq
+            run tq-cat --info < out.tq
+            [[ "$output" == *" idx "* || "$output" == *" sim "* || "$output" == *" score "* ]]
+            [[ "$output" != *" v "* ]]
+        done
+    done
+}
+
+@test "never exit 0 having answered nothing: no query vectors, codes against floats, in every mode" {
+    tq-quantize --to int8 < db.tq > db8.tq
+    tq-quantize --to bit < db.tq > db1.tq
+    tq-quantize --to int8 < q.tq > q8.tq
+    tq-quantize --to bit < q.tq > q1.tq
+    tq-cat --name key q.tq > keys.tq
+    # a query stream without vectors (or without the frame --name names)
+    for db in "db8.tq --metric dot" "db1.tq --metric hamming" "db.tq"; do
+        for mode in "-k 3" "" "--threshold 0" "--dedup 0.5"; do
+            run --separate-stderr tq-simmat --db $db $mode -o out.tq < keys.tq
+            echo "$db $mode: $status $stderr"
+            [ "$status" -eq 65 ]
+            [ "${#stderr_lines[@]}" -eq 1 ]
+            [ ! -e out.tq ]
+            [[ "$stderr" == 'tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key")'* ]]
+        done
+    done
+    rename_emb q1.tq qv1.tq
+    run --separate-stderr tq-simmat --db db1.tq --metric hamming --name emb -k 3 < qv1.tq
+    echo "$status $stderr"
+    [ "$status" -eq 65 ]
+    [[ "$stderr" == *'no frame "emb" among its frames ("note", "key", "v")'* ]]
+    # codes against a float database: one line naming both, in every mode
+    for q in "q8.tq i8 int8" "q1.tq bit bit"; do
+        set -- $q
+        for mode in "-k 3" "" "--threshold 0" "--dedup 0.5"; do
+            run --separate-stderr tq-simmat --db db.tq $mode < "$1"
+            echo "$1 $mode: $status $stderr"
+            [ "$status" -eq 65 ]
+            [ "${#stderr_lines[@]}" -eq 1 ]
+            [[ "$stderr" == *'the database holds float vectors ("emb" from db.tq) and the query vectors are '"$2"' codes ("emb" from standard input)'* ]]
+            [[ "$stderr" == *"tq-quantize"* ]]
+        done
+    done
+    # --dedup compares like with like: float queries against codes are refused
+    run --separate-stderr tq-simmat --db db1.tq --metric hamming --dedup -3 < q.tq
+    [ "$status" -eq 65 ]
+    [ "$stderr" = 'tq-simmat: error: the database holds bit codes ("emb" from db1.tq) and the query vectors are f32 vectors ("emb" from standard input): --dedup compares like with like: quantize the queries the same way (tq-quantize --to bit) or give a float database' ]
+}
+
 # rescore.py Q DB OUT CODE M K: the reference of --rescore: the M K best codes
 # by the code's own score (Hamming, or the int8 scores above), then the exact
 # f32 dot product of the float rows (float64 sums, rounded once), ranked.

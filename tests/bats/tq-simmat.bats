@@ -217,6 +217,38 @@ open("cn.tq", "wb").write(t.array_frame("emb", x))'
     py "$TESTS_DIR/lib/simref.py" dedup out2.tq db.tq cosine 0.35 q.tq
 }
 
+@test "dedup: never exit 0 having decided nothing: a stream without vectors is an error, with --db or not" {
+    # once: "0 rows kept, 0 dropped", the input back, exit 0
+    tq-cat --name key q.tq > keys.tq
+    for db in "--db db.tq" ""; do
+        for t in 0.35 -1; do
+            run --separate-stderr tq-simmat --dedup "$t" $db -o out.tq < keys.tq
+            echo "$db $t: $status $stderr"
+            [ "$status" -eq 65 ]
+            [ "${#stderr_lines[@]}" -eq 1 ]
+            [ ! -e out.tq ]
+        done
+    done
+    [[ "$stderr" == 'tq-simmat: error: no vectors in standard input: none of its frames ("key") is a rank 2 float or code frame'* ]]
+    run --separate-stderr tq-simmat --dedup 0.35 --db db.tq < keys.tq
+    [ "$stderr" = 'tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --name' ]
+    # an empty stream has nothing to decide: an empty stream back
+    : > empty.tq
+    tq-simmat --dedup 0.35 --db db.tq < empty.tq > out.tq
+    [ ! -s out.tq ]
+    # queries of another name than the database's: decided, as under its name
+    py -c '
+import numpy as np, simref
+x, _ = simref.rows("db.tq")
+np.save("x.npy", x.astype(np.float32))'
+    tq-cat --from npy x.npy | tq-simmat --dedup 0.35 --db q.tq > x.tq
+    tq-simmat --dedup 0.35 --db q.tq < db.tq > e.tq
+    tq-cat -t tsv --no-header --name x < x.tq > x.tsv
+    tq-cat -t tsv --no-header --name emb < e.tq > e.tsv
+    [ -s e.tsv ]
+    diff x.tsv e.tsv
+}
+
 @test "dedup: the int8 screen keeps the greedy reference's rows, and stands down for a NaN" {
     # clustered rows (many near-duplicates) in batches, with keys: the float64
     # greedy reference keeps the same rows; a NaN row in the third batch turns
