@@ -236,7 +236,6 @@ int main(int argc, char **argv)
      * the database from --db FILE (or from standard input too, without it) */
     s.q_label = "standard input";
     s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : "standard input";
-    const char *name_opt = s.vec_name; /* --name, for the picks */
     if ((st = tq_device_open(t.device, &s.dev)))
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
@@ -247,7 +246,7 @@ int main(int argc, char **argv)
     }
     /* which frames: tq(7)'s one rule, for the database and for the queries */
 #define VEC_PICK(WHAT, DEF)                                                                   \
-    {.what = WHAT, .option = "--name", .given = name_opt, .def = DEF, .rank_lo = 2,         \
+    {.what = WHAT, .option = "--name", .given = s.vec_name, .def = DEF, .rank_lo = 2,         \
      .rank_hi = 2, .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 float or code"}
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
     const char *dblabel = db == tmp ? "stdin" : db;
@@ -316,9 +315,9 @@ int main(int argc, char **argv)
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
     if (!st && !cst) {
         /* what came from where: the rows each input gave, and their width */
-        const char *qn = s.q_name ? s.q_name : s.vec_name ? s.vec_name : s.db.name;
+        const char *qn = tq_sim_query_name(&s);
         tq_took took[2] = {
-            {.what = s.self ? "vectors" : "query vectors", .name = qn, .from = s.q_label,
+            {.what = s.self ? "vectors" : "query vectors", .name = qn ? qn : "", .from = s.q_label,
              .rank = 2, .dims = {s.q_seen, s.db.d}},
             {.what = "database vectors", .name = s.db.name, .from = s.db_label,
              .rank = s.self ? 0 : 2, .dims = {s.db.n, s.db.d}},

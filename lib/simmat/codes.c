@@ -399,8 +399,8 @@ tq_status tq_sim_codes_run(tq_sim *s, tq_reader *in, tq_writer *out)
     float *qf = NULL, *buf = NULL;
     unsigned char *qc = NULL;
     /* the queries' frame: its own name (each input's frames are its own),
-     * else the database's */
-    const char *qn = s->q_name ? s->q_name : s->db.name;
+     * else the database's (set by the load) */
+    const char *qn = tq_sim_query_name(s);
     char want_scale[TQ_MAX_NAME + 8];
     snprintf(want_scale, sizeof want_scale, "%s_scale", qn);
     tq_sim_pairs pairs = {0};

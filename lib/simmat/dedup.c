@@ -394,7 +394,7 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     tq_frame *f;
     tq_status st;
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
-        const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
+        const char *qn = tq_sim_query_name(s);
         int vec = qn ? !strcmp(f->name, qn) : tq_sim_codes_is_vectors(f, NULL);
         tq_sim_saw(s, f, vec);
         /* the ranges of codes: kept to decode them, and passed on with them */

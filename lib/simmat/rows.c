@@ -22,6 +22,11 @@ tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f)
     return tq_took_same_width(&q, &db);
 }
 
+const char *tq_sim_query_name(const tq_sim *s)
+{
+    return s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
+}
+
 void tq_sim_saw(tq_sim *s, const tq_frame *f, int vec)
 {
     s->in_frames++;
@@ -46,7 +51,7 @@ tq_status tq_sim_check_queries(const tq_sim *s)
     if (!s->in_frames || s->q_frames)
         return TQ_OK; /* an empty stream has nothing to answer; else vectors were read */
     const char *what = s->db_label && !s->self ? "query vectors" : "vectors";
-    const char *qn = s->q_name ? s->q_name : s->db.name[0] ? s->db.name : s->vec_name;
+    const char *qn = tq_sim_query_name(s);
     if (qn && *qn)
         return tq_fail(TQ_ERR_DATA, "no %s in %s: no frame \"%s\" among its frames (%s): "
                                     "give vectors (tq-embed, tq-quantize) or name their frame "

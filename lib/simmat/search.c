@@ -374,11 +374,12 @@ tq_status tq_sim_run(tq_sim *s, tq_reader *in, tq_writer *out)
     tq_sim_rows qk;            /* --threshold: the keys of the next batch */
     memset(&qk, 0, sizeof qk);
     int64_t qk_rows = -1;      /* rows of the last key frame, not yet matched */
+    const char *qn = tq_sim_query_name(s);
     tq_frame *f;
     while (!st && (st = tq_reader_next(in, &f)) == TQ_OK) {
-        int vec = tq_sim_is_vectors(f, s->q_name ? s->q_name : s->db.name);
+        int vec = tq_sim_is_vectors(f, qn);
         tq_sim_saw(s, f, vec);
-        if (tq_sim_ranges_take(&s->qranges, f, s->q_name ? s->q_name : s->db.name, &st))
+        if (tq_sim_ranges_take(&s->qranges, f, qn, &st))
             continue; /* the ranges of the queries' codes: consumed with them */
         if (!vec) {
             st = tq_sim_side_frame(s, f, out, &qk, &qk_rows);

@@ -181,6 +181,10 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out);
  * (rows.c). */
 tq_status tq_sim_check_width(const tq_sim *s, const tq_frame *f);
 
+/* The queries' vector frame: its own name (q_name), else the database's,
+ * else --name; NULL when none is known yet (dedup before its first rows). */
+const char *tq_sim_query_name(const tq_sim *s);
+
 /* Every mode counts each frame of the query stream here (vec: it is a
  * frame of query vectors), and tq-simmat calls check_queries at the end: a
  * query stream of frames none of which were vectors is an error, never a
