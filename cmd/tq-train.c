@@ -340,13 +340,12 @@ int main(int argc, char **argv)
     if (mpi_on)
         tq_tool_log(&t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
                     comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
-    tq_took took[2] = {
-        {.what = "training features", .name = train.xname, .from = train.from, .rank = 2,
-         .dims = {train.n, train.d}},
-        {.what = "validation features", .name = have_valid ? valid.xname : "", .from = have_valid ? valid.from : "",
-         .rank = have_valid ? 2 : 0, .dims = {have_valid ? valid.n : 0, have_valid ? valid.d : 0}},
-    };
-    tq_tool_took(&t, took, 2);
+    tq_took took[2] = {{.what = "training features", .name = train.xname, .from = train.from,
+                        .rank = 2, .dims = {train.n, train.d}}};
+    if (have_valid)
+        took[1] = (tq_took){.what = "validation features", .name = valid.xname,
+                            .from = valid.from, .rank = 2, .dims = {valid.n, valid.d}};
+    tq_tool_took(&t, took, have_valid ? 2 : 1);
     tq_tool_log(&t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
                 (long long)train.n, (long long)train.d, train.xname,
                 have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),

@@ -23,11 +23,10 @@ built() { ! tq-cat --list-devices | grep -q "^$1 .*not built"; }
 # sweep BACKEND [-i IN] OUT CMD...: the fault sweep of one command, on each of
 # the backends named that this build has
 sweep() {
-    local b
+    local b args=("${@:2}")
     for b in $1; do
         built "$b" || continue
-        shift_args=("${@:2}")
-        run bash "$TESTS_DIR/gpu-fault-sweep.sh" "${shift_args[@]//@DEV@/$b}"
+        run bash "$TESTS_DIR/gpu-fault-sweep.sh" "${args[@]//@DEV@/$b}"
         echo "$output" | tail -n 1 >&3
         [ "$status" -eq 0 ] || fail "$output"
     done
