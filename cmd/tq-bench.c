@@ -250,6 +250,9 @@ int main(int argc, char **argv)
         }
     }
     tq_tool_ready(&t);
+    /* the outputs are written at the end of a long run: found unwritable now */
+    tq_tool_check_output(&t, t.output);
+    tq_tool_check_output(&t, svg);
     tq_status st;
 
     if (compare) {
@@ -387,8 +390,11 @@ int main(int argc, char **argv)
                         r.rows[i].device, r.rows[i].op, r.rows[i].shape, r.rows[i].t.mad_pct);
     if ((st = write_text(&t, t.output, report_fn, &r)))
         tq_tool_fail(&t, st);
-    if (svg && (st = write_text(&t, svg, svg_fn, &r)))
+    if (svg && (st = write_text(&t, svg, svg_fn, &r))) {
+        if (t.output && strcmp(t.output, "-"))
+            unlink(t.output); /* the run failed: not half its outputs */
         tq_tool_fail(&t, st);
+    }
     int slower = 0;
     if (baseline) {
         tq_tool_progress_done(&t);

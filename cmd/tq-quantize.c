@@ -230,6 +230,8 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "--ranges holds the ranges of one frame: give one --name");
     o.measure = report || t.log_level >= TQ_LOG_INFO;
 
+    tq_tool_check_output(&t, report);
+
     float *ranges = NULL;
     tq_reader *r = NULL;
     tq_writer *w = NULL;
@@ -250,6 +252,9 @@ int main(int argc, char **argv)
     if (!st)
         st = cst;
     tq_reader_close(r);
+    /* the report is written after the stream is committed: a failure there
+     * must not leave the stream behind as if the run had succeeded */
+    int wrote_output = !st && t.output && strcmp(t.output, "-");
     free(ranges);
     /* a name asked for that the stream did not have: said, not reported */
     int kept = 0;
@@ -259,8 +264,8 @@ int main(int argc, char **argv)
         else if (!st)
             tq_tool_log(&t, TQ_LOG_WARN, "no frame \"%s\" in the input", stats[i].name);
     nstats = kept;
-    if (!st && report)
-        st = write_report(report, stats, nstats);
+    if (!st && report && (st = write_report(report, stats, nstats)) && wrote_output)
+        unlink(t.output);
     if (st)
         tq_tool_fail(&t, st);
     double secs = tq_tool_now() - t0;

@@ -309,6 +309,13 @@ int main(int argc, char **argv)
         c.lr = c.optim == TQ_OPTIM_SGD ? 0.01 : 0.001;
     c.seed = t.seed;
     const char *in = argc > optind ? argv[optind] : "-";
+    /* every file written after training must be creatable before it starts */
+    const char *outs[] = {t.output, ckpt, log_path, plot_path};
+    for (int i = 0; i < 4 && writer; i++) {
+        tq_status ost = tq_tool_output_creatable(outs[i]);
+        if (ost)
+            fail(&t, ost);
+    }
 
     tq_device *dev = NULL;
     tq_train_data train, valid;

@@ -134,6 +134,13 @@ tq_status tq_atomic_finish(char *tmp, const char *path, int commit, tq_status st
 /* Makes a pipe's buffer large (1 MiB) when fd is a pipe; ignores failure. */
 void tq_pipe_grow(int fd);
 
+/* Opens an input file for reading ("-" is standard input, fd 0): a path that
+ * cannot be opened, or is a directory, is TQ_ERR_NOINPUT (exit 66) with
+ * "PATH: cannot open: WHY", the one message every input gets. */
+tq_status tq_input_open(const char *path, int *fd);
+/* The same as a stdio stream ("-" is stdin): fclose it unless it is stdin. */
+tq_status tq_input_fopen(const char *path, FILE **f);
+
 /* Reads exactly n bytes unless EOF comes first; returns bytes read or -1. */
 ssize_t tq_read_full(int fd, void *buf, size_t n);
 

@@ -11,6 +11,14 @@
         if (!(cond))                                                               \
             return tq_fail(TQ_ERR_USAGE, __VA_ARGS__);                            \
     } while (0)
+/* A size beyond what an op's kernels index: the tensors are well formed and the
+ * call is right, but the data is too large for the op (a tool's input), so bad
+ * data (exit 65), not a usage error. */
+#define LIMIT(cond, ...)                                                           \
+    do {                                                                           \
+        if (!(cond))                                                               \
+            return tq_fail(TQ_ERR_DATA, __VA_ARGS__);                             \
+    } while (0)
 
 static int same_shape(const tq_tensor *a, const tq_tensor *b)
 {
@@ -77,7 +85,7 @@ static tq_status matmul_check(const tq_tensor *a, int trans_a, const tq_tensor *
     CHECK(k == kb, "matmul: inner dims differ (%lld and %lld)", (long long)k, (long long)kb);
     CHECK(cd[0] == m && cd[1] == n, "matmul: C is %lldx%lld, the product is %lldx%lld",
           (long long)cd[0], (long long)cd[1], (long long)m, (long long)n);
-    CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "matmul: dims over 2^31");
+    LIMIT(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, "matmul: dims over 2^31");
     return TQ_OK;
 }
 
@@ -173,13 +181,13 @@ tq_status tq_op_matmul_i8_rest(const tq_tensor *a, const tq_tensor *ascale, cons
     int64_t k = last_dim(a), n = b->dims[0], m = n_rows(a);
     CHECK(b->dims[1] == k, "matmul_i8: rows of a have %lld codes, of b %lld", (long long)k,
           (long long)b->dims[1]);
-    CHECK(k <= 65536, "matmul_i8: k = %lld is over 2^16", (long long)k);
+    LIMIT(k <= 65536, "matmul_i8: k = %lld is over 2^16", (long long)k);
     CHECK(last_dim(c) == n && n_rows(c) == m && (a->rank == 2 || a->dims[0] == c->dims[0]),
           "matmul_i8: C must be %lld rows of %lld", (long long)m, (long long)n);
     CHECK(tq_tensor_numel(ascale) == m, "matmul_i8: ascale must hold one value per row of a");
     CHECK(bscale->rank == 1 && bscale->dims[0] == n, "matmul_i8: bscale must be [%lld]",
           (long long)n);
-    CHECK(m <= INT32_MAX && n <= INT32_MAX, "matmul_i8: dims over 2^31");
+    LIMIT(m <= INT32_MAX && n <= INT32_MAX, "matmul_i8: dims over 2^31");
     if (rest) {
         const tq_tensor *x = rest->x, *cols = rest->cols, *w = rest->w;
         CHECK(x && cols && w, "matmul_i8: rest needs x, cols and w");
@@ -382,7 +390,7 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
     CHECK(q->rank == 2 && db->rank == 2, "simtopk takes rank 2 q and db");
     CHECK(q->dims[1] == db->dims[1], "simtopk: q rows have %lld values, db rows %lld",
           (long long)q->dims[1], (long long)db->dims[1]);
-    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
+    LIMIT(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
           "simtopk: dims over 2^31");
     CHECK(vals->rank == 2 && idx->rank == 2 && vals->dims[0] == q->dims[0] &&
               idx->dims[0] == q->dims[0] && vals->dims[1] == idx->dims[1],
@@ -413,8 +421,9 @@ static tq_status check_codes(const char *op, const tq_tensor *q, const tq_tensor
     CHECK(q->rank == 2 && db->rank == 2, "%s takes rank 2 q and db", op);
     CHECK(q->dims[1] == db->dims[1], "%s: q rows have %lld values, db rows %lld", op,
           (long long)q->dims[1], (long long)db->dims[1]);
-    CHECK(!i8 || q->dims[1] <= (1 << 17), "%s: i8 rows over 2^17 values", op);
-    CHECK(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
+    LIMIT(!i8 || q->dims[1] <= (1 << 17), "%s: rows of %lld i8 codes are over its limit of 2^17",
+          op, (long long)q->dims[1]);
+    LIMIT(q->dims[1] <= INT32_MAX && db->dims[0] <= INT32_MAX && q->dims[0] <= INT32_MAX,
           "%s: dims over 2^31", op);
     if (i8) {
         CHECK(qscale->dtype == TQ_DTYPE_F32 && dbscale->dtype == TQ_DTYPE_F32,
@@ -502,7 +511,7 @@ tq_status tq_rowprod_new(const tq_tensor *db, tq_rowprod **out)
     *out = NULL;
     F32(db, "rowprod db");
     CHECK(db->rank == 2, "rowprod takes a rank 2 db");
-    CHECK(db->dims[0] <= INT32_MAX && db->dims[1] <= INT32_MAX, "rowprod: dims over 2^31");
+    LIMIT(db->dims[0] <= INT32_MAX && db->dims[1] <= INT32_MAX, "rowprod: dims over 2^31");
     if (!NATIVE(db, rowprod) && ON_CPU(db))
         return dispatch_missing(db, "rowprod");
     tq_rowprod *p = calloc(1, sizeof *p);
@@ -531,7 +540,7 @@ tq_status tq_op_rowprod(tq_rowprod *p, const tq_tensor *q, float alpha, tq_tenso
     SAME_DEV(q, out);
     CHECK(q->rank == 2 && q->dims[1] == db->dims[1],
           "rowprod: q must be [m, %lld], the database's rows", (long long)db->dims[1]);
-    CHECK(q->dims[0] <= INT32_MAX, "rowprod: dims over 2^31");
+    LIMIT(q->dims[0] <= INT32_MAX, "rowprod: dims over 2^31");
     CHECK(out->rank == 2 && out->dims[0] == q->dims[0] && out->dims[1] == db->dims[0],
           "rowprod: out must be [%lld, %lld]", (long long)q->dims[0], (long long)db->dims[0]);
     if (p->host)
@@ -594,7 +603,7 @@ tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tenso
           (long long)qd[1], (long long)vd[1]);
     CHECK(isfinite(args->scale),
           "attention: scale must be finite");
-    CHECK(Lq <= INT32_MAX && Lk <= INT32_MAX && qd[1] <= INT32_MAX && vd[1] <= INT32_MAX,
+    LIMIT(Lq <= INT32_MAX && Lk <= INT32_MAX && qd[1] <= INT32_MAX && vd[1] <= INT32_MAX,
           "attention: dims over 2^31");
     if (args->key_len) {
         SAME_DEV(q, args->key_len);

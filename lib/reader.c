@@ -169,7 +169,7 @@ tq_status tq_reader_open_fd(tq_reader **out, int fd, const char *label)
     return TQ_OK;
 }
 
-static tq_status open_input_path(const char *path, int *fd)
+tq_status tq_input_open(const char *path, int *fd)
 {
     if (!strcmp(path, "-")) {
         *fd = 0;
@@ -178,6 +178,31 @@ static tq_status open_input_path(const char *path, int *fd)
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    /* open(2) gives a directory for reading; its read would fail later as an
+     * I/O error (74) where the user named the wrong file (66) */
+    struct stat sb;
+    if (!fstat(*fd, &sb) && S_ISDIR(sb.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(EISDIR));
+    }
+    return TQ_OK;
+}
+
+tq_status tq_input_fopen(const char *path, FILE **f)
+{
+    int fd;
+    tq_status st = tq_input_open(path, &fd);
+    if (st)
+        return st;
+    if (fd == 0) {
+        *f = stdin;
+        return TQ_OK;
+    }
+    if (!(*f = fdopen(fd, "r"))) {
+        close(fd);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
     return TQ_OK;
 }
 
@@ -189,7 +214,7 @@ tq_status tq_reader_open_path(tq_reader **out, const char *path)
 tq_status tq_reader_open_path_as(tq_reader **out, const char *path, const char *label)
 {
     int fd;
-    tq_status st = open_input_path(path, &fd);
+    tq_status st = tq_input_open(path, &fd);
     if (st)
         return st;
     st = tq_reader_open_fd(out, fd, label);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +174,33 @@ void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+void tq_tool_check_output(tq_tool *t, const char *path)
+{
+    tq_status st = tq_tool_output_creatable(path);
+    if (st)
+        tq_tool_fail(t, st);
+}
+
+tq_status tq_tool_output_creatable(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return TQ_OK;
+    struct stat sb;
+    tq_status st = TQ_OK;
+    if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+        st = tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create: %s", path, strerror(EISDIR));
+    else if (stat(path, &sb) || S_ISREG(sb.st_mode)) {
+        int fd;
+        char *tmp;
+        st = tq_atomic_open(path, &fd, &tmp);
+        if (!st) {
+            close(fd);
+            st = tq_atomic_finish(tmp, path, 0, TQ_OK);
+        }
+    }
+    return st;
 }
 
 tq_status tq_tool_open_output(tq_tool *t, tq_writer **w)

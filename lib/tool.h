@@ -87,6 +87,15 @@ void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
  * before closing the device. */
 void tq_tool_device_done(tq_tool *t, const tq_device *dev);
 
+/* Before any work, that an output FILE the tool will write later (a report, a
+ * chart, a log: every path but "-") can be created where it is named: exits
+ * 73 with "FILE: cannot create: WHY" when not, so that a run never fails at
+ * its end having written its other outputs. Creates and removes a temporary
+ * file beside FILE; a device or FIFO that exists is left to the write. */
+void tq_tool_check_output(tq_tool *t, const char *path);
+/* The same check, returning the status (TQ_ERR_CANTCREATE) instead of exiting. */
+tq_status tq_tool_output_creatable(const char *path);
+
 /* Opens the binary output (-o FILE or stdout), refusing a terminal without -f. */
 tq_status tq_tool_open_output(tq_tool *t, tq_writer **w);
 /* Opens the text output (-o FILE atomically, or stdout): a FILE* to fclose via

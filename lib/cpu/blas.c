@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 /* The library to load; a build may point elsewhere (a test of the fallback). */
 #ifndef TQ_OPENBLAS_SONAME
@@ -108,8 +109,28 @@ static int check_sgemm(char *why, size_t why_n)
     return 1;
 }
 
+/* OpenBLAS 0.3.21 takes a 128 MiB buffer on a calling thread's first large
+ * product and, when that mmap fails, retries it forever at full CPU (its
+ * blas_memory_alloc never gives up): under an address-space limit (ulimit -v,
+ * as batch systems set) a tool would hang instead of failing. Each thread that
+ * calls it concurrently takes a buffer of its own, at any later time, so no
+ * check of the room left at load time can promise it; with such a limit the
+ * built-in sgemm does all, and out of memory stays an error. */
+static int address_space_limited(void)
+{
+    struct rlimit rl;
+    return !getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY;
+}
+
 static void blas_load(void)
 {
+    if (address_space_limited()) {
+        snprintf(blas.describe, sizeof blas.describe,
+                 "built-in %s sgemm (OpenBLAS not used under an address-space limit, "
+                 "ulimit -v: it retries a failed allocation forever)",
+                 tq_cpu_sgemm_builtin_isa());
+        return;
+    }
     /* OpenBLAS reads its environment in its constructor: set what we need
      * before dlopen, only where the user has not, and put it back after so
      * that child processes see the user's environment. */

@@ -45,9 +45,10 @@ struct tq_lines {
 
 tq_status tq_lines_open(tq_lines **r, const char *path, size_t max)
 {
-    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
-    if (fd < 0)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    tq_status ost = tq_input_open(path, &fd);
+    if (ost)
+        return ost;
     tq_lines *l = calloc(1, sizeof *l);
     if (l)
         l->in = malloc(CHUNK);

@@ -56,9 +56,10 @@ void tq_wordpiece_free(tq_wordpiece *wp)
 
 tq_status tq_wordpiece_load(const char *path, const tq_wordpiece_opts *opts, tq_wordpiece **out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    tq_status ost = tq_input_fopen(path, &f);
+    if (ost)
+        return ost;
     tq_wordpiece *wp = calloc(1, sizeof *wp);
     char *buf = NULL;
     size_t size = 0;

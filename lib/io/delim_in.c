@@ -247,9 +247,9 @@ tq_status tq_import_delim(const char *path, tq_text_format fmt, const tq_import_
                           tq_sink *s)
 {
     delim_in d = {.fmt = fmt, .label = strcmp(path, "-") ? path : "stdin"};
-    d.in = strcmp(path, "-") ? fopen(path, "re") : stdin;
-    if (!d.in)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    tq_status ost = tq_input_fopen(path, &d.in);
+    if (ost)
+        return ost;
     tq_status st = import(&d, o, s);
     if (d.in != stdin)
         fclose(d.in);

@@ -315,9 +315,10 @@ tq_status tq_json_parse(const char *s, size_t n, tq_json **out)
 
 tq_status tq_json_load(const char *path, tq_json **out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    tq_status ost = tq_input_fopen(path, &f);
+    if (ost)
+        return ost;
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

@@ -404,9 +404,9 @@ tq_status tq_import_jsonl(const char *path, const tq_import_opts *o, tq_sink *s)
     jsonl_in d = {.label = strcmp(path, "-") ? path : "stdin",
                   .dtype = o->dtype ? o->dtype : TQ_DTYPE_F32,
                   .name = o->name ? o->name : "x"};
-    d.in = strcmp(path, "-") ? fopen(path, "re") : stdin;
-    if (!d.in)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    tq_status ost = tq_input_fopen(path, &d.in);
+    if (ost)
+        return ost;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;

@@ -393,8 +393,9 @@ tq_status tq_import_npy(const char *path, const tq_import_opts *o, tq_sink *s)
 {
     npy_in in = {.fd = 0, .label = strcmp(path, "-") ? path : "stdin", .sink = s,
                  .name = o->name ? o->name : "x"};
-    if (strcmp(path, "-") && (in.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open: %s", path, strerror(errno));
+    tq_status ost = tq_input_open(path, &in.fd);
+    if (ost)
+        return ost;
     tq_pipe_grow(in.fd);
     tq_status st = tq_npy_read_header(in.fd, in.label, &in.h);
     if (!st) {

@@ -142,7 +142,8 @@ tq_status tq_st_open(const char *path, tq_st_file **out)
         if (f->size) {
             void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
             if (m == MAP_FAILED)
-                st = tq_fail(TQ_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+                st = tq_fail(errno == ENOMEM ? TQ_ERR_NOMEM : TQ_ERR_IO, "%s: cannot map: %s", path,
+                             errno == ENOMEM ? "out of memory" : strerror(errno));
             else
                 f->map = m;
         }

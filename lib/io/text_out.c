@@ -356,7 +356,7 @@ static tq_status emit_group(text_sink *k, const held **g, size_t ng)
         return st;
     int64_t n = g[0]->rows;
     for (size_t i = 0; i < ng; i++)
-        if (is_code(g[i]->dtype) && (size_t)g[i]->row_elems > k->conv_cap) {
+        if (n > 0 && is_code(g[i]->dtype) && (size_t)g[i]->row_elems > k->conv_cap) {
             float *c = realloc(k->conv, (size_t)g[i]->row_elems * sizeof *c);
             if (!c)
                 return tq_fail(TQ_ERR_NOMEM, "out of memory");
