@@ -234,18 +234,6 @@ print("ok")'
     [ ! -e bad.tq ]
 }
 
-# devices: the devices a run here can open, into $devices: the CPU, Vulkan
-# where a driver is installed (lavapipe here), CUDA and HIP on the tests'
-# stand-in driver when make standin built it (as gpu.bats points them at it).
-devices() {
-    if [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ]; then
-        export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
-        export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
-    fi
-    devices="cpu $(tq-cat --list-devices | sed -n 's/^\(vulkan\|cuda\|hip\):0 .*/\1/p')"
-    echo "devices: $devices"
-}
-
 # refuses CODE MESSAGE ARGS...: tq-attend ARGS (input on standard input) fails
 # with CODE and the one line MESSAGE, and writes no -o file.
 refuses() {
@@ -287,7 +275,7 @@ bo[2] = np.nan
 w("w.tq", *(tq.array_frame(n, eye) for n in ("wq", "wk", "wv", "wo")), tq.array_frame("bo", bo))
 EOF2
     nan='frame 0 "emb" of standard input, row 1: value 1 is NaN; attention has no answer for it'
-    devices
+    all_devices
     for dev in $devices; do
         # the issue's cases: --causal, without it, with groups
         refuses 65 "$nan" --device "$dev" --self --causal < nan.tq

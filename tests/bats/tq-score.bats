@@ -224,18 +224,6 @@ print("same")' "$D/out.tq" "$D/ref.tq"
     [ "$stderr" = "tq-score: error: query and candidates differ in width: \"emb\" from $D/q8.tq has 8 values a row, \"emb\" from standard input has 384" ]
 }
 
-# devices: the devices a run here can open, into $devices: the CPU, Vulkan
-# where a driver is installed (lavapipe here), CUDA and HIP on the tests'
-# stand-in driver when make standin built it (as gpu.bats points them at it).
-devices() {
-    if [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ]; then
-        export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
-        export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
-    fi
-    devices="cpu $(tq-cat --list-devices | sed -n 's/^\(vulkan\|cuda\|hip\):0 .*/\1/p')"
-    echo "devices: $devices"
-}
-
 # tq-score.1 (NaN and infinities): IEEE arithmetic, contained. Row 12 (of a
 # group that spans batches) gets a NaN or -inf in its vector or its lp
 # feature (tests/lib/scorenan.py): against the clean input, every other row
@@ -245,7 +233,7 @@ devices() {
 # no other group's.
 @test "NaN and infinities stay in their row (their group for --consensus), every feature and model, every device" {
     py "$TESTS_DIR/lib/scorenan.py" gen "$D"
-    devices
+    all_devices
     for dev in $devices; do
         for spec in "row --query $D/query.tq" "row --query $D/query1.tq" "row -m $D/linear.tq" \
             "row -m $D/logistic.tq" "row -m $D/softmax.tq" "row -m $D/mlp.tq" "row -m $D/mlp3.tq" \

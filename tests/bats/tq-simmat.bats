@@ -414,18 +414,6 @@ np.save("q.npy", x.astype(np.float32))'
     done
 }
 
-# devices: the devices a run here can open, into $devices: the CPU, Vulkan
-# where a driver is installed (lavapipe here), CUDA and HIP on the tests'
-# stand-in driver when make standin built it (as gpu.bats points them at it).
-devices() {
-    if [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ]; then
-        export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
-        export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
-    fi
-    devices="cpu $(tq-cat --list-devices | sed -n 's/^\(vulkan\|cuda\|hip\):0 .*/\1/p')"
-    echo "devices: $devices"
-}
-
 # tq-simmat.1 (NaN and infinities): IEEE arithmetic, contained. A NaN in query
 # 7 or in database row 30 (tests/lib/simnan.py) makes that row's scores NaN
 # and moves nothing else: against a run on the clean inputs, every other score
@@ -437,7 +425,7 @@ devices() {
 @test "NaN and infinities stay in their row: full matrix, top-k, threshold and dedup, every metric, every device" {
     py "$TESTS_DIR/lib/simnan.py" gen .
     chk() { run py "$TESTS_DIR/lib/simnan.py" "$@"; [ "$output" = ok ] || fail "$dev $m: $* : $output"; }
-    devices
+    all_devices
     for dev in $devices; do
         for mt in "cosine 0.5 0.9" "dot 10 15" "l2 -10 -2"; do
             set -- $mt
