@@ -124,6 +124,11 @@ static tq_status col_add(col *c, tq_frame *f, const char *src)
         st = tq_convert(c->as, dst, f->dtype, data, n, 0);
     if (st)
         return tq_fail_context(st, "%s", src);
+    /* NaN and infinities refused here, on the host, before any device work
+     * or output: every backend answers alike (tq-attend(1)) */
+    const char *from = strcmp(src, "stdin") ? tq_took_label(src) : "standard input";
+    if (want_float && (st = tq_attend_finite(f, data, dst, from, c->dims[0])))
+        return st;
     c->bytes += add;
     c->dims[0] += f->dims[0];
     return TQ_OK;

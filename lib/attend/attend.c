@@ -4,6 +4,10 @@
  * small multiple of the inputs and outputs. */
 #include "attend/attend.h"
 #include "internal.h"
+#include "pick.h"
+#include "quant/quant.h"
+
+#include <math.h>
 
 static const char *const wname[4] = {"wq", "wk", "wv", "wo"}, *const bname[4] = {"bq", "bk", "bv", "bo"};
 
@@ -16,8 +20,37 @@ void tq_attend_weights_free(tq_attend_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-/* One frame's payload as f32 (float dtypes converted), malloc'd. */
-static tq_status frame_f32(tq_frame *f, float **out)
+tq_status tq_attend_finite(const tq_frame *f, const void *raw, const float *x,
+                           const char *from, int64_t row0)
+{
+    int64_t n = 1, d = f->rank ? f->dims[f->rank - 1] : 1, col;
+    for (int i = 0; i < f->rank; i++)
+        n *= f->dims[i];
+    int64_t r = d > 0 ? tq_quant_first_nonfinite(x, n / d, d, &col) : -1;
+    if (r < 0)
+        return TQ_OK;
+    char where[80] = "", what[80];
+    if (f->rank == 3)
+        snprintf(where, sizeof where, ", sequence %lld, row %lld",
+                 (long long)(row0 + r / f->dims[1]), (long long)(r % f->dims[1]));
+    else if (f->rank == 2)
+        snprintf(where, sizeof where, ", row %lld", (long long)(row0 + r));
+    int wide = f->dtype == TQ_DTYPE_F64 && raw;
+    double v = wide ? ((const double *)raw)[r * d + col] : 0;
+    if (isnan(x[r * d + col]))
+        snprintf(what, sizeof what, "is NaN");
+    else if (wide && isfinite(v))
+        snprintf(what, sizeof what, "is %g, beyond the range of f32", v);
+    else
+        snprintf(what, sizeof what, "is infinite");
+    return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\" of %s%s: value %lld %s; attention has no "
+                                "answer for it",
+                   (unsigned long long)f->index, f->name, from, where, (long long)col, what);
+}
+
+/* One frame's payload as f32 (float dtypes converted), malloc'd; NaN and
+ * infinities refused. */
+static tq_status frame_f32(tq_frame *f, const char *path, float **out)
 {
     if (!tq_dtype_is_float(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame \"%s\" must be a float tensor, not %s", f->name,
@@ -31,7 +64,9 @@ static tq_status frame_f32(tq_frame *f, float **out)
         n *= (size_t)f->dims[i];
     if (!(*out = malloc(n * sizeof **out + 1)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    return tq_convert(TQ_DTYPE_F32, *out, f->dtype, data, n, 0);
+    if ((st = tq_convert(TQ_DTYPE_F32, *out, f->dtype, data, n, 0)))
+        return st;
+    return tq_attend_finite(f, data, *out, tq_took_label(path), 0);
 }
 
 tq_status tq_attend_weights_load(const char *path, tq_attend_weights *w)
@@ -55,7 +90,7 @@ tq_status tq_attend_weights_load(const char *path, tq_attend_weights *w)
                 st = tq_fail(TQ_ERR_DATA, "%s: \"%s\" must be rank 2 [out, in]", path, f->name);
             else if (isb && f->rank != 1)
                 st = tq_fail(TQ_ERR_DATA, "%s: \"%s\" must be rank 1 [out]", path, f->name);
-            else if (!(st = frame_f32(f, isw ? &w->w[i] : &w->b[i]))) {
+            else if (!(st = frame_f32(f, path, isw ? &w->w[i] : &w->b[i]))) {
                 if (isw) {
                     w->out[i] = f->dims[0];
                     w->in[i] = f->dims[1];

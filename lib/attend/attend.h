@@ -17,6 +17,15 @@ typedef struct tq_attend_weights {
 tq_status tq_attend_weights_load(const char *path, tq_attend_weights *w);
 void tq_attend_weights_free(tq_attend_weights *w);
 
+/* Refuses a NaN or an infinity among x, the values of frame f read from
+ * `from` as f32 (raw: its payload as stored, to tell an f64 beyond f32's range
+ * from an infinity; NULL for codes): TQ_ERR_DATA naming the frame, row and
+ * value. Rows (sequences for rank 3) count on from row0, the earlier batches
+ * of the same tensor. Attention has no answer for them, and IEEE arithmetic
+ * would spread them past the rows that see them (0 weight times NaN). */
+tq_status tq_attend_finite(const tq_frame *f, const void *raw, const float *x,
+                           const char *from, int64_t row0);
+
 typedef struct tq_attend_job {
     int64_t B, Lq, Lk, dq, dk, dv; /* input widths of q, k, v */
     const float *q, *k, *v;        /* [B, Lq, dq], [B, Lk, dk], [B, Lk, dv]; k may be q */

@@ -110,6 +110,17 @@ int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
     return j.first;
 }
 
+int64_t tq_quant_first_nonfinite(const float *x, int64_t n, int64_t d, int64_t *col)
+{
+    const char *why;
+    /* f32 is the code that holds every finite value: only the scan remains */
+    int64_t r = d > 0 ? tq_quant_bad_row(TQ_QUANT_F32, x, n, d, &why) : -1;
+    *col = 0;
+    while (r >= 0 && isfinite(x[r * d + *col]))
+        ++*col;
+    return r;
+}
+
 /* ---- int8 per row ---- */
 
 static void int8_row(const float *x, int64_t d, int8_t *q, float *scale, int simd)

@@ -30,6 +30,10 @@ tq_dtype tq_quant_code_dtype(tq_quant_code c);
  * the q8_0/q4_0 block scales). *why names the reason. */
 int64_t tq_quant_bad_row(tq_quant_code c, const float *x, int64_t n, int64_t d,
                          const char **why);
+/* The first value of x [n, d] (f32) that is NaN or infinite, by rows: its row,
+ * its column in *col; -1 when all are finite. The scan above (AVX2, on the
+ * pool): the tools that refuse such values (tq-attend) check with it. */
+int64_t tq_quant_first_nonfinite(const float *x, int64_t n, int64_t d, int64_t *col);
 
 /* Quantizes x [n, d] f32 into codes (the payload of the code's frame); scales
  * [n] for TQ_QUANT_INT8, ranges [2, d] (row 0 the minimum, row 1 the maximum

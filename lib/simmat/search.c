@@ -154,7 +154,7 @@ static tq_status run_full(tq_sim *s, slices *t, const float *q, int64_t n, tq_wr
             float qq = (float)tq_simscore_dot(qr, qr, d), *o = t->ch + i * nd;
             for (int64_t j = 0; j < nd; j++) {
                 float v = (o[j] - qq) - t->xsq[j];
-                o[j] = v < 0 ? v : 0.0f; /* -||q - x||^2 is never positive */
+                o[j] = v > 0 ? 0.0f : v; /* -||q - x||^2 is never positive; NaN stays NaN */
             }
         }
         if (!st)

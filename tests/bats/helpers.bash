@@ -64,3 +64,16 @@ db = b''.join(t.array_frame('key', np.arange(b, b + 100, dtype=np.int64)) +
 open('db.tq', 'wb').write(db)
 open('q.tq', 'wb').write(t.array_frame('emb', q[:30]) + t.array_frame('emb', q[30:]))"
 }
+
+# all_devices: the devices a run here can open, into $devices, for the tests
+# that hold every device to one behaviour: the CPU, Vulkan where a driver is
+# installed (lavapipe here), CUDA and HIP on the tests' stand-in driver when
+# make standin built it (pointed at it as gpu.bats does), or on a real GPU.
+all_devices() {
+    if [ "${TQ_GPU_REAL:-}" != 1 ] && [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ]; then
+        export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+        export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+    fi
+    devices="cpu $(tq-cat --list-devices | sed -n 's/^\(vulkan\|cuda\|hip\):0 .*/\1/p')"
+    echo "devices: $devices"
+}

@@ -233,3 +233,69 @@ print("ok")'
     [ "$stderr" = 'tq-attend: error: queries and keys differ in width: "emb" from standard input has 8 values a row, "emb" from kv.tq has 384' ]
     [ ! -e bad.tq ]
 }
+
+# refuses CODE MESSAGE ARGS...: tq-attend ARGS (input on standard input) fails
+# with CODE and the one line MESSAGE, and writes no -o file.
+refuses() {
+    local code=$1 msg=$2
+    shift 2
+    rm -f o.tq
+    run --separate-stderr tq-attend "$@" -o o.tq
+    [ "$status" -eq "$code" ] || fail "status $status (want $code): $stderr"
+    [ "$stderr" = "tq-attend: error: $msg" ] || fail "got: $stderr"
+    [ -z "$output" ] && [ ! -e o.tq ] || fail "wrote something"
+}
+
+# tq-attend.1 (NaN AND INFINITIES): refused, exit 65, one line naming the
+# input, frame, row and value, nothing written, on every device alike. Issue
+# 34: the three rows of vectors.csv with a NaN in the second gave NaN for the
+# first row and 0 for the others under --causal, 0 for all without it, and a
+# NaN in one group changed another group's rows.
+@test "NaN and infinities: refused with the input, frame, row and value named, exit 65, on every device" {
+    py - <<'EOF2'
+import numpy as np, tqstream as tq
+x = np.array([[1, 2, -4], [0.5, 3, 1], [-1, 2, 8]], np.float32)
+g = np.array([0, 0, 1], np.int64)
+def w(name, *fr): open(name, "wb").write(b"".join(fr))
+w("ok.tq", tq.array_frame("emb", x), tq.array_frame("g", g))
+xn = x.copy(); xn[1, 1] = np.nan
+w("nan.tq", tq.array_frame("emb", xn), tq.array_frame("g", g))
+xi = x.copy(); xi[2, 0] = -np.inf
+w("inf.tq", tq.array_frame("emb", xi[:1]), tq.array_frame("emb", xi[1:]))
+x64 = x.astype(np.float64); x64[1, 2] = 1e300                    # no f32 holds it
+w("big64.tq", tq.array_frame("emb", x64))
+xh = x.astype(np.float16); xh[0, 2] = np.inf
+w("inf16.tq", tq.array_frame("emb", xh))
+s3 = np.stack([x, x]); s3[1, 2, 1] = np.nan                     # sequence 1, row 2
+w("seq.tq", tq.array_frame("q", s3))
+w("kv.tq", tq.array_frame("k", x), tq.array_frame("v", xn))
+eye = np.eye(3, dtype=np.float32); bo = np.zeros(3, np.float32)
+w("w-ok.tq", *(tq.array_frame(n, eye) for n in ("wq", "wk", "wv", "wo")), tq.array_frame("bo", bo))
+bo[2] = np.nan
+w("w.tq", *(tq.array_frame(n, eye) for n in ("wq", "wk", "wv", "wo")), tq.array_frame("bo", bo))
+EOF2
+    nan='frame 0 "emb" of standard input, row 1: value 1 is NaN; attention has no answer for it'
+    all_devices
+    for dev in $devices; do
+        # the issue's cases: --causal, without it, with groups
+        refuses 65 "$nan" --device "$dev" --self --causal < nan.tq
+        refuses 65 "$nan" --device "$dev" --self < nan.tq
+        refuses 65 "$nan" --device "$dev" --self --group g --heads 3 < nan.tq
+        # the same input without the NaN runs (so it is the NaN that is refused)
+        run tq-attend --device "$dev" --self --causal --group g -o ok-"$dev".tq < ok.tq
+        assert_success
+    done
+    # infinities; rows count across batches; f16 converted, f64 beyond f32
+    refuses 65 'frame 1 "emb" of standard input, row 2: value 0 is infinite; attention has no answer for it' --self < inf.tq
+    refuses 65 'frame 0 "emb" of standard input, row 0: value 2 is infinite; attention has no answer for it' --self < inf16.tq
+    refuses 65 'frame 0 "emb" of standard input, row 1: value 2 is 1e+300, beyond the range of f32; attention has no answer for it' --self < big64.tq
+    # rank 3: the sequence and its row; keys and values of --kv; the weights
+    refuses 65 'frame 0 "q" of standard input, sequence 1, row 2: value 1 is NaN; attention has no answer for it' --self --q q < seq.tq
+    refuses 65 'frame 1 "v" of kv.tq, row 1: value 1 is NaN; attention has no answer for it' --kv kv.tq < ok.tq
+    refuses 65 'frame 4 "bo" of w.tq: value 2 is NaN; attention has no answer for it' --self --weights w.tq < ok.tq
+    # keys and weights without the NaN: accepted
+    run tq-attend --kv ok.tq --k emb --v emb -o kv-ok.tq < ok.tq
+    assert_success
+    run tq-attend --self --weights w-ok.tq -o w-ok-out.tq < ok.tq
+    assert_success
+}

@@ -852,3 +852,31 @@ EOF
     [ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ] && [ ! -e y.npy ]
     [ "$stderr" = 'tq-cat: error: more than one frame could be the tensor to write ("a", "b"): name one with --name' ]
 }
+
+# tq-cat.1 (NaN and infinities): faithful, never refused for being NaN: a
+# frame's NaN payloads pass byte for byte, text reads every spelling back to
+# the IEEE value, a number beyond f32 is an infinity of its sign, and an
+# integer dtype refuses nan as it refuses 1.5.
+@test "NaN and infinities: passed byte for byte, read from text in every spelling, refused only by integer dtypes" {
+    py - <<'EOF2'
+from ref import *
+a = np.array([[1, np.nan], [np.inf, -np.inf]], np.float32)
+a.view(np.uint32)[0, 1] = 0xffc01234                     # a negative NaN with a payload
+open("n.tq", "wb").write(tq.array_frame("emb", a))
+open("n.csv", "w").write("nan,NaN\ninf,-inf\nInfinity,-Infinity\n1e300,-1e300\n")
+EOF2
+    tq-cat n.tq | cmp - n.tq
+    tq-cat --to npy -o n.npy n.tq
+    tq-cat --from csv n.csv > c.tq
+    py - <<'EOF2'
+from ref import *
+same(np.load("n.npy"), arrays("n.tq", "emb"))
+inf = np.float32(np.inf)
+same(arrays("c.tq", "x"), np.array([[np.nan, np.nan], [inf, -inf], [inf, -inf], [inf, -inf]], np.float32),
+     nan_payload=False)
+EOF2
+    printf '1,nan\n' > i.csv
+    run --separate-stderr tq-cat --from csv --dtype i32 -o i.tq i.csv
+    [ "$status" -eq 65 ] && [ ! -e i.tq ]
+    [ "$stderr" = "tq-cat: error: i.csv: line 1: column 2: not an integer: 'nan'" ]
+}

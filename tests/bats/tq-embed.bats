@@ -429,3 +429,18 @@ EOF
     [ ! -e out.tq ]
     [ -z "$(ls -A . | grep -v -e '^d.txt$' -e '^emb.py$')" ]
 }
+
+# tq-embed.1 (.VEC WORD VECTORS): a value that is not a finite f32 number is
+# refused with its line, exit 65, and no output file.
+@test ".vec word vectors holding NaN, an infinity or a value beyond f32: exit 65 naming the line" {
+    cd "$BATS_TEST_TMPDIR"
+    for v in nan -inf 1e300; do
+        printf 'cat 1 2\ndog 2 %s\n' "$v" > w.vec
+        run --separate-stderr tq-embed -m w.vec -o e.tq <<<"cat dog"
+        [ "$status" -eq 65 ] && [ ! -e e.tq ] || fail "$v: exit $status: $stderr"
+        [ "$stderr" = "tq-embed: error: w.vec: line 2: value 2 is not a finite number: \"$v\"" ] || fail "$stderr"
+    done
+    printf 'cat 1 2\ndog 2 3\n' > w.vec
+    run tq-embed -m w.vec -o e.tq <<<"cat dog"
+    assert_success
+}

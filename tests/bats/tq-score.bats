@@ -112,6 +112,8 @@ write(D + "/class.tq", model_frames("softmax", [("w", o((16, 3))), ("b", o(3))],
 write(D + "/act.tq", model_frames("mlp", [("w1", o((16, 1))), ("b1", o(1))], activation="swish"))
 write(D + "/dim.tq", model_frames("linear", [("w", o(8)), ("b", o(1))]))
 write(D + "/nohead.tq", [ts.array_frame("w", o(16, dtype=np.float32))])
+nan = o((16, 4)); nan[5, 1] = np.nan
+write(D + "/nan.tq", model_frames("mlp", [("w1", nan), ("b1", o(4)), ("w2", o((4, 1))), ("b2", o(1))]))
 PYEOF
     check() {
         run --separate-stderr tq-score -m "$D/$1.tq" "$D/in.tq"
@@ -128,6 +130,7 @@ PYEOF
     check act "unknown activation 'swish'"
     check dim 'the model takes vectors of dim 8, "emb" from '"$D/in.tq"' has 16'
     check nohead 'no "model" frame'
+    check nan 'weight "w1" holds a value that is not finite'
 }
 
 @test "errors: data (65): groups not contiguous, query dims and groups, feature frames" {
@@ -219,4 +222,41 @@ print("same")' "$D/out.tq" "$D/ref.tq"
     run --separate-stderr sh -c "tq-score --query '$D/q8.tq' < '$D/c384.tq' > '$D/bad.tq'"
     [ "$status" -eq 65 ] && [ "${#stderr_lines[@]}" -eq 1 ]
     [ "$stderr" = "tq-score: error: query and candidates differ in width: \"emb\" from $D/q8.tq has 8 values a row, \"emb\" from standard input has 384" ]
+}
+
+# tq-score.1 (NaN and infinities): IEEE arithmetic, contained. Row 12 (of a
+# group that spans batches) gets a NaN or -inf in its vector or its lp
+# feature (tests/lib/scorenan.py): against the clean input, every other row
+# keeps its score bits, every other group its ranks, and the poisoned group
+# the order of its other rows, with NaN last. The consensus is the mean over
+# the group, which every row of it sees: the whole group's scores go NaN, and
+# no other group's.
+@test "NaN and infinities stay in their row (their group for --consensus), every feature and model, every device" {
+    py "$TESTS_DIR/lib/scorenan.py" gen "$D"
+    all_devices
+    for dev in $devices; do
+        for spec in "row --query $D/query.tq" "row --query $D/query1.tq" "row -m $D/linear.tq" \
+            "row -m $D/logistic.tq" "row -m $D/softmax.tq" "row -m $D/mlp.tq" "row -m $D/mlp3.tq" \
+            "row -m $D/mlp-gelu.tq" "group --consensus" "group --consensus --query $D/query.tq" \
+            "lp --feature lp" "lp --consensus --feature lp -m $D/mlp.tq --weights 1,-2,0.5"; do
+            set -- $spec
+            what=$1
+            shift
+            tq-score --device "$dev" "$@" "$D/clean.tq" -o "$D/clean-out.tq"
+            for kind in nan inf; do
+                in=emb-$kind.tq spread=$what
+                [ "$what" = lp ] && in=lp-$kind.tq spread=row
+                tq-score --device "$dev" "$@" "$D/$in" -o "$D/bad-out.tq"
+                run py "$TESTS_DIR/lib/scorenan.py" check "$D/clean-out.tq" "$D/bad-out.tq" $kind $spread
+                [ "$output" = ok ] || fail "$dev $in $*: $output"
+            done
+        done
+    done
+    # a NaN in the one reference row of --query reaches every row's score
+    py -c '
+import numpy as np, tqstream as ts
+q = np.ones((1, 16), np.float32); q[0, 2] = np.nan
+open("'"$D"'/qnan.tq", "wb").write(ts.array_frame("emb", q))'
+    tq-score --query "$D/qnan.tq" --feature lp "$D/clean.tq" | tq-cat -t tsv --no-header --name score > "$D/qn"
+    [ "$(sort -u "$D/qn")" = nan ]
 }

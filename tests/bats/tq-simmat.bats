@@ -413,3 +413,52 @@ np.save("q.npy", x.astype(np.float32))'
         [ ! -e bad.tq ]
     done
 }
+
+# tq-simmat.1 (NaN and infinities): IEEE arithmetic, contained. A NaN in query
+# 7 or in database row 30 (tests/lib/simnan.py) makes that row's scores NaN
+# and moves nothing else: against a run on the clean inputs, every other score
+# of the full matrix, every other top-k list (-k all rows, and -k 5 as its
+# first 5) and every other pair of --threshold is the same bits, and the NaN
+# row ranks below every number; an infinity gives infinite (or, for cosine,
+# NaN) scores in its row only. --dedup keeps a NaN row (it matches nothing)
+# and decides every other row as if it were not there.
+@test "NaN and infinities stay in their row: full matrix, top-k, threshold and dedup, every metric, every device" {
+    py "$TESTS_DIR/lib/simnan.py" gen .
+    chk() { run py "$TESTS_DIR/lib/simnan.py" "$@"; [ "$output" = ok ] || fail "$dev $m: $* : $output"; }
+    all_devices
+    for dev in $devices; do
+        for mt in "cosine 0.5 0.9" "dot 10 15" "l2 -10 -2"; do
+            set -- $mt
+            m=$1 t=$2 dd=$3
+            sm() { tq-simmat --device "$dev" --metric "$m" "$@"; }
+            sm --db db.tq < q.tq > full.tq
+            sm --db db.tq -k 300 < q.tq > all.tq
+            sm --db db.tq --threshold "$t" < q.tq > pairs.tq
+            for kind in nan inf; do
+                for side in q db; do
+                    if [ "$side" = q ]; then qf=q-$kind.tq dbf=db.tq bq=7 bd=-1; else qf=q.tq dbf=db-$kind.tq bq=-1 bd=30; fi
+                    sm --db "$dbf" < "$qf" > bfull.tq
+                    chk full full.tq bfull.tq $bq $bd $kind "$m"
+                    sm --db "$dbf" -k 300 < "$qf" > ball.tq
+                    chk topk all.tq ball.tq $bq $bd
+                    sm --db "$dbf" -k 5 < "$qf" > b5.tq
+                    chk prefix ball.tq b5.tq
+                    sm --db "$dbf" --threshold "$t" < "$qf" > bpairs.tq
+                    chk pairs pairs.tq bpairs.tq $bq $bd "$t" bfull.tq
+                done
+            done
+            sm --dedup "$dd" < db-less.tq > less.tq
+            sm --dedup "$dd" < db-nan.tq > dd.tq
+            chk dedup dd.tq less.tq 30
+        done
+        # cosine scales an infinite row to NaN: kept by dedup as well
+        tq-simmat --device "$dev" --dedup 0.9 < db-inf.tq > dd.tq
+        tq-simmat --device "$dev" --dedup 0.9 < db-less.tq > less.tq
+        chk dedup dd.tq less.tq 30
+    done
+    # queries of a database of codes are coded first: a NaN has no code
+    tq-quantize --to int8 < db.tq > db8.tq
+    run --separate-stderr tq-simmat --db db8.tq --metric dot -k 3 -o o.tq < q-nan.tq
+    [ "$status" -eq 65 ] && [ ! -e o.tq ]
+    [ "$stderr" = 'tq-simmat: error: frame 0 "emb": row 7 has a NaN or an infinity' ]
+}

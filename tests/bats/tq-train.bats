@@ -197,6 +197,12 @@ xn = x.copy(); xn[2, 1] = np.nan
 w("nan.tq", [ts.array_frame("emb", xn), ts.array_frame("y", y)])
 xi = x.copy(); xi[3, 0] = np.inf
 w("inf.tq", [ts.array_frame("emb", xi), ts.array_frame("y", y)])
+yf = y.astype(np.float32) / 2; yf[1] = np.inf
+w("ynan.tq", [ts.array_frame("emb", x), ts.array_frame("y", yf)])
+wt = np.ones(4, np.float32); wt[0] = np.nan
+w("wnan.tq", [ts.array_frame("emb", x), ts.array_frame("y", y), ts.array_frame("w", wt)])
+x64 = x.astype(np.float64); x64[1, 2] = 1e300
+w("big64.tq", [ts.array_frame("emb", x64), ts.array_frame("y", y)])
 w("short.tq", [ts.array_frame("emb", x), ts.array_frame("y", y[:3])])
 w("neg.tq", [ts.array_frame("emb", x), ts.array_frame("y", np.array([0, -1, 2, 1], dtype=np.int64))])
 w("two.tq", [ts.array_frame("a", x), ts.array_frame("b", x), ts.array_frame("y", y)])
@@ -205,6 +211,12 @@ w("groups.tq", [ts.array_frame("emb", x), ts.array_frame("y", y.astype(np.float3
 PYEOF
     bad "$D/nan.tq" 65 'row 2 of "emb": feature 1 is NaN' --model softmax
     bad "$D/inf.tq" 65 'row 3 of "emb": feature 0 is infinite' --model softmax
+    # tq-train.1 (NaN and infinities): targets and weights too; an f64 feature
+    # beyond f32's range is infinite once converted
+    bad "$D/ynan.tq" 65 'row 1 of "y": the target is not finite' --model linear
+    bad "$D/wnan.tq" 65 'row 0 of "w": weight nan is not a finite number >= 0' --model softmax --weight w
+    bad "$D/big64.tq" 65 'row 1 of "emb": feature 2 is infinite' --model softmax
+    bad "$D/ok.tq" 65 'nan.tq: row 2 of "emb": feature 1 is NaN' --model softmax --valid "$D/nan.tq"
     bad "$D/short.tq" 65 '4 rows of features "emb" but 3 of "y"' --model softmax
     bad "$D/neg.tq" 65 'row 1: label -1 is not a class 0..2' --model softmax
     bad "$D/ok.tq" 65 'row 2: label 2 is not a class 0..1' --model softmax --classes 2

@@ -201,11 +201,40 @@ static void test_bad_rows(void)
     free(y);
 }
 
+/* tq_quant_first_nonfinite (tq-attend's check): the first NaN or infinity by
+ * rows, its column too, in the vector lanes and in the tail, either way */
+static void test_first_nonfinite(void)
+{
+    enum { N = 50, D = 19 }; /* 19: two lanes of 8 and a tail of 3 */
+    float x[N * D];
+    for (int i = 0; i < N * D; i++)
+        x[i] = uniform() * 1e30f;
+    for (int portable = 0; portable <= 1; portable++) {
+        tq_quant_force_portable(portable);
+        int64_t col = -2;
+        CHECK(tq_quant_first_nonfinite(x, N, D, &col) == -1, "finite values");
+        CHECK(tq_quant_first_nonfinite(x, 0, D, &col) == -1 && tq_quant_first_nonfinite(x, N, 0, &col) == -1,
+              "no values");
+        static const int at[][2] = {{0, 0}, {7, 5}, {31, 16}, {49, 17}};
+        for (int k = 0; k < 4; k++) {
+            float *v = &x[at[k][0] * D + at[k][1]], keep = *v;
+            *v = k % 2 ? -INFINITY : NAN;
+            x[N * D - 1] = INFINITY; /* a later one is not the first */
+            int64_t r = tq_quant_first_nonfinite(x, N, D, &col);
+            CHECK(r == at[k][0] && col == at[k][1], "portable %d: (%d, %d) found at (%lld, %lld)",
+                  portable, at[k][0], at[k][1], (long long)r, (long long)col);
+            *v = keep, x[N * D - 1] = 1;
+        }
+    }
+    tq_quant_force_portable(0);
+}
+
 int main(void)
 {
     test_vector_matches_portable();
     test_int8_reference();
     test_bounds();
     test_bad_rows();
+    test_first_nonfinite();
     return CHECK_DONE();
 }
