@@ -93,6 +93,9 @@ static tq_status col_add(col *c, tq_frame *f, const char *src)
                        tq_dtype_name(f->dtype));
     if (f->rank < 1)
         return tq_fail(TQ_ERR_DATA, "%s: frame \"%s\" has rank 0", src, f->name);
+    if (want_float && f->rank > 1 && f->dims[0] > 0 && f->dims[f->rank - 1] == 0)
+        return tq_fail(TQ_ERR_DATA, "%s: frame \"%s\": %lld rows of 0 values: nothing to attend with",
+                       src, f->name, (long long)f->dims[0]);
     if (!c->seen) {
         c->rank = f->rank;
         memcpy(c->dims, f->dims, sizeof c->dims);

@@ -148,6 +148,9 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
                                     "not %s rank %d",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
     int64_t n = f->dims[0], d = f->dims[1];
+    if (d == 0 && n > 0) /* each row would be owed a scale, for no values */
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows of 0 values: nothing to quantize",
+                       (unsigned long long)f->index, f->name, (long long)n);
     tq_quant_code c = o->code;
     if ((c == TQ_QUANT_Q8_0 || c == TQ_QUANT_Q4_0) && d % TQ_QK)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s needs rows of a multiple of %d "

@@ -230,6 +230,9 @@ static tq_status set_schema(runner *r, const int *aligned, const tq_frame *emb)
 {
     const tq_score_run_opts *o = r->o;
     tq_status st;
+    if (emb->dims[1] == 0 && emb->dims[0] > 0)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows of 0 values: nothing to score",
+                       (unsigned long long)emb->index, emb->name, (long long)emb->dims[0]);
     r->d = r->stats->d = emb->dims[1];
     if (o->cfg.query && tq_score_query_dim(o->cfg.query) != r->d) {
         /* each input's frames from that input: name both, and both widths */

@@ -109,6 +109,11 @@ static tq_status check_vectors(const tq_frame *f)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
                                     "not %s rank %d",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
+    /* rows of no values have no similarity; and a header may declare
+     * millions of them with no payload at all, each owed a result */
+    if (f->dims[1] == 0 && f->dims[0] > 0)
+        return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows of 0 values: nothing to compare",
+                       (unsigned long long)f->index, f->name, (long long)f->dims[0]);
     return TQ_OK;
 }
 

@@ -93,6 +93,24 @@ tools="tq-cat tq-simmat tq-score tq-quantize tq-attend tq-embed tq-train tq-benc
     expect 65 "bad.json" tq-bench --compare bad.json "$ROOT_DIR/samples/bench-new.json"
 }
 
+@test "exit 65: rows of 0 values, even 5e8 of them declared with no payload, at once" {
+    py -c "
+import sys, tqstream as t
+sys.stdout.buffer.write(t.frame('emb', 'f32', [500000000, 0], b''))" > wide0.tq
+    # each tool would owe every row a result (or a scale): 19 GB and minutes
+    # in tq-simmat before this was refused
+    expect 65 "500000000 rows of 0 values" tq-simmat -k 2 -o out <wide0.tq
+    expect 65 "500000000 rows of 0 values" tq-simmat -k 2 --db wide0.tq -o out <good.tq
+    expect 65 "500000000 rows of 0 values" tq-simmat --dedup 0.9 -o out <wide0.tq
+    expect 65 "500000000 rows of 0 values" tq-score --consensus -o out <wide0.tq
+    expect 65 "500000000 rows of 0 values" tq-quantize --to int8 -o out wide0.tq
+    expect 65 "500000000 rows of 0 values" tq-attend --self -o out <wide0.tq
+    # tq-cat converts what it is given: the frame passes, at no cost
+    run tq-cat wide0.tq -o out
+    assert_success
+    cmp out wide0.tq
+}
+
 @test "exit 66: an input that cannot be opened, or is a directory, for every tool" {
     mkdir folder
     for t in $tools; do
