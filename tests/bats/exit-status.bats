@@ -177,6 +177,24 @@ sys.stdout.buffer.write(t.frame('emb', 'f32', [500000000, 0], b''))" > wide0.tq
     run --separate-stderr lim "$TQ_BIN/tq-bench" --op matmul -n 8192 -r 1 --device cpu -o out
     [ "$status" -eq 1 ] && [[ "$stderr" == "tq-bench: error: "*"out of memory"* ]] ||
         fail "tq-bench: status $status: $stderr"
+    # a small job under the same limit answers, as without it (the search's
+    # products, large enough for OpenBLAS otherwise, on the built-in kernel)
+    py -c "
+import numpy as np, tqstream as t, sys
+x = np.random.default_rng(3).standard_normal((2000, 16)).astype(np.float32)
+sys.stdout.buffer.write(t.array_frame('emb', x))" > mid.tq
+    tq-simmat -k 5 --device cpu -o free.tq <mid.tq
+    run lim "$TQ_BIN/tq-simmat" -k 5 --device cpu -o limited.tq <mid.tq
+    assert_success
+    py -c "
+import numpy as np, tqstream as t
+a, b = ({f['name']: t.to_numpy(f) for f in t.read(open(p, 'rb').read())}
+        for p in ('free.tq', 'limited.tq'))
+# the same lists; scores within a few ulp (the two sgemm kernels sum in
+# different orders, 16 terms)
+assert (a['idx'] == b['idx']).all(), 'indices differ'
+assert np.allclose(a['score'], b['score'], rtol=1e-5, atol=1e-6), 'scores differ'"
+    rm -f free.tq limited.tq mid.tq
     # the listing of devices, which loads every runtime, ends too
     run --separate-stderr lim "$TQ_BIN/tq-cat" --list-devices
     assert_success
