@@ -379,6 +379,33 @@ static tq_status load_batch(dd *z, tq_frame *f)
     return TQ_OK;
 }
 
+/* The names of the frames before the first vectors: a batch's own (its keys,
+ * its scales), which after a batch belong to the next one. */
+typedef struct names {
+    char name[16][TQ_MAX_NAME + 1];
+    int n, full;
+} names;
+
+static int names_has(const names *p, const char *name)
+{
+    if (p->full)
+        return 1; /* too many to tell: every frame is a batch's own, as before */
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->name[i], name))
+            return 1;
+    return 0;
+}
+
+static void names_add(names *p, const char *name)
+{
+    if (names_has(p, name))
+        return;
+    if (p->n == 16)
+        p->full = 1;
+    else
+        snprintf(p->name[p->n++], sizeof p->name[0], "%s", name);
+}
+
 static void drop_held(dd *z)
 {
     for (int i = 0; i < z->nh; i++)
@@ -393,6 +420,8 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
     z.s = s;
     tq_frame *f;
     tq_status st;
+    names pre = {.n = 0};
+    int64_t last_n = -1, last_kept = 0; /* the batch just written */
     while ((st = tq_reader_next(in, &f)) == TQ_OK) {
         const char *qn = tq_sim_query_name(s);
         int vec = qn ? !strcmp(f->name, qn) : tq_sim_codes_is_vectors(f, NULL);
@@ -401,6 +430,21 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
         if (!vec && tq_sim_ranges_take(&s->qranges, f, qn, &st) && st)
             break;
         if (!vec) {
+            /* right after a batch, a frame of another name than the batches'
+             * own with one row per row is an aligned column that follows its
+             * vectors (emb, then y): it loses the same rows (tq-score reads it
+             * so too); passed whole, it would no longer line up */
+            if (last_n >= 0 && !z.nh && f->rank >= 1 && f->dims[0] == last_n &&
+                !names_has(&pre, f->name)) {
+                const void *data;
+                if ((st = tq_frame_data(f, &data)) ||
+                    (st = write_kept(out, f->name, f->dtype, f->rank, f->dims, f->meta,
+                                     f->meta_len, data, f->raw_size, last_n, z.keep, last_kept)))
+                    break;
+                continue;
+            }
+            if (last_n < 0)
+                names_add(&pre, f->name);
             if ((st = hold(&z, f)))
                 break;
             continue;
@@ -436,6 +480,7 @@ tq_status tq_sim_dedup(tq_sim *s, tq_reader *in, tq_writer *out)
         if (!st && !(st = tq_frame_data(f, &data)))
             st = write_kept(out, f->name, f->dtype, f->rank, f->dims, f->meta, f->meta_len, data,
                             f->raw_size, n, z.keep, kept);
+        last_n = n, last_kept = kept;
         s->kept += kept;
         s->q_seen += n;
         s->dropped += n - kept;

@@ -217,6 +217,32 @@ open("cn.tq", "wb").write(t.array_frame("emb", x))'
     py "$TESTS_DIR/lib/simref.py" dedup out2.tq db.tq cosine 0.35 q.tq
 }
 
+@test "dedup: a column after its vectors (emb, then y) loses the same rows; keys before stay the next batch's" {
+    # batches of key, emb, y, where y = 10 x key: each kept row must keep its
+    # own y; the keys come before each batch's vectors, y after
+    py -c "
+import numpy as np, tqstream as t, sys
+rng = np.random.default_rng(7)
+x = rng.standard_normal((300, 8)).astype(np.float32)
+x[150:] = x[:150] + 0.01 * rng.standard_normal((150, 8)).astype(np.float32)  # near-copies
+out = b''
+for b in range(0, 300, 100):
+    k = np.arange(b, b + 100, dtype=np.int64)
+    out += t.array_frame('key', k) + t.array_frame('emb', x[b:b + 100]) + t.array_frame('y', 10 * k)
+sys.stdout.buffer.write(out)" > ky.tq
+    tq-simmat --dedup 0.95 < ky.tq > out.tq
+    py "$TESTS_DIR/lib/simref.py" dedup out.tq ky.tq cosine 0.95
+    py -c "
+import numpy as np, tqstream as t
+fr = t.read(open('out.tq', 'rb').read())
+assert [f['name'] for f in fr] == ['key', 'emb', 'y'] * 3, [f['name'] for f in fr]
+for i in range(0, 9, 3):
+    k, e, y = (t.to_numpy(f) for f in fr[i:i + 3])
+    assert len(k) == len(e) == len(y), (len(k), len(e), len(y))
+    assert (y == 10 * k).all(), 'y no longer lines up with its rows'
+assert sum(len(t.to_numpy(f)) for f in fr[0::3]) < 300, 'nothing was dropped'"
+}
+
 @test "dedup: never exit 0 having decided nothing: a stream without vectors is an error, with --db or not" {
     # once: "0 rows kept, 0 dropped", the input back, exit 0
     tq-cat --name key q.tq > keys.tq
