@@ -7,6 +7,7 @@
 #include "pick.h"
 #include "quant/quant.h"
 
+#include <float.h>
 #include <math.h>
 
 static const char *const wname[4] = {"wq", "wk", "wv", "wo"}, *const bname[4] = {"bq", "bk", "bv", "bo"};
@@ -145,6 +146,85 @@ static tq_status project(tq_device *dev, const tq_attend_weights *w, int i, tq_t
     return st;
 }
 
+/* The largest Euclidean norm of n rows of d values, and which row has it. */
+static double max_row_norm(const float *x, int64_t n, int64_t d, int64_t *which)
+{
+    double best = 0;
+    *which = 0;
+    for (int64_t r = 0; r < n; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < d; c++)
+            s += (double)x[r * d + c] * x[r * d + c];
+        if (s > best)
+            best = s, *which = r;
+    }
+    return sqrt(best);
+}
+
+/* The Frobenius norm of a weight matrix (a bound on its operator norm) and
+ * the norm of its bias. */
+static double frob(const float *x, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return sqrt(s);
+}
+
+/* "row R", or "sequence S, row R" when there are several sequences. */
+static const char *where(int64_t flat, int64_t B, int64_t L, char *buf, size_t n)
+{
+    if (B > 1)
+        snprintf(buf, n, "sequence %lld, row %lld", (long long)(flat / L), (long long)(flat % L));
+    else
+        snprintf(buf, n, "row %lld", (long long)flat);
+    return buf;
+}
+
+/* Finite inputs can still give scores beyond f32 (values near 1e20: q.k is
+ * 1e40), and then the softmax has no answer: the kernels would give a row of
+ * zeros, silently. By Cauchy-Schwarz every partial sum of q.k is within
+ * |q| |k|, and through a projection |W x + b| <= |W|_F |x| + |b|; the
+ * unnormalised output sums at most Lk values of |v| each. Inputs whose bound
+ * stays under f32's largest value cannot overflow, on any device; the rest
+ * are refused (bad data), naming the largest row. */
+static tq_status check_range(const tq_attend_job *j)
+{
+    const tq_attend_weights *w = j->w;
+    int64_t rq, rk, rv;
+    double nq = max_row_norm(j->q, j->B * j->Lq, j->dq, &rq);
+    double nk = max_row_norm(j->k, j->B * j->Lk, j->dk, &rk);
+    double nv = max_row_norm(j->v, j->B * j->Lk, j->dv, &rv);
+    double pq = nq, pk = nk, pv = nv;
+    if (w) {
+        pq = frob(w->w[0], w->out[0] * w->in[0]) * nq + (w->b[0] ? frob(w->b[0], w->out[0]) : 0);
+        pk = frob(w->w[1], w->out[1] * w->in[1]) * nk + (w->b[1] ? frob(w->b[1], w->out[1]) : 0);
+        pv = frob(w->w[2], w->out[2] * w->in[2]) * nv + (w->b[2] ? frob(w->b[2], w->out[2]) : 0);
+    }
+    int64_t dh = (w ? w->out[0] : j->dq) / j->heads;
+    double scale = j->scale ? fabs((double)j->scale) : 1 / sqrt((double)(dh ? dh : 1));
+    double scores = pq * pk * (scale > 1 ? scale : 1), sums = pv * (double)j->Lk;
+    if (w)
+        sums = sums > pv ? sums : pv; /* and the output projection below */
+    double outp = w ? frob(w->w[3], w->out[3] * w->in[3]) * pv +
+                          (w->b[3] ? frob(w->b[3], w->out[3]) : 0)
+                    : 0;
+    if (scores < FLT_MAX && sums < FLT_MAX && outp < FLT_MAX && pq < FLT_MAX && pk < FLT_MAX)
+        return TQ_OK;
+    char a[48], b[48];
+    if (scores >= FLT_MAX || pq >= FLT_MAX || pk >= FLT_MAX)
+        return tq_fail(TQ_ERR_DATA,
+                       "the scores could overflow f32: query %s has norm %.3g and key %s %.3g%s, "
+                       "beyond f32's largest value (3.4e38) together; scale the inputs down",
+                       where(rq, j->B, j->Lq, a, sizeof a), nq, where(rk, j->B, j->Lk, b, sizeof b),
+                       nk, w ? " (before the projections)" : "");
+    return tq_fail(TQ_ERR_DATA,
+                   "the outputs could overflow f32: value %s has norm %.3g%s, over %lld keys "
+                   "beyond f32's largest value (3.4e38); scale the inputs down",
+                   where(rv, j->B, j->Lk, a, sizeof a), nv, w ? " (before the projections)" : "",
+                   (long long)j->Lk);
+}
+
 tq_status tq_attend_run(tq_device *dev, tq_attend_job *j)
 {
     const tq_attend_weights *w = j->w;
@@ -161,6 +241,9 @@ tq_status tq_attend_run(tq_device *dev, tq_attend_job *j)
     if (dqk % j->heads || dvv % j->heads)
         return tq_fail(TQ_ERR_USAGE, "%d heads do not divide the widths %lld and %lld",
                        j->heads, (long long)dqk, (long long)dvv);
+    tq_status rs = check_range(j);
+    if (rs)
+        return rs;
     int64_t qd[3] = {j->B, j->Lq, j->dq}, kd[3] = {j->B, j->Lk, j->dk},
             vd[3] = {j->B, j->Lk, j->dv};
     tq_tensor *q = NULL, *k = NULL, *v = NULL, *o = NULL, *kl = NULL, *qg = NULL, *kg = NULL,

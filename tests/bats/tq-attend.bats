@@ -299,3 +299,37 @@ EOF2
     run tq-attend --self --weights w-ok.tq -o w-ok-out.tq < ok.tq
     assert_success
 }
+
+@test "finite values whose scores would overflow f32 are refused, not answered with zeros" {
+    py - <<'EOF2'
+import numpy as np, tqstream as tq
+def w(name, *fr): open(name, "wb").write(b"".join(fr))
+x = np.array([[1e20, 0, 0, 0], [1, 2, 3, 4], [0.5, 0.5, 0, 1]], np.float32)
+w("ovf.tq", tq.array_frame("emb", x))
+s3 = np.stack([x[[1, 2, 1]], x]).astype(np.float32)             # sequence 1, row 0
+w("ovf3.tq", tq.array_frame("q", s3))
+v = np.ones((3, 4), np.float32); v[2] = 3e38                      # sums of 3 keys: beyond f32
+w("kv.tq", tq.array_frame("k", x[[1, 2, 1]]), tq.array_frame("v", v))
+# large but safe: |q| |k| = 1e36 scaled by 1/2 stays within f32
+b = np.array([[1e18, 0, 0, 0], [-1e18, 0, 0, 1], [1, 2, 3, 4]], np.float32)
+w("big.tq", tq.array_frame("emb", b))
+EOF2
+    refuses 65 "the scores could overflow f32: query row 0 has norm 1e+20 and key row 0 1e+20, beyond f32's largest value (3.4e38) together; scale the inputs down" --self < ovf.tq
+    refuses 65 "the scores could overflow f32: query sequence 1, row 0 has norm 1e+20 and key sequence 1, row 0 1e+20, beyond f32's largest value (3.4e38) together; scale the inputs down" --self --q q < ovf3.tq
+    refuses 65 "the outputs could overflow f32: value row 2 has norm 6e+38, over 3 keys beyond f32's largest value (3.4e38); scale the inputs down" --kv kv.tq < ovf.tq
+    # the large rows that cannot overflow get the float64 softmax's answer
+    run tq-attend --self -o big-out.tq < big.tq
+    assert_success
+    py - <<'EOF2'
+import numpy as np, tqstream as tq
+x = tq.to_numpy(tq.read(open("big.tq", "rb").read())[0]).astype(np.float64)
+got = tq.to_numpy(tq.read(open("big-out.tq", "rb").read())[0])
+s = x @ x.T / 2
+p = np.exp(s - s.max(1, keepdims=True)); p /= p.sum(1, keepdims=True)
+want = p @ x
+# rows 0 and 1 see a score of 5e35 against -5e35: one-hot weights, so their
+# outputs are those rows, exactly; row 2 (small) within f32 rounding
+assert np.isfinite(got).all(), got
+assert np.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
+EOF2
+}
