@@ -293,7 +293,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int o, modes = 0;
-    while ((o = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+    while ((o = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
         if (tq_tool_option(&t, o, optarg, help))
             continue;
         switch (o) {

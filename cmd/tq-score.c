@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
         if (tq_tool_option(&t, opt, optarg, help))
             continue;
         switch (opt) {

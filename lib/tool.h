@@ -68,6 +68,13 @@ void tq_tool_init(tq_tool *t, const char *name);
  * callbacks given), 0 if the tool must handle opt itself. Bad values exit 2. */
 int tq_tool_option(tq_tool *t, int opt, const char *arg, void (*help)(void));
 
+/* getopt_long for the tools (opterr off): a bad option is a usage error named
+ * as coreutils names it ("unrecognized option '--top-k'", "invalid option --
+ * 'z'", "option '--db' requires an argument"), exit 2; else getopt_long's
+ * value. */
+int tq_tool_getopt(tq_tool *t, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts);
+
 /* After option parsing: applies --threads, prints --list-devices and exits if
  * it was asked, resolves --progress. */
 void tq_tool_ready(tq_tool *t);

@@ -38,6 +38,26 @@ tools() { for t in "$TQ_BIN"/tq-*; do basename "$t"; done; }
     done
 }
 
+@test "a bad option is named as coreutils names it, on all eight tools" {
+    [ "$(tools | wc -l)" -eq 8 ] || fail "not eight tools: $(tools)"
+    for t in $(tools); do
+        see="; see '$t --help'"
+        for case in "--top-k|unrecognized option '--top-k'" \
+            "--top-k=3|unrecognized option '--top-k=3'" \
+            "-y|invalid option -- 'y'" "-qy|invalid option -- 'y'" \
+            "--output|option '--output' requires an argument" \
+            "--outp|option '--output' requires an argument" \
+            "-o|option requires an argument -- 'o'" \
+            "--quiet=1|option '--quiet' doesn't allow an argument"; do
+            args=${case%%|*} want=${case#*|}
+            run --separate-stderr "$t" $args </dev/null
+            [ "$status" -eq 2 ] || fail "$t $args: status $status"
+            [ -z "$output" ] || fail "$t $args: stdout: $output"
+            [ "$stderr" = "$t: error: $want$see" ] || fail "$t $args: stderr: $stderr"
+        done
+    done
+}
+
 @test "--list-devices names every backend, the CPU's BLAS kernel, and why the others are missing" {
     for t in $(tools); do
         run --separate-stderr "$t" --list-devices
