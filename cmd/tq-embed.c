@@ -11,6 +11,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum {
     OPT_TSV = TQ_OPT_TOOL_BASE,
@@ -39,7 +40,11 @@ static void help(void)
         "standard input), into a TQ stream of batches of \"key\" and \"emb\" [n, dim].\n\n"
         "Model:\n"
         "  -m, --model SPEC      hash:DIM (feature hashing, DIM 1..65536), a fastText\n"
-        "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n"
+        "                        .bin/.ftz file, a .vec text file, or a model folder of\n"
+        "                        sentence-transformers (modules.json, config.json,\n"
+        "                        vocab.txt, model.safetensors...), or ORG/NAME in the\n"
+        "                        Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or\n"
+        "                        ~/.cache/huggingface/hub) (default: hash:384)\n"
         "      --precision P     a model folder's products: f32, bf16, f16 or int8\n"
         "                        (bf16/f16 on CUDA and HIP devices and bf16 on AVX512-BF16\n"
         "                        CPUs, int8 on AVX512-VNNI CPUs; elsewhere f32, said\n"
@@ -259,6 +264,30 @@ static tq_status run_file(state *s, const char *file)
     return st == TQ_EOF ? TQ_OK : st;
 }
 
+/* The model -m names: a path as given; a name that is no path, from the
+ * Hugging Face cache; else one line saying what -m takes (exit 66). */
+static const char *model_path(tq_tool *t, const char *model, char *hub, size_t n)
+{
+    struct stat sb;
+    if (!strncmp(model, "hash:", 5) || !strcmp(model, "hash") || !*model ||
+        !stat(model, &sb) || (errno != ENOENT && errno != ENOTDIR))
+        return model;
+    int in_hub = tq_embed_hub_folder(model, hub, n);
+    if (in_hub > 0) {
+        tq_tool_log(t, TQ_LOG_INFO, "model %s: %s (the Hugging Face cache)", model, hub);
+        return hub;
+    }
+    size_t len = strlen(model);
+    int file = len > 4 && (!strcmp(model + len - 4, ".bin") || !strcmp(model + len - 4, ".ftz") ||
+                           !strcmp(model + len - 4, ".vec"));
+    const char *takes = "-m takes a model folder (modules.json, config.json, vocab.txt, "
+                        "model.safetensors...), a fastText .bin/.ftz or .vec file, or hash:DIM";
+    if (file)
+        tq_tool_fail(t, tq_fail(TQ_ERR_NOINPUT, "-m %s: no such file; %s", model, takes));
+    tq_tool_fail(t, tq_fail(TQ_ERR_NOINPUT, "-m %s: no such folder%s; %s", model,
+                            in_hub == 0 ? " (nor in the Hugging Face cache)" : "", takes));
+}
+
 int main(int argc, char **argv)
 {
     static const char *empty_names[] = {"skip", "keep", "error", NULL};
@@ -360,6 +389,8 @@ int main(int argc, char **argv)
 #endif
     /* The device runs the BERT encoder's products; the other embedders are
      * plain CPU code and ignore it. */
+    char hub[4096];
+    model = model_path(&t, model, hub, sizeof hub);
     tq_device *dev = NULL;
     tq_status st = tq_device_open(t.device, &dev);
     char note[256];
