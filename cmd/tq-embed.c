@@ -49,7 +49,8 @@ static void help(void)
         "                        (bf16/f16 on CUDA and HIP devices and bf16 on AVX512-BF16\n"
         "                        CPUs, int8 on AVX512-VNNI CPUs; elsewhere f32, said\n"
         "                        under -v)\n\n"
-        "Input (default: plain lines; keys are the line numbers from 0, as i64):\n"
+        "Input (default: plain lines; keys are the line numbers from 0, as i64; a TQ\n"
+        "stream or binary data, a NUL byte, is refused: exit 65):\n"
         "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
         "      --jsonl           lines are JSON objects; the text is member --field\n"
         "      --field NAME      JSON member holding the text (default: text)\n"
@@ -253,7 +254,18 @@ static tq_status run_file(state *s, const char *file)
     const char *l;
     size_t n;
     int too_long;
-    while ((st = tq_lines_next(r, &l, &n, &too_long)) == TQ_OK) {
+    for (int first = 1; (st = tq_lines_next(r, &l, &n, &too_long)) == TQ_OK; first = 0) {
+        /* binary input is refused whole, never embedded as repaired text */
+        const char *nul = memchr(l, 0, n);
+        if (first && n >= 4 && !memcmp(l, "\x89TQF", 4)) {
+            st = tq_fail(TQ_ERR_DATA, "%s: this is a TQ stream, not text", label);
+            break;
+        }
+        if (nul) {
+            st = tq_fail(TQ_ERR_DATA, "%s: binary data (a NUL byte at byte %llu), not text",
+                         label, (unsigned long long)(tq_lines_offset(r) + (uint64_t)(nul - l)));
+            break;
+        }
         s->bytes += n + 1;
         if ((st = take_line(s, label, l, n, too_long, &fix, &jt, &jid)))
             break;

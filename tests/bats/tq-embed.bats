@@ -471,3 +471,26 @@ EOF
     tq-cat -t tsv --name emb cached.tq > cached.tsv
     cmp direct.tsv cached.tsv
 }
+
+@test "a TQ stream or binary data given as text: one line, exit 65, no output; invalid UTF-8 without NUL is still text" {
+    printf 'one\ntwo\n' | tq-embed -m hash:8 > s.tq
+    for cmd in 'tq-embed -m hash:8 <s.tq' 'tq-embed -m hash:8 s.tq' 'cat s.tq | tq-embed -m hash:8 -'; do
+        case "$cmd" in *' s.tq') label=s.tq ;; *) label=stdin ;; esac
+        run --separate-stderr bash -c "$cmd"
+        [ "$status" -eq 65 ] && [ -z "$output" ] || fail "$cmd: $status, stdout ${#output} bytes"
+        [ "$stderr" = "tq-embed: error: $label: this is a TQ stream, not text" ] || fail "$cmd: $stderr"
+    done
+    printf 'ab\r\ncd\0e\n' > nul.txt   # the NUL is byte 6 of the file (from 0)
+    run --separate-stderr tq-embed -m hash:8 < nul.txt
+    [ "$status" -eq 65 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-embed: error: stdin: binary data (a NUL byte at byte 6), not text" ]
+    # the offset is that input's, after another input's lines
+    run --separate-stderr tq-embed -m hash:8 -o out.tq <(printf 'x\ny\n') nul.txt
+    [ "$status" -eq 65 ] && [ ! -e out.tq ]
+    [ "$stderr" = "tq-embed: error: nul.txt: binary data (a NUL byte at byte 6), not text" ]
+    # invalid UTF-8 without a NUL: repaired as before, exit 0
+    printf 'caf\xe9\n\x89TQ\n' > latin1.txt
+    run --separate-stderr tq-embed -q -m hash:8 -o l.tq latin1.txt
+    assert_success
+    [ -s l.tq ]
+}
