@@ -162,3 +162,35 @@ sys.stdout.buffer.write(t.array_frame('x', np.arange(12, dtype=np.float32).resha
     assert_success
     [ -c /dev/null ] || fail "/dev/null is no longer a character device"
 }
+
+@test "an empty input and a stream without the tool's vectors, tool by tool" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a b\nc d\n' | tq-embed -m hash:8 > e.tq
+    tq-cat --name key e.tq > keys.tq
+    # tool | status on 0 bytes | status on keys only | its message on keys only
+    # An empty stream (no frame at all) asks nothing: tools that answer
+    # queries (tq-simmat --db, tq-score, tq-quantize) write nothing, exit 0;
+    # tq-attend and tq-train, which need their input's rows, say so (65).
+    # Frames without the tool's vectors are an error, never passed back.
+    while IFS='|' read -r cmd empty keys msg; do
+        run --separate-stderr bash -c "$cmd < /dev/null"
+        [ "$status" -eq "$empty" ] || fail "$cmd < empty: status $status: $stderr"
+        [ -z "$output" ] || fail "$cmd < empty: wrote ${#output} bytes"
+        [ "$empty" -ne 0 ] || [ -z "$stderr" ] || fail "$cmd < empty: stderr: $stderr"
+        run --separate-stderr bash -c "$cmd < keys.tq"
+        [ "$status" -eq "$keys" ] || fail "$cmd < keys: status $status: $stderr"
+        [ "$keys" -eq 0 ] || [ -z "$output" ] || fail "$cmd < keys: wrote ${#output} bytes"
+        [ "$stderr" = "$msg" ] || fail "$cmd < keys: stderr: $stderr"
+    done <<'TABLE'
+tq-cat|0|0|
+tq-simmat --db e.tq -k 1|0|65|tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --name
+tq-simmat --db e.tq --dedup 0.9|0|65|tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --name
+tq-score --consensus|0|65|tq-score: error: no candidates in standard input: none of its frames ("key") is a rank 2 float or code frame (as tq-embed or tq-quantize writes them)
+tq-score --consensus --emb emb|0|65|tq-score: error: no candidates in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --emb
+tq-quantize --to int8|0|65|tq-quantize: error: no frame to quantize in standard input: none of its frames ("key") is a float frame other than key (as tq-embed writes them)
+tq-quantize --to int8 --name emb|0|65|tq-quantize: error: no frame to quantize in standard input: no frame "emb" among its frames ("key")
+tq-quantize --to f32|0|65|tq-quantize: error: no frame to dequantize in standard input: none of its frames ("key") is tq-quantize's codes
+tq-attend --kv e.tq|65|65|tq-attend: error: no frame "emb" (queries) in the input
+tq-train|65|65|tq-train: error: stdin: no features: no rank 2 float frame
+TABLE
+}
