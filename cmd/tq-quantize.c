@@ -93,8 +93,14 @@ static tq_status load_ranges(tq_tool *t, const char *src, const char *input,
         return st;
     st = tq_quant_ranges_read(r, name, ranges, &o->ranges_d, &rows);
     tq_reader_close(r);
-    if (st)
+    if (st) { /* the file named once: "--ranges FILE: why" */
+        char msg[1024];
+        size_t n = strlen(src);
+        snprintf(msg, sizeof msg, "%s", tq_errmsg());
+        if (!strncmp(msg, src, n) && msg[n] == ':')
+            return tq_fail(st, "--ranges %s", msg);
         return tq_fail_context(st, "--ranges %s", src);
+    }
     if (rows)
         tq_tool_log(t, TQ_LOG_INFO, "ranges of %lld dimensions from %lld calibration rows of %s",
                     (long long)o->ranges_d, (long long)rows, src);
@@ -244,7 +250,9 @@ int main(int argc, char **argv)
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
     char frames[200];
-    size_t nframes = tq_tool_frame_names(r, frames, sizeof frames);
+    size_t nframes;
+    if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
+        tq_tool_fail(&t, st);
     tq_quant_stat stats[TQ_QUANT_MAX_NAMES];
     int nstats = 0;
     st = tq_quant_run(&o, r, w, stats, &nstats);

@@ -252,7 +252,9 @@ int main(int argc, char **argv)
         tq_tool_log(&t, TQ_LOG_INFO, "model %s", tq_score_model_describe(model));
     double t0 = tq_tool_now();
     char frames[200];
-    size_t nframes = tq_tool_frame_names(r, frames, sizeof frames);
+    size_t nframes;
+    if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
+        tq_tool_fail(&t, st);
     if ((st = tq_tool_open_output(&t, &w)))
         tq_tool_fail(&t, st);
     tq_score_stats stats;

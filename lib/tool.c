@@ -313,13 +313,15 @@ void tq_tool_took(tq_tool *t, const tq_took *took, int n)
         tq_tool_log(t, TQ_LOG_INFO, "%s", line);
 }
 
-size_t tq_tool_frame_names(tq_reader *r, char *buf, size_t n)
+tq_status tq_tool_frame_names(tq_reader *r, char *buf, size_t n, size_t *count)
 {
-    size_t count = 0, len = 0;
+    size_t len = 0;
     buf[0] = 0;
-    if (tq_reader_lookahead(r, &count))
-        return 0; /* the run that follows meets the error and says it */
-    for (size_t i = 0; i < count; i++) {
+    *count = 0;
+    tq_status st = tq_reader_lookahead(r, count);
+    if (st)
+        return st;
+    for (size_t i = 0; i < *count; i++) {
         const tq_frame *f = tq_reader_ahead(r, i);
         if (!f || len + strlen(f->name) + 8 >= n) {
             if (len + 6 < n)
@@ -328,7 +330,7 @@ size_t tq_tool_frame_names(tq_reader *r, char *buf, size_t n)
         }
         len += (size_t)snprintf(buf + len, n - len, "%s\"%s\"", len ? ", " : "", f->name);
     }
-    return count;
+    return TQ_OK;
 }
 
 void tq_tool_tempfile(const char *path, int add)

@@ -116,10 +116,10 @@ void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label,
  * from standard input; keys and values: frame "emb" [2 x 384] from kv.tq". */
 void tq_tool_took(tq_tool *t, const tq_took *took, int n);
 
-/* The names of the frames of r's first batch, each once ("\"key\", \"x\""),
- * for a message that says what an input held: the count of those frames (0:
- * an empty stream). Call it before reading r. */
-size_t tq_tool_frame_names(tq_reader *r, char *buf, size_t n);
+/* The names of the frames of r's first batch ("\"key\", \"x\""), for a
+ * message that says what an input held, and their count in *count (0: an
+ * empty stream). Call it before reading r; a bad stream fails here. */
+tq_status tq_tool_frame_names(tq_reader *r, char *buf, size_t n, size_t *count);
 
 /* A temporary file of the tool (add 1; 0 when it is gone): removed when the
  * tool fails or is interrupted. PATH must outlive its registration. */
