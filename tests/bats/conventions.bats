@@ -194,3 +194,39 @@ tq-attend --kv e.tq|65|65|tq-attend: error: no frame "emb" (queries) in the inpu
 tq-train|65|65|tq-train: error: stdin: no features: no rank 2 float frame
 TABLE
 }
+
+@test "an input file is named once in an error: missing, truncated, corrupt, a folder, with every tool" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a b\nc d\n' | tq-embed -m hash:8 > e.tq
+    head -c 100 e.tq > cut.tq
+    printf '\1\2\3\4 corrupt corrupt corrupt corrupt corrupt corrupt corrupt corrupt' > bad.tq
+    mkdir dir.tq
+    while read -r cmd; do
+        for f in none.tq cut.tq bad.tq dir.tq; do
+            run --separate-stderr bash -c "${cmd//F/$f}"
+            [ "$status" -ne 0 ] || fail "$cmd ($f): exit 0"
+            [ "${#stderr_lines[@]}" -eq 1 ] || fail "$cmd ($f): stderr: $stderr"
+            n=$(grep -o "$f" <<<"$stderr" | wc -l)
+            [ "$n" -eq 1 ] || fail "$cmd ($f): $f named $n times: $stderr"
+        done
+    done <<'CMDS'
+tq-cat F
+tq-cat --info F
+tq-cat --from npy F
+tq-simmat F
+tq-simmat --db F -k 1 < e.tq
+tq-simmat --db F --dedup 0.9 < e.tq
+tq-simmat --merge F
+tq-attend --kv F < e.tq
+tq-attend --self --weights F < e.tq
+tq-score --consensus F
+tq-score --query F < e.tq
+tq-score -m F < e.tq
+tq-quantize --to int8 F
+tq-quantize --to int8 --ranges F < e.tq
+tq-quantize --to uint8 --ranges F < e.tq
+tq-train F
+tq-embed --jsonl F
+tq-bench --compare F F
+CMDS
+}
