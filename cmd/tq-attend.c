@@ -363,7 +363,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
         if (tq_tool_option(&t, c, optarg, help))
             continue;
         switch (c) {
@@ -478,6 +478,13 @@ int main(int argc, char **argv)
                                  (long long)j.Lk, (long long)j.Lq));
     j.q = cq.data, j.k = pk->data, j.v = pv->data;
     j.w = o.weights ? &w : NULL;
+    if (o.weights && (w.in[0] != j.dq || w.in[1] != j.dk || w.in[2] != j.dv))
+        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "--weights %s: wq, wk, wv take widths %lld, %lld, "
+                                              "%lld; the queries (%s), keys and values (%s) "
+                                              "have %lld, %lld, %lld",
+                                 o.weights, (long long)w.in[0], (long long)w.in[1],
+                                 (long long)w.in[2], qfrom, kfrom, (long long)j.dq,
+                                 (long long)j.dk, (long long)j.dv));
     j.heads = o.heads, j.causal = o.causal, j.scale = o.scale;
     j.want_received = o.consensus, j.want_weights = o.weights_out;
     int64_t *qg = NULL, *kg = NULL;

@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "n:r:", longopts, NULL)) != -1) {
+    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "n:r:", longopts)) != -1) {
         if (opt == TQ_OPT_DEVICE) { /* a list or all: checked here, not by tool.c */
             devices = optarg;
             continue;

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "it:z::Z", longopts, NULL)) != -1) {
+    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "it:z::Z", longopts)) != -1) {
         if (tq_tool_option(&t, c, optarg, help))
             continue;
         switch (c) {

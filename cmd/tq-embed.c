@@ -11,6 +11,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum {
     OPT_TSV = TQ_OPT_TOOL_BASE,
@@ -39,12 +40,17 @@ static void help(void)
         "standard input), into a TQ stream of batches of \"key\" and \"emb\" [n, dim].\n\n"
         "Model:\n"
         "  -m, --model SPEC      hash:DIM (feature hashing, DIM 1..65536), a fastText\n"
-        "                        .bin/.ftz file, or a .vec text file (default: hash:384)\n"
+        "                        .bin/.ftz file, a .vec text file, or a model folder of\n"
+        "                        sentence-transformers (modules.json, config.json,\n"
+        "                        vocab.txt, model.safetensors...), or ORG/NAME in the\n"
+        "                        Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or\n"
+        "                        ~/.cache/huggingface/hub) (default: hash:384)\n"
         "      --precision P     a model folder's products: f32, bf16, f16 or int8\n"
         "                        (bf16/f16 on CUDA and HIP devices and bf16 on AVX512-BF16\n"
         "                        CPUs, int8 on AVX512-VNNI CPUs; elsewhere f32, said\n"
         "                        under -v)\n\n"
-        "Input (default: plain lines; keys are the line numbers from 0, as i64):\n"
+        "Input (default: plain lines; keys are the line numbers from 0, as i64; a TQ\n"
+        "stream or binary data, a NUL byte, is refused: exit 65):\n"
         "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
         "      --jsonl           lines are JSON objects; the text is member --field\n"
         "      --field NAME      JSON member holding the text (default: text)\n"
@@ -248,7 +254,18 @@ static tq_status run_file(state *s, const char *file)
     const char *l;
     size_t n;
     int too_long;
-    while ((st = tq_lines_next(r, &l, &n, &too_long)) == TQ_OK) {
+    for (int first = 1; (st = tq_lines_next(r, &l, &n, &too_long)) == TQ_OK; first = 0) {
+        /* binary input is refused whole, never embedded as repaired text */
+        const char *nul = memchr(l, 0, n);
+        if (first && n >= 4 && !memcmp(l, "\x89TQF", 4)) {
+            st = tq_fail(TQ_ERR_DATA, "%s: this is a TQ stream, not text", label);
+            break;
+        }
+        if (nul) {
+            st = tq_fail(TQ_ERR_DATA, "%s: binary data (a NUL byte at byte %llu), not text",
+                         label, (unsigned long long)(tq_lines_offset(r) + (uint64_t)(nul - l)));
+            break;
+        }
         s->bytes += n + 1;
         if ((st = take_line(s, label, l, n, too_long, &fix, &jt, &jid)))
             break;
@@ -257,6 +274,30 @@ static tq_status run_file(state *s, const char *file)
     tq_buf_free(&fix), tq_buf_free(&jt), tq_buf_free(&jid);
     tq_lines_close(r);
     return st == TQ_EOF ? TQ_OK : st;
+}
+
+/* The model -m names: a path as given; a name that is no path, from the
+ * Hugging Face cache; else one line saying what -m takes (exit 66). */
+static const char *model_path(tq_tool *t, const char *model, char *hub, size_t n)
+{
+    struct stat sb;
+    if (!strncmp(model, "hash:", 5) || !strcmp(model, "hash") || !*model ||
+        !stat(model, &sb) || (errno != ENOENT && errno != ENOTDIR))
+        return model;
+    int in_hub = tq_embed_hub_folder(model, hub, n);
+    if (in_hub > 0) {
+        tq_tool_log(t, TQ_LOG_INFO, "model %s: %s (the Hugging Face cache)", model, hub);
+        return hub;
+    }
+    size_t len = strlen(model);
+    int file = len > 4 && (!strcmp(model + len - 4, ".bin") || !strcmp(model + len - 4, ".ftz") ||
+                           !strcmp(model + len - 4, ".vec"));
+    const char *takes = "-m takes a model folder (modules.json, config.json, vocab.txt, "
+                        "model.safetensors...), a fastText .bin/.ftz or .vec file, or hash:DIM";
+    if (file)
+        tq_tool_fail(t, tq_fail(TQ_ERR_NOINPUT, "-m %s: no such file; %s", model, takes));
+    tq_tool_fail(t, tq_fail(TQ_ERR_NOINPUT, "-m %s: no such folder%s; %s", model,
+                            in_hub == 0 ? " (nor in the Hugging Face cache)" : "", takes));
 }
 
 int main(int argc, char **argv)
@@ -293,7 +334,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int o, modes = 0;
-    while ((o = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+    while ((o = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
         if (tq_tool_option(&t, o, optarg, help))
             continue;
         switch (o) {
@@ -360,6 +401,8 @@ int main(int argc, char **argv)
 #endif
     /* The device runs the BERT encoder's products; the other embedders are
      * plain CPU code and ignore it. */
+    char hub[4096];
+    model = model_path(&t, model, hub, sizeof hub);
     tq_device *dev = NULL;
     tq_status st = tq_device_open(t.device, &dev);
     char note[256];

@@ -93,8 +93,14 @@ static tq_status load_ranges(tq_tool *t, const char *src, const char *input,
         return st;
     st = tq_quant_ranges_read(r, name, ranges, &o->ranges_d, &rows);
     tq_reader_close(r);
-    if (st)
+    if (st) { /* the file named once: "--ranges FILE: why" */
+        char msg[1024];
+        size_t n = strlen(src);
+        snprintf(msg, sizeof msg, "%s", tq_errmsg());
+        if (!strncmp(msg, src, n) && msg[n] == ':')
+            return tq_fail(st, "--ranges %s", msg);
         return tq_fail_context(st, "--ranges %s", src);
+    }
     if (rows)
         tq_tool_log(t, TQ_LOG_INFO, "ranges of %lld dimensions from %lld calibration rows of %s",
                     (long long)o->ranges_d, (long long)rows, src);
@@ -187,7 +193,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
         if (tq_tool_option(&t, c, optarg, help))
             continue;
         switch (c) {
@@ -245,9 +251,28 @@ int main(int argc, char **argv)
     if (st)
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
+    char frames[200];
+    size_t nframes;
+    if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
+        tq_tool_fail(&t, st);
     tq_quant_stat stats[TQ_QUANT_MAX_NAMES];
     int nstats = 0;
     st = tq_quant_run(&o, r, w, stats, &nstats);
+    /* as tq-simmat: an empty stream has nothing to do (exit 0), frames of
+     * which none is to be replaced are an error, never the input passed back */
+    int done = 0;
+    for (int i = 0; i < nstats; i++)
+        done += stats[i].from != TQ_DTYPE_INVALID;
+    const char *verb = o.code == TQ_QUANT_F32 ? "dequantize" : "quantize";
+    if (!st && !done && nframes && o.nnames)
+        st = tq_fail(TQ_ERR_DATA, "no frame to %s in %s: no frame \"%s\"%s among its frames (%s)",
+                     verb, tq_took_label(input), o.names[0], o.nnames > 1 ? " (nor the others of --name)" : "",
+                     frames);
+    else if (!st && !done && nframes)
+        st = tq_fail(TQ_ERR_DATA, "no frame to %s in %s: none of its frames (%s) is %s", verb,
+                     tq_took_label(input), frames,
+                     o.code == TQ_QUANT_F32 ? "tq-quantize's codes"
+                                            : "a float frame other than key (as tq-embed writes them)");
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;
@@ -261,7 +286,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nstats; i++)
         if (stats[i].from != TQ_DTYPE_INVALID)
             stats[kept++] = stats[i];
-        else if (!st)
+        else if (!st && nframes)
             tq_tool_log(&t, TQ_LOG_WARN, "no frame \"%s\" in the input", stats[i].name);
     nstats = kept;
     if (!st && report && (st = write_report(report, stats, nstats)) && wrote_output)
@@ -269,9 +294,6 @@ int main(int argc, char **argv)
     if (st)
         tq_tool_fail(&t, st);
     double secs = tq_tool_now() - t0;
-    if (!nstats)
-        tq_tool_log(&t, TQ_LOG_WARN, "no frame to %s: every frame passed through",
-                    o.code == TQ_QUANT_F32 ? "dequantize" : "quantize");
     for (int i = 0; i < nstats; i++) {
         const tq_quant_stat *s = &stats[i];
         char err[256] = "";

@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
+    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
         if (tq_tool_option(&t, opt, optarg, help))
             continue;
         switch (opt) {
@@ -251,10 +251,24 @@ int main(int argc, char **argv)
     if (model)
         tq_tool_log(&t, TQ_LOG_INFO, "model %s", tq_score_model_describe(model));
     double t0 = tq_tool_now();
+    char frames[200];
+    size_t nframes;
+    if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
+        tq_tool_fail(&t, st);
     if ((st = tq_tool_open_output(&t, &w)))
         tq_tool_fail(&t, st);
     tq_score_stats stats;
     st = tq_score_run(&o, r, w, &stats);
+    /* as tq-simmat: an empty stream has nothing to score (exit 0), frames
+     * without candidates are an error, never the input passed back */
+    if (!st && !stats.d && nframes && emb_given)
+        st = tq_fail(TQ_ERR_DATA, "no candidates in %s: no frame \"%s\" among its frames (%s): "
+                                  "give vectors (tq-embed, tq-quantize) or name their frame with "
+                                  "--emb", in_label, o.emb, frames);
+    else if (!st && !stats.d && nframes)
+        st = tq_fail(TQ_ERR_DATA, "no candidates in %s: none of its frames (%s) is a rank 2 "
+                                  "float or code frame (as tq-embed or tq-quantize writes them)",
+                     in_label, frames);
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;

@@ -6,6 +6,7 @@
 #include "simmat/simmat.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,10 +28,11 @@ enum {
 static void help(void)
 {
     fputs(
-        "Usage: tq-simmat [OPTION]... < QUERIES\n"
+        "Usage: tq-simmat [OPTION]... [QUERIES]\n"
         "       tq-simmat --merge SHARD_FILE...\n"
-        "Similarities of the query vectors on standard input with the rows of --db\n"
-        "(without --db: with themselves), as a TQ stream.\n\n"
+        "Similarities of the query vectors in QUERIES (a TQ stream file; default or -:\n"
+        "standard input) with the rows of --db (without --db: with themselves), as a\n"
+        "TQ stream.\n\n"
         "Modes (default: the full matrix, frames \"sim\" f32 [batch, ndb]):\n"
         "  -k, --topk K          the K best database rows of each query: \"idx\" (i64),\n"
         "                        \"score\" (f32) and \"db_key\" when the database has keys\n"
@@ -69,19 +71,31 @@ static double num_arg(tq_tool *t, const char *opt, const char *arg)
     return v;
 }
 
-/* Spools standard input to a temporary file when it is not one already, so
- * that the input can be the database and the queries both. */
-static tq_status self_path(char *path, size_t n, int *tmp)
+/* Spools the input (standard input, or the file IN) to a temporary file when
+ * it is a pipe or a device, so that the input can be the database and
+ * the queries both. */
+static tq_status self_path(const char *in, char *path, size_t n, int *tmp)
 {
     struct stat sb;
     *tmp = 0;
-    if (!fstat(0, &sb) && S_ISREG(sb.st_mode) && lseek(0, 0, SEEK_CUR) == 0) {
+    /* a missing file or a folder: the reader says what it is */
+    if (in && (stat(in, &sb) || !(S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode) ||
+                                  S_ISSOCK(sb.st_mode)))) {
+        snprintf(path, n, "%s", in);
+        return TQ_OK;
+    }
+    if (!in && !fstat(0, &sb) && S_ISREG(sb.st_mode) && lseek(0, 0, SEEK_CUR) == 0) {
         snprintf(path, n, "/proc/self/fd/0");
         return TQ_OK;
     }
+    int from = 0;
+    if (in && (from = open(in, O_RDONLY)) < 0)
+        return tq_fail(TQ_ERR_NOINPUT, "%s: %s", in, strerror(errno));
     const char *dir = getenv("TMPDIR");
     snprintf(path, n, "%s/tq-simmat.XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(path);
+    if (fd < 0 && from)
+        close(from);
     if (fd < 0)
         return tq_fail(TQ_ERR_CANTCREATE, "%s: cannot create a temporary file: %s", path,
                        strerror(errno));
@@ -89,17 +103,22 @@ static tq_status self_path(char *path, size_t n, int *tmp)
     tq_tool_tempfile(path, 1); /* removed however the tool ends */
     char buf[1 << 16];
     ssize_t got;
-    while ((got = read(0, buf, sizeof buf)) > 0)
+    while ((got = read(from, buf, sizeof buf)) > 0)
         for (ssize_t at = 0; at < got;) {
             ssize_t put = write(fd, buf + at, (size_t)(got - at));
             if (put < 0) {
                 close(fd);
+                if (from)
+                    close(from);
                 return tq_fail(TQ_ERR_IO, "%s: %s", path, strerror(errno));
             }
             at += put;
         }
+    int err = got < 0 ? errno : 0;
+    if (from)
+        close(from);
     if (got < 0 || close(fd))
-        return tq_fail(TQ_ERR_IO, "stdin: %s", strerror(errno));
+        return tq_fail(TQ_ERR_IO, "%s: %s", in ? in : "stdin", strerror(err ? err : errno));
     return TQ_OK;
 }
 
@@ -130,7 +149,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS "k:", longopts, NULL)) != -1) {
+    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "k:", longopts)) != -1) {
         if (tq_tool_option(&t, c, optarg, help))
             continue;
         switch (c) {
@@ -198,9 +217,8 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "--shard applies to --topk");
     if (merge && (db || shard_set))
         tq_tool_usage(&t, "--merge takes the shards' files only");
-    if (!merge && optind < argc)
-        tq_tool_usage(&t, "queries come from standard input, not '%s' (the database: --db)",
-                      argv[optind]);
+    if (!merge && argc - optind > 1)
+        tq_tool_usage(&t, "one input at most, not %d (the database: --db)", argc - optind);
     if (merge && optind == argc)
         tq_tool_usage(&t, "--merge wants the shards' output files");
     tq_tool_ready(&t);
@@ -230,17 +248,19 @@ int main(int argc, char **argv)
 
     char tmp[4096] = "";
     int is_tmp = 0;
-    const char *qpath = "-";
+    /* the queries: the file argument, else standard input */
+    const char *qfile = optind < argc && strcmp(argv[optind], "-") ? argv[optind] : NULL;
+    const char *qpath = qfile ? qfile : "-";
     s.self = !db;
-    /* each input's frames from that input: the queries from standard input,
-     * the database from --db FILE (or from standard input too, without it) */
-    s.q_label = "standard input";
-    s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : "standard input";
+    /* each input's frames from that input: the queries from QUERIES, the
+     * database from --db FILE (or from QUERIES too, without it) */
+    s.q_label = tq_took_label(qpath);
+    s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : s.q_label;
     if ((st = tq_device_open(t.device, &s.dev)))
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
     if (!db && s.mode != TQ_SIM_DEDUP) { /* the input is the database too */
-        if ((st = self_path(tmp, sizeof tmp, &is_tmp)))
+        if ((st = self_path(qfile, tmp, sizeof tmp, &is_tmp)))
             tq_tool_fail(&t, st);
         db = qpath = tmp;
     }
@@ -249,7 +269,7 @@ int main(int argc, char **argv)
     {.what = WHAT, .option = "--name", .given = s.vec_name, .def = DEF, .rank_lo = 2,         \
      .rank_hi = 2, .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 float or code"}
     tq_pick pdb = VEC_PICK(s.self ? "vectors" : "database vectors", "emb");
-    const char *dblabel = db == tmp ? "stdin" : db;
+    const char *dblabel = db == tmp ? qfile ? qfile : "stdin" : db;
     /* a database of tq-quantize's codes: int8 (with scales) by dot, bits by
      * hamming, in every mode (--dedup without --db learns the kind from its
      * input) */
@@ -292,7 +312,7 @@ int main(int argc, char **argv)
         st = tq_sim_prepare(&s);
     tq_reader *in = NULL;
     if (!st)
-        st = tq_reader_open_path_as(&in, qpath, qpath == tmp ? "stdin" : qpath);
+        st = tq_reader_open_path_as(&in, qpath, qpath == tmp ? qfile ? qfile : "stdin" : qpath);
     tq_pick pq = VEC_PICK(db ? "query vectors" : "vectors", db ? s.db.name : "emb");
     if (!st && !(db && s.self)) { /* the input against itself: the database's frame */
         tq_tool_pick(&t, in, NULL, NULL, &pq);

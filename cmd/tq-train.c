@@ -248,7 +248,7 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
         if (tq_tool_option(&t, opt, optarg, help))
             continue;
         switch (opt) {

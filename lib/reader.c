@@ -668,6 +668,33 @@ const tq_frame *tq_reader_ahead(const tq_reader *r, size_t i)
     return i < r->n_first && i < r->n_ahead ? &r->ahead[i].f : NULL;
 }
 
+/* What the first bytes of an input that is not a stream are, when they say it:
+ * a NumPy file or text, and the tq-cat that converts it; "" when they do not. */
+static const char *not_stream_hint(const unsigned char *h, size_t got)
+{
+    if (got >= 6 && !memcmp(h, "\x93NUMPY", 6))
+        return ": this is a NumPy .npy file; convert it with 'tq-cat --from npy'";
+    int tab = 0, comma = 0;
+    for (size_t i = 0; i < got; i++) {
+        unsigned char c = h[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            return ""; /* a control byte: binary, not text */
+        if (c == 0x7f)
+            return "";
+        tab |= c == '\t', comma |= c == ',';
+    }
+    if (!got)
+        return "";
+    if (h[0] == '{' || h[0] == '[')
+        return ": this looks like JSON text; convert JSON lines with 'tq-cat --from jsonl'";
+    if (tab)
+        return ": this looks like text (TSV); convert it with 'tq-cat --from tsv'";
+    if (comma)
+        return ": this looks like text (CSV); convert it with 'tq-cat --from csv'";
+    return ": this looks like text; convert numbers with 'tq-cat --from tsv', embed words "
+           "with 'tq-embed'";
+}
+
 static tq_status read_frame(tq_reader *r, tq_frame **out)
 {
     tq_frame *f = &r->frame;
@@ -697,7 +724,9 @@ static tq_status read_frame(tq_reader *r, tq_frame **out)
         }
         const unsigned char *h = r->hdr;
         if (memcmp(h, TQ_MAGIC, got < 4 ? got : 4))
-            return where(r, tq_fail(TQ_ERR_DATA, "bad magic: not a TQ stream"), start);
+            return where(r, tq_fail(TQ_ERR_DATA, "bad magic: not a TQ stream%s",
+                                    start ? "" : not_stream_hint(h, got)),
+                         start);
         if (got < TQ_FIXED_HEADER)
             return where(r, tq_fail(TQ_ERR_DATA, "truncated header: %zu of %d bytes", got,
                                     TQ_FIXED_HEADER),

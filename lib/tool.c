@@ -111,10 +111,71 @@ int tq_tool_option(tq_tool *t, int opt, const char *arg, void (*help)(void))
             tq_tool_usage(t, "--progress wants auto, always or never, not '%s'", arg);
         return 1;
     case '?':
-        /* getopt printed nothing (opterr = 0): say it our way */
+    case ':':
+        /* tq_tool_getopt names the option; a bare getopt_long loop cannot */
         tq_tool_usage(t, "unknown or incomplete option");
     }
     return 0;
+}
+
+/* The long option ARG ("--name" or "--name=value") means: its full name when
+ * it is an abbreviation of exactly one with code val (any code: val < 0). */
+static const char *long_name(const struct option *lo, const char *arg, int val, int has_arg)
+{
+    const char *name = arg + 2;
+    size_t len = strcspn(name, "=");
+    const char *found = NULL;
+    for (; lo && lo->name; lo++) {
+        if (strncmp(lo->name, name, len) || (val >= 0 && lo->val != val) ||
+            (has_arg >= 0 && lo->has_arg != has_arg))
+            continue;
+        if (strlen(lo->name) == len)
+            return lo->name;
+        found = found ? "" : lo->name;
+    }
+    return found && *found ? found : NULL;
+}
+
+int tq_tool_getopt(tq_tool *t, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts)
+{
+    /* ':' first: a missing argument comes back as ':', told apart from '?' */
+    char opts[128];
+    snprintf(opts, sizeof opts, ":%s", shortopts);
+    opterr = 0;
+    int c = getopt_long(argc, argv, opts, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* the element getopt just read: argv[optind - 1], except inside a cluster
+     * of short options (-qz), where optind has not moved on yet */
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    int is_long = !strncmp(arg, "--", 2) && arg[2];
+    if (c == ':' && is_long) {
+        const char *name = long_name(longopts, arg, optopt, required_argument);
+        tq_tool_usage(t, "option '--%s' requires an argument", name ? name : arg + 2);
+    }
+    if (c == ':')
+        tq_tool_usage(t, "option requires an argument -- '%c'", optopt);
+    if (optopt && is_long && strchr(arg, '=')) {
+        const char *name = long_name(longopts, arg, optopt, no_argument);
+        if (name)
+            tq_tool_usage(t, "option '--%s' doesn't allow an argument", name);
+    }
+    if (optopt)
+        tq_tool_usage(t, "invalid option -- '%c'", optopt);
+    /* optopt 0: a long option none has, or the abbreviation of several */
+    size_t len = strcspn(arg + 2, "=");
+    char all[512] = "";
+    size_t at = 0;
+    int n = 0;
+    for (const struct option *lo = longopts; lo && lo->name; lo++)
+        if (!strncmp(lo->name, arg + 2, len) && at < sizeof all) {
+            at += (size_t)snprintf(all + at, sizeof all - at, " '--%s'", lo->name);
+            n++;
+        }
+    if (n > 1)
+        tq_tool_usage(t, "option '%.*s' is ambiguous; possibilities:%s", (int)len + 2, arg, all);
+    tq_tool_usage(t, "unrecognized option '%s'", arg);
 }
 
 void tq_tool_ready(tq_tool *t)
@@ -278,6 +339,26 @@ void tq_tool_took(tq_tool *t, const tq_took *took, int n)
     }
     if (line[0])
         tq_tool_log(t, TQ_LOG_INFO, "%s", line);
+}
+
+tq_status tq_tool_frame_names(tq_reader *r, char *buf, size_t n, size_t *count)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    *count = 0;
+    tq_status st = tq_reader_lookahead(r, count);
+    if (st)
+        return st;
+    for (size_t i = 0; i < *count; i++) {
+        const tq_frame *f = tq_reader_ahead(r, i);
+        if (!f || len + strlen(f->name) + 8 >= n) {
+            if (len + 6 < n)
+                snprintf(buf + len, n - len, "%s...", len ? ", " : "");
+            break;
+        }
+        len += (size_t)snprintf(buf + len, n - len, "%s\"%s\"", len ? ", " : "", f->name);
+    }
+    return TQ_OK;
 }
 
 void tq_tool_tempfile(const char *path, int add)

@@ -68,6 +68,13 @@ void tq_tool_init(tq_tool *t, const char *name);
  * callbacks given), 0 if the tool must handle opt itself. Bad values exit 2. */
 int tq_tool_option(tq_tool *t, int opt, const char *arg, void (*help)(void));
 
+/* getopt_long for the tools (opterr off): a bad option is a usage error named
+ * as coreutils names it ("unrecognized option '--top-k'", "invalid option --
+ * 'z'", "option '--db' requires an argument"), exit 2; else getopt_long's
+ * value. */
+int tq_tool_getopt(tq_tool *t, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts);
+
 /* After option parsing: applies --threads, prints --list-devices and exits if
  * it was asked, resolves --progress. */
 void tq_tool_ready(tq_tool *t);
@@ -117,6 +124,11 @@ void tq_tool_pick(tq_tool *t, tq_reader *r, const char *path, const char *label,
  * tq_took; those of rank 0 are left out): "queries: frame "emb" [1 x 384]
  * from standard input; keys and values: frame "emb" [2 x 384] from kv.tq". */
 void tq_tool_took(tq_tool *t, const tq_took *took, int n);
+
+/* The names of the frames of r's first batch ("\"key\", \"x\""), for a
+ * message that says what an input held, and their count in *count (0: an
+ * empty stream). Call it before reading r; a bad stream fails here. */
+tq_status tq_tool_frame_names(tq_reader *r, char *buf, size_t n, size_t *count);
 
 /* A temporary file of the tool (add 1; 0 when it is gone): removed when the
  * tool fails or is interrupted. PATH must outlive its registration. */

@@ -120,9 +120,9 @@ tq_status tqb_compare(FILE *f, const char *old_path, const char *new_path,
         fprintf(f, "| %s | %s | %s | %s | %.4g s | %.4g s | %.3f | %s |\n", b->device, b->op,
                 b->shape, b->dtype, a->median, b->median, ratio, verdict);
     }
-    fprintf(f, "\n%d rows compared (%zu old, %zu new): %d slower, %d faster, the rest within "
-               "the spread of both runs.\n",
-            matched, on, nn, nslow, nfast);
+    fprintf(f, "\n%d rows compared (%zu old, %zu new): %d slower, %d faster, %d within the "
+               "noise.\n",
+            matched, on, nn, nslow, nfast, matched - nslow - nfast);
     if (fail_pct >= 0)
         fprintf(f, "%d slower by more than %g%%.\n", *slower, fail_pct);
 done:

@@ -3,7 +3,9 @@
 #include "embed.h"
 #include "../internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #define FASTTEXT_MAGIC 793712314 /* first int32 of fastText .bin and .ftz files */
@@ -68,4 +70,65 @@ void tq_embedder_close(tq_embedder *e)
 {
     if (e)
         e->ops->close(e);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+    return !stat(path, &sb) && S_ISDIR(sb.st_mode);
+}
+
+int tq_embed_hub_folder(const char *name, char *out, size_t n)
+{
+    /* a hub name: NAME or ORG/NAME, nothing that reads as a path */
+    const char *slash = strchr(name, '/');
+    if (n)
+        out[0] = 0;
+    if (!*name || *name == '.' || *name == '/' || (slash && strchr(slash + 1, '/')) ||
+        (slash && !slash[1]) || strlen(name) > 200)
+        return -1;
+    char hub[1024], repo[1400], path[1700];
+    const char *e = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME");
+    if (e && *e)
+        snprintf(hub, sizeof hub, "%s", e);
+    else if (home && *home)
+        snprintf(hub, sizeof hub, "%s/hub", home);
+    else if ((home = getenv("HOME")) && *home)
+        snprintf(hub, sizeof hub, "%s/.cache/huggingface/hub", home);
+    else
+        return 0;
+    int len = snprintf(repo, sizeof repo, "%s/models--", hub);
+    for (const char *c = name; *c && len < (int)sizeof repo - 3; c++)
+        len += *c == '/' ? snprintf(repo + len, sizeof repo - (size_t)len, "--")
+                         : (repo[len] = *c, repo[len + 1] = 0, 1);
+    /* the revision refs/main names, else the one snapshot */
+    char rev[128] = "";
+    snprintf(path, sizeof path, "%s/refs/main", repo);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(rev, sizeof rev, f))
+            rev[0] = 0;
+        fclose(f);
+        rev[strcspn(rev, "\r\n")] = 0;
+    }
+    snprintf(path, sizeof path, "%s/snapshots/%s", repo, rev);
+    if (rev[0] && !strchr(rev, '/') && is_dir(path) && strlen(path) < n) {
+        snprintf(out, n, "%s", path);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/snapshots", repo);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            char one[2000];
+            snprintf(one, sizeof one, "%s/%s", path, de->d_name);
+            if (is_dir(one) && !found++ && strlen(one) < n)
+                snprintf(out, n, "%s", one);
+        }
+    closedir(d);
+    return found == 1 && out[0];
 }

@@ -25,6 +25,12 @@ struct tq_embedder {
  * word vectors in text form (.vec); or a sentence-transformers model folder.
  * dev is where numeric work runs (may be NULL for embedders without any). */
 tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e);
+/* A model name of the Hugging Face hub ("ORG/NAME" or "NAME") as a folder of
+ * its local cache ($HF_HUB_CACHE, else $HF_HOME/hub, else
+ * ~/.cache/huggingface/hub): models--ORG--NAME/snapshots/REV, REV from
+ * refs/main or the one snapshot there. 1 with the folder in out, 0 when the
+ * cache has none, -1 when name is no hub name (a path). */
+int tq_embed_hub_folder(const char *name, char *out, size_t n);
 /* The same with the precision of the products' operands (f32, bf16, f16),
  * for the embedders that have products (BERT): taken where the device's GEMM
  * multiplies that dtype itself (a CUDA or HIP device: its tensor cores),

@@ -41,6 +41,7 @@ struct tq_lines {
     size_t pos, end;
     int eof;
     tq_buf line;
+    uint64_t taken, start; /* bytes consumed; where the last line began */
 };
 
 tq_status tq_lines_open(tq_lines **r, const char *path, size_t max)
@@ -86,6 +87,7 @@ tq_status tq_lines_next(tq_lines *r, const char **line, size_t *len, int *too_lo
     size_t total = 0; /* bytes of the line seen, kept or not */
     int any = 0;
     r->line.len = 0;
+    r->start = r->taken;
     for (;;) {
         if (r->pos == r->end) {
             if (r->eof || (st = fill(r)))
@@ -105,6 +107,7 @@ tq_status tq_lines_next(tq_lines *r, const char **line, size_t *len, int *too_lo
             return st;
         total += n;
         r->pos += n + (nl != NULL);
+        r->taken += n + (nl != NULL);
         if (nl)
             break;
     }
@@ -118,6 +121,11 @@ tq_status tq_lines_next(tq_lines *r, const char **line, size_t *len, int *too_lo
     *line = r->line.p ? r->line.p : "";
     *len = r->line.len;
     return TQ_OK;
+}
+
+uint64_t tq_lines_offset(const tq_lines *r)
+{
+    return r->start;
 }
 
 void tq_lines_close(tq_lines *r)

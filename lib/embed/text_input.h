@@ -23,6 +23,8 @@ tq_status tq_lines_open(tq_lines **r, const char *path, size_t max);
  * still readable at line[max]), valid until the next call; *too_long says whether
  * more bytes were dropped. TQ_EOF at the end; a last line without LF counts. */
 tq_status tq_lines_next(tq_lines *r, const char **line, size_t *len, int *too_long);
+/* The byte offset in the input of the last line tq_lines_next gave. */
+uint64_t tq_lines_offset(const tq_lines *r);
 void tq_lines_close(tq_lines *r);
 
 /* Byte offset of the first byte that does not start valid UTF-8, or n. */

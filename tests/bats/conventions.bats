@@ -38,6 +38,26 @@ tools() { for t in "$TQ_BIN"/tq-*; do basename "$t"; done; }
     done
 }
 
+@test "a bad option is named as coreutils names it, on all eight tools" {
+    [ "$(tools | wc -l)" -eq 8 ] || fail "not eight tools: $(tools)"
+    for t in $(tools); do
+        see="; see '$t --help'"
+        for case in "--top-k|unrecognized option '--top-k'" \
+            "--top-k=3|unrecognized option '--top-k=3'" \
+            "-y|invalid option -- 'y'" "-qy|invalid option -- 'y'" \
+            "--output|option '--output' requires an argument" \
+            "--outp|option '--output' requires an argument" \
+            "-o|option requires an argument -- 'o'" \
+            "--quiet=1|option '--quiet' doesn't allow an argument"; do
+            args=${case%%|*} want=${case#*|}
+            run --separate-stderr "$t" $args </dev/null
+            [ "$status" -eq 2 ] || fail "$t $args: status $status"
+            [ -z "$output" ] || fail "$t $args: stdout: $output"
+            [ "$stderr" = "$t: error: $want$see" ] || fail "$t $args: stderr: $stderr"
+        done
+    done
+}
+
 @test "--list-devices names every backend, the CPU's BLAS kernel, and why the others are missing" {
     for t in $(tools); do
         run --separate-stderr "$t" --list-devices
@@ -141,4 +161,72 @@ sys.stdout.buffer.write(t.array_frame('x', np.arange(12, dtype=np.float32).resha
     run tq-cat -o /dev/null "$BATS_TEST_TMPDIR/in.tq"
     assert_success
     [ -c /dev/null ] || fail "/dev/null is no longer a character device"
+}
+
+@test "an empty input and a stream without the tool's vectors, tool by tool" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a b\nc d\n' | tq-embed -m hash:8 > e.tq
+    tq-cat --name key e.tq > keys.tq
+    # tool | status on 0 bytes | status on keys only | its message on keys only
+    # An empty stream (no frame at all) asks nothing: tools that answer
+    # queries (tq-simmat --db, tq-score, tq-quantize) write nothing, exit 0;
+    # tq-attend and tq-train, which need their input's rows, say so (65).
+    # Frames without the tool's vectors are an error, never passed back.
+    while IFS='|' read -r cmd empty keys msg; do
+        run --separate-stderr bash -c "$cmd < /dev/null"
+        [ "$status" -eq "$empty" ] || fail "$cmd < empty: status $status: $stderr"
+        [ -z "$output" ] || fail "$cmd < empty: wrote ${#output} bytes"
+        [ "$empty" -ne 0 ] || [ -z "$stderr" ] || fail "$cmd < empty: stderr: $stderr"
+        run --separate-stderr bash -c "$cmd < keys.tq"
+        [ "$status" -eq "$keys" ] || fail "$cmd < keys: status $status: $stderr"
+        [ "$keys" -eq 0 ] || [ -z "$output" ] || fail "$cmd < keys: wrote ${#output} bytes"
+        [ "$stderr" = "$msg" ] || fail "$cmd < keys: stderr: $stderr"
+    done <<'TABLE'
+tq-cat|0|0|
+tq-simmat --db e.tq -k 1|0|65|tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --name
+tq-simmat --db e.tq --dedup 0.9|0|65|tq-simmat: error: no query vectors in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --name
+tq-score --consensus|0|65|tq-score: error: no candidates in standard input: none of its frames ("key") is a rank 2 float or code frame (as tq-embed or tq-quantize writes them)
+tq-score --consensus --emb emb|0|65|tq-score: error: no candidates in standard input: no frame "emb" among its frames ("key"): give vectors (tq-embed, tq-quantize) or name their frame with --emb
+tq-quantize --to int8|0|65|tq-quantize: error: no frame to quantize in standard input: none of its frames ("key") is a float frame other than key (as tq-embed writes them)
+tq-quantize --to int8 --name emb|0|65|tq-quantize: error: no frame to quantize in standard input: no frame "emb" among its frames ("key")
+tq-quantize --to f32|0|65|tq-quantize: error: no frame to dequantize in standard input: none of its frames ("key") is tq-quantize's codes
+tq-attend --kv e.tq|65|65|tq-attend: error: no frame "emb" (queries) in the input
+tq-train|65|65|tq-train: error: stdin: no features: no rank 2 float frame
+TABLE
+}
+
+@test "an input file is named once in an error: missing, truncated, corrupt, a folder, with every tool" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a b\nc d\n' | tq-embed -m hash:8 > e.tq
+    head -c 100 e.tq > cut.tq
+    printf '\1\2\3\4 corrupt corrupt corrupt corrupt corrupt corrupt corrupt corrupt' > bad.tq
+    mkdir dir.tq
+    while read -r cmd; do
+        for f in none.tq cut.tq bad.tq dir.tq; do
+            run --separate-stderr bash -c "${cmd//F/$f}"
+            [ "$status" -ne 0 ] || fail "$cmd ($f): exit 0"
+            [ "${#stderr_lines[@]}" -eq 1 ] || fail "$cmd ($f): stderr: $stderr"
+            n=$(grep -o "$f" <<<"$stderr" | wc -l)
+            [ "$n" -eq 1 ] || fail "$cmd ($f): $f named $n times: $stderr"
+        done
+    done <<'CMDS'
+tq-cat F
+tq-cat --info F
+tq-cat --from npy F
+tq-simmat F
+tq-simmat --db F -k 1 < e.tq
+tq-simmat --db F --dedup 0.9 < e.tq
+tq-simmat --merge F
+tq-attend --kv F < e.tq
+tq-attend --self --weights F < e.tq
+tq-score --consensus F
+tq-score --query F < e.tq
+tq-score -m F < e.tq
+tq-quantize --to int8 F
+tq-quantize --to int8 --ranges F < e.tq
+tq-quantize --to uint8 --ranges F < e.tq
+tq-train F
+tq-embed --jsonl F
+tq-bench --compare F F
+CMDS
 }

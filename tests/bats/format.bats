@@ -546,3 +546,29 @@ for i in range(len(data)):
     [ "$(tail -1 rss2)" -lt $limit ]
     [ "$(tail -1 rss3)" -lt $limit ]
 }
+
+@test "a .npy or text file where a stream is expected: a hint naming the tq-cat --from, with every tool" {
+    printf '\x93NUMPY\x01\x00v\x00{"descr": "<f4", "fortran_order": False, "shape": (1,), }' >x.npy
+    printf 'a,b\n1,2\n' >x.csv
+    printf 'a\tb\n1\t2\n' >x.tsv
+    printf '{"emb": [1, 2]}\n' >x.jsonl
+    printf 'hello world\n' >x.txt
+    npy="this is a NumPy .npy file; convert it with 'tq-cat --from npy'"
+    csv="this looks like text (CSV); convert it with 'tq-cat --from csv'"
+    tsv="this looks like text (TSV); convert it with 'tq-cat --from tsv'"
+    jsonl="this looks like JSON text; convert JSON lines with 'tq-cat --from jsonl'"
+    txt="this looks like text; convert numbers with 'tq-cat --from tsv', embed words with 'tq-embed'"
+    for cmd in 'tq-cat <F' 'tq-cat F' 'tq-simmat <F' 'tq-simmat --db F <F' 'tq-simmat --merge F' \
+        'tq-attend --self <F' 'tq-score --consensus <F' 'tq-score --consensus F' \
+        'tq-quantize --to int8 <F' 'tq-quantize --to int8 F' 'tq-train <F' 'tq-train F'; do
+        for kind in npy csv tsv jsonl txt; do
+            f=x.$kind
+            case "$cmd" in *' F'*) label=$f ;; *) label=stdin ;; esac
+            run --separate-stderr bash -c "${cmd//F/$f}"
+            want="${cmd%% *}: error: $label: frame 0, byte 0: bad magic: not a TQ stream: ${!kind}"
+            [ "$status" -eq 65 ] || fail "$cmd ($f): status $status: $stderr"
+            [ -z "$output" ] || fail "$cmd ($f): wrote to stdout"
+            [ "$stderr" = "$want" ] || fail "$cmd ($f): stderr: $stderr"
+        done
+    done
+}

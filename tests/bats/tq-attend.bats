@@ -333,3 +333,23 @@ assert np.isfinite(got).all(), got
 assert np.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
 EOF2
 }
+
+@test "--weights of another width: one line naming the weights file and where the inputs came from" {
+    py - <<'EOF'
+import numpy as np, tqstream as tq
+rng = np.random.default_rng(4)
+with open("w.tq", "wb") as f:
+    for n in ("wq", "wk", "wv", "wo"):
+        f.write(tq.array_frame(n, rng.standard_normal((8, 8)).astype(np.float32)))
+with open("kv.tq", "wb") as f:
+    f.write(tq.array_frame("k", rng.standard_normal((5, 6)).astype(np.float32)))
+    f.write(tq.array_frame("v", rng.standard_normal((5, 6)).astype(np.float32)))
+open("q.tq", "wb").write(tq.array_frame("emb", rng.standard_normal((3, 6)).astype(np.float32)))
+EOF
+    run --separate-stderr tq-attend --kv kv.tq --weights w.tq -o out.tq < q.tq
+    [ "$status" -eq 65 ] && [ -z "$output" ] && [ ! -e out.tq ]
+    [ "$stderr" = "tq-attend: error: --weights w.tq: wq, wk, wv take widths 8, 8, 8; the queries (standard input), keys and values (kv.tq) have 6, 6, 6" ]
+    run --separate-stderr tq-attend --self --weights w.tq < q.tq
+    [ "$status" -eq 65 ]
+    [ "$stderr" = "tq-attend: error: --weights w.tq: wq, wk, wv take widths 8, 8, 8; the queries (standard input), keys and values (standard input) have 6, 6, 6" ]
+}

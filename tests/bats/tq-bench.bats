@@ -235,7 +235,7 @@ EOF
     # the same report against itself: nothing moves
     run tq-bench --compare old.json old.json --fail-slower 0
     assert_success
-    assert_line "3 rows compared (3 old, 3 new): 0 slower, 0 faster, the rest within the spread of both runs."
+    assert_line "3 rows compared (3 old, 3 new): 0 slower, 0 faster, 3 within the noise."
     # bad reports
     echo '{"results": 3}' > bad.json
     run --separate-stderr tq-bench --compare old.json bad.json

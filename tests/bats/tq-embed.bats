@@ -444,3 +444,68 @@ EOF
     run tq-embed -m w.vec -o e.tq <<<"cat dog"
     assert_success
 }
+
+@test "-m NAME that is no folder: one line saying what -m takes (66); ORG/NAME from the Hugging Face cache" {
+    takes="-m takes a model folder (modules.json, config.json, vocab.txt, model.safetensors...), a fastText .bin/.ftz or .vec file, or hash:DIM"
+    export HF_HUB_CACHE="$BATS_TEST_TMPDIR/hub"
+    mkdir -p "$HF_HUB_CACHE"
+    run --separate-stderr tq-embed -m sentence-transformers/all-MiniLM-L6-v2 </dev/null
+    [ "$status" -eq 66 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-embed: error: -m sentence-transformers/all-MiniLM-L6-v2: no such folder (nor in the Hugging Face cache); $takes" ]
+    run --separate-stderr tq-embed -m ./no/model </dev/null
+    [ "$status" -eq 66 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-embed: error: -m ./no/model: no such folder; $takes" ]
+    run --separate-stderr tq-embed -m wiki.en.bin </dev/null
+    [ "$status" -eq 66 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-embed: error: -m wiki.en.bin: no such file; $takes" ]
+    run -0 tq-embed --help
+    assert_output --partial "model folder of"
+    assert_output --partial "Hugging Face cache"
+    # the cache's layout: models--ORG--NAME/snapshots/REV, REV from refs/main
+    snap="$HF_HUB_CACHE/models--org--tiny/snapshots/abc123"
+    mkdir -p "$snap" "$HF_HUB_CACHE/models--org--tiny/snapshots/old" "$HF_HUB_CACHE/models--org--tiny/refs"
+    echo abc123 > "$HF_HUB_CACHE/models--org--tiny/refs/main"
+    run --separate-stderr tq-embed -m org/tiny </dev/null
+    [ "$status" -eq 66 ] && [ "$stderr" = "tq-embed: error: $snap/modules.json: cannot open: No such file or directory" ] ||
+        fail "refs/main not followed: $status: $stderr"
+    # HF_HOME/hub, and the one snapshot without refs/main
+    unset HF_HUB_CACHE
+    export HF_HOME="$BATS_TEST_TMPDIR/hf"
+    mkdir -p "$HF_HOME/hub/models--solo/snapshots/r1"
+    run --separate-stderr tq-embed -m solo </dev/null
+    [ "$status" -eq 66 ] && [ "$stderr" = "tq-embed: error: $HF_HOME/hub/models--solo/snapshots/r1/modules.json: cannot open: No such file or directory" ] ||
+        fail "HF_HOME not followed: $status: $stderr"
+    # a real model in the cache embeds as its folder does
+    "$PY" -c 'import torch' 2>/dev/null || return 0
+    py "$TESTS_DIR/lib/make_bert.py" "$HF_HOME/hub/models--solo/snapshots/r1" --max-seq 16
+    printf 'hello world\nthe cat\n' > in.txt
+    tq-embed -m "$HF_HOME/hub/models--solo/snapshots/r1" in.txt | tq-cat -t tsv --name emb > direct.tsv
+    run --separate-stderr tq-embed -v -m solo -o cached.tq in.txt
+    assert_success
+    [[ "$stderr" == *"tq-embed: model solo: $HF_HOME/hub/models--solo/snapshots/r1 (the Hugging Face cache)"* ]]
+    tq-cat -t tsv --name emb cached.tq > cached.tsv
+    cmp direct.tsv cached.tsv
+}
+
+@test "a TQ stream or binary data given as text: one line, exit 65, no output; invalid UTF-8 without NUL is still text" {
+    printf 'one\ntwo\n' | tq-embed -m hash:8 > s.tq
+    for cmd in 'tq-embed -m hash:8 <s.tq' 'tq-embed -m hash:8 s.tq' 'cat s.tq | tq-embed -m hash:8 -'; do
+        case "$cmd" in *' s.tq') label=s.tq ;; *) label=stdin ;; esac
+        run --separate-stderr bash -c "$cmd"
+        [ "$status" -eq 65 ] && [ -z "$output" ] || fail "$cmd: $status, stdout ${#output} bytes"
+        [ "$stderr" = "tq-embed: error: $label: this is a TQ stream, not text" ] || fail "$cmd: $stderr"
+    done
+    printf 'ab\r\ncd\0e\n' > nul.txt   # the NUL is byte 6 of the file (from 0)
+    run --separate-stderr tq-embed -m hash:8 < nul.txt
+    [ "$status" -eq 65 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-embed: error: stdin: binary data (a NUL byte at byte 6), not text" ]
+    # the offset is that input's, after another input's lines
+    run --separate-stderr tq-embed -m hash:8 -o out.tq <(printf 'x\ny\n') nul.txt
+    [ "$status" -eq 65 ] && [ ! -e out.tq ]
+    [ "$stderr" = "tq-embed: error: nul.txt: binary data (a NUL byte at byte 6), not text" ]
+    # invalid UTF-8 without a NUL: repaired as before, exit 0
+    printf 'caf\xe9\n\x89TQ\n' > latin1.txt
+    run --separate-stderr tq-embed -q -m hash:8 -o l.tq latin1.txt
+    assert_success
+    [ -s l.tq ]
+}

@@ -138,8 +138,12 @@ open("two.tq","wb").write(t.array_frame("a", a) + t.array_frame("b", b))'
     tq-quantize --to bit --name a --name b < two.tq > out.tq
     run tq-cat --info < out.tq
     [[ "${lines[1]}" == *bit* ]] && [[ "${lines[2]}" == *bit* ]]
+    # a name lacking beside one there: said, exit 0; nothing to quantize: 65
+    run --separate-stderr tq-quantize --to bit --name b --name c -o out.tq < two.tq
+    [ "$status" -eq 0 ] && [ "$stderr" = 'tq-quantize: no frame "c" in the input' ]
     run --separate-stderr tq-quantize --to bit --name c < two.tq
-    [ "$status" -eq 0 ] && [[ "$stderr" == *'no frame "c"'* ]]
+    [ "$status" -eq 65 ] && [ -z "$output" ]
+    [ "$stderr" = 'tq-quantize: error: no frame to quantize in standard input: no frame "c" among its frames ("a", "b")' ]
 }
 
 @test "bad input: one line, the exit status of the conventions, the row named" {

@@ -488,3 +488,25 @@ np.save("q.npy", x.astype(np.float32))'
     [ "$status" -eq 65 ] && [ ! -e o.tq ]
     [ "$stderr" = 'tq-simmat: error: frame 0 "emb": row 7 has a NaN or an infinity' ]
 }
+
+@test "QUERIES as a file argument: the same bytes as on standard input, in every mode" {
+    for mode in "" "-k 3" "--threshold 0.5" "--dedup 0.9" "--db db.tq -k 4" "--db db.tq --dedup 0.9"; do
+        tq-simmat $mode < q.tq > stdin.tq
+        tq-simmat $mode q.tq > file.tq
+        cmp stdin.tq file.tq || fail "$mode: FILE differs from standard input"
+        tq-simmat $mode - < q.tq > dash.tq
+        cmp stdin.tq dash.tq || fail "$mode: - differs from standard input"
+        tq-simmat $mode <(cat q.tq) > pipe.tq
+        cmp stdin.tq pipe.tq || fail "$mode: a pipe as FILE differs from standard input"
+    done
+    run --separate-stderr tq-simmat -v --db db.tq -k 2 q.tq -o out.tq
+    assert_success
+    [[ "$stderr" == *'query vectors: frame "emb" [90 x 24] from q.tq; database vectors: frame "emb" [700 x 24] from db.tq'* ]] ||
+        fail "-v does not name q.tq: $stderr"
+    run --separate-stderr tq-simmat -k 2 q.tq q.tq
+    [ "$status" -eq 2 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-simmat: error: one input at most, not 2 (the database: --db); see 'tq-simmat --help'" ]
+    run --separate-stderr tq-simmat -k 2 no-such.tq
+    [ "$status" -eq 66 ] && [ -z "$output" ]
+    [ "$stderr" = "tq-simmat: error: no-such.tq: cannot open: No such file or directory" ]
+}

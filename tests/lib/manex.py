@@ -1,7 +1,8 @@
 """manex.py: extracts the examples of a man page so the tests can run them.
 
 An example is a `.EX` ... `.EE` block. Inside, a line starting with "$ " is a
-command (a trailing backslash continues it on the next line); the lines after
+command (a trailing backslash continues it on the next line, as in the shell,
+so a long command can be broken anywhere between words); the lines after
 it, up to the next command or the end of the block, are its expected standard
 output, exactly. Troff escapes are undone (\\- -> -, \\e -> \\, \\(aq -> ')."""
 import json
@@ -34,7 +35,7 @@ def examples(text):
         if line.startswith("$ "):
             cmd = line[2:]
             while cmd.endswith("\\") and i < len(lines):
-                cmd = cmd[:-1] + "\n" + unescape(lines[i])
+                cmd = cmd + "\n" + unescape(lines[i])
                 i += 1
             cur = {"cmd": cmd, "out": []}
             out.append(cur)
