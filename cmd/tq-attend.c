@@ -405,6 +405,22 @@ int main(int argc, char **argv)
     tq_reader *in = NULL, *kvr = NULL;
     if ((st = tq_reader_open_path(&in, "-")) || (o.kv && (st = tq_reader_open_path(&kvr, o.kv))))
         tq_tool_fail(&t, st);
+    if (o.kv) {
+        /* queries against keys of their own, as tq-simmat --db and tq-score:
+         * an empty stream of queries (no frame at all) asks nothing, and gets
+         * nothing, exit 0 */
+        char names[64];
+        size_t nf;
+        if ((st = tq_tool_frame_names(in, names, sizeof names, &nf)))
+            tq_tool_fail(&t, st);
+        if (!nf) {
+            tq_writer *wr;
+            if ((st = tq_tool_open_output(&t, &wr)) || (st = tq_writer_close(wr, 1)))
+                tq_tool_fail(&t, st);
+            tq_reader_close(in), tq_reader_close(kvr);
+            return 0;
+        }
+    }
 #define SEQ_PICK(WHAT, OPT, GIVEN, DEF)                                                  \
     {.what = WHAT, .option = OPT, .given = GIVEN, .def = DEF, .rank_lo = 2, .rank_hi = 3,      \
      .kind = tq_dtype_is_float, .codes = 1, .fits = "rank 2 or 3 float or code"}

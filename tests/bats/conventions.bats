@@ -169,8 +169,9 @@ sys.stdout.buffer.write(t.array_frame('x', np.arange(12, dtype=np.float32).resha
     tq-cat --name key e.tq > keys.tq
     # tool | status on 0 bytes | status on keys only | its message on keys only
     # An empty stream (no frame at all) asks nothing: tools that answer
-    # queries (tq-simmat --db, tq-score, tq-quantize) write nothing, exit 0;
-    # tq-attend and tq-train, which need their input's rows, say so (65).
+    # queries (tq-simmat --db, tq-score, tq-quantize, tq-attend --kv) write
+    # nothing, exit 0; tq-attend --self and tq-train, which need their input's
+    # rows, say so (65).
     # Frames without the tool's vectors are an error, never passed back.
     while IFS='|' read -r cmd empty keys msg; do
         run --separate-stderr bash -c "$cmd < /dev/null"
@@ -190,7 +191,8 @@ tq-score --consensus --emb emb|0|65|tq-score: error: no candidates in standard i
 tq-quantize --to int8|0|65|tq-quantize: error: no frame to quantize in standard input: none of its frames ("key") is a float frame other than key (as tq-embed writes them)
 tq-quantize --to int8 --name emb|0|65|tq-quantize: error: no frame to quantize in standard input: no frame "emb" among its frames ("key")
 tq-quantize --to f32|0|65|tq-quantize: error: no frame to dequantize in standard input: none of its frames ("key") is tq-quantize's codes
-tq-attend --kv e.tq|65|65|tq-attend: error: no frame "emb" (queries) in the input
+tq-attend --kv e.tq|0|65|tq-attend: error: no frame "emb" (queries) in the input
+tq-attend --self|65|65|tq-attend: error: no frame "emb" (queries) in the input
 tq-train|65|65|tq-train: error: stdin: no features: no rank 2 float frame
 TABLE
 }
