@@ -16,6 +16,7 @@ typedef struct delim_in {
     size_t line_cap;
     ssize_t len;
     long lineno;        /* the line being read */
+    uint64_t offset;    /* bytes of the input before that line */
     tq_buf text;        /* the fields of a record, unescaped, each NUL-ended */
     size_t *start;      /* where each field begins in text */
     size_t nf, cap_f;
@@ -38,6 +39,13 @@ static tq_status next_line(delim_in *d, int *got)
         return TQ_OK;
     }
     d->lineno++;
+    /* a NUL is no text: binary data (a program, a TQ stream) would otherwise
+     * read as a header of garbage and no row, exit 0 */
+    const char *nul = memchr(d->line, 0, (size_t)d->len);
+    if (nul)
+        return tq_fail(TQ_ERR_DATA, "%s: binary data (a NUL byte at byte %llu), not text",
+                       d->label, (unsigned long long)(d->offset + (uint64_t)(nul - d->line)));
+    d->offset += (uint64_t)d->len;
     if (d->len && d->line[d->len - 1] == '\n')
         d->len--;
     if (d->len && d->line[d->len - 1] == '\r')

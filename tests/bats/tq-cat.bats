@@ -880,3 +880,20 @@ EOF2
     [ "$status" -eq 65 ] && [ ! -e i.tq ]
     [ "$stderr" = "tq-cat: error: i.csv: line 1: column 2: not an integer: 'nan'" ]
 }
+
+@test "--from csv and tsv refuse binary data (a NUL byte) with 65, where they once read a header and no row" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\n1\n3\0\n' > nul.csv
+    printf '1\t2\n' > ok.tsv
+    for fmt in csv tsv; do
+        run --separate-stderr tq-cat --from $fmt -o out.tq nul.csv
+        [ "$status" -eq 65 ] && [ ! -e out.tq ] || fail "$fmt: status $status: $stderr"
+        # byte 5: the second byte of the third line, counted from 0
+        [ "$stderr" = "tq-cat: error: nul.csv: binary data (a NUL byte at byte 5), not text" ] || fail "$stderr"
+        run --separate-stderr tq-cat --from $fmt -o out.tq "$TQ_BIN/tq-cat"
+        [ "$status" -eq 65 ] && [[ "$stderr" == *"binary data (a NUL byte at byte "*"), not text" ]] || fail "$fmt: $stderr"
+    done
+    # text without a NUL still reads
+    tq-cat --from tsv ok.tsv | tq-cat -t tsv --no-header > back.tsv
+    cmp back.tsv ok.tsv
+}
