@@ -12,6 +12,7 @@ typedef struct part {
     int64_t *idx, rows, k;
     float *score;
     int keys;            /* db_key follows score */
+    int64_t others;      /* frames read that were no top-k batch */
     tq_dtype kdt;
     int64_t *ikey;
     tq_buf skey;
@@ -110,8 +111,10 @@ static tq_status read_part(tq_reader *r, int s, tq_writer *w, part *p, int *eof)
         } else if (have) {
             return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": expected the rest of a top-k batch",
                            (unsigned long long)f->index, f->name);
-        } else if (s == 0 && (st = tq_writer_put(w, f))) {
-            return st;
+        } else {
+            p->others++;
+            if (s == 0 && (st = tq_writer_put(w, f)))
+                return st;
         }
     }
     if (st == TQ_EOF && !have) {
@@ -206,6 +209,7 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out)
     if (!p)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     tq_status st = TQ_OK;
+    int64_t batches = 0;
     for (;;) {
         int eofs = 0;
         for (int s = 0; !st && s < n; s++) {
@@ -222,7 +226,15 @@ tq_status tq_sim_merge(tq_reader **in, int n, tq_writer *out)
         st = check_shards(p, n);
         if (!st)
             st = merge_batch(p, n, out);
+        batches++;
     }
+    /* streams with frames but no top-k batch (a query stream, a database):
+     * passing them back would merge nothing and exit 0 */
+    for (int s = 0; !st && !batches && s < n; s++)
+        if (p[s].others)
+            st = tq_fail(TQ_ERR_DATA, "file %d holds no top-k lists (\"idx\" with shard=I/N, "
+                                      "\"score\"): not an output of tq-simmat --topk --shard",
+                         s + 1);
     for (int s = 0; s < n; s++)
         part_free(&p[s]);
     free(p);

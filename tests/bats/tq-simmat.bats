@@ -53,6 +53,21 @@ open("q11.tq","wb").write(b"".join(t.array_frame("emb", x[i:i+11]) for i in rang
     done
 }
 
+@test "--merge of files that hold no top-k lists is an error, never the input passed back" {
+    run --separate-stderr tq-simmat --merge -o out.tq q.tq
+    [ "$status" -eq 65 ] && [ ! -e out.tq ] || fail "status $status: $stderr"
+    [ "$stderr" = 'tq-simmat: error: file 1 holds no top-k lists ("idx" with shard=I/N, "score"): not an output of tq-simmat --topk --shard' ]
+    tq-simmat --db db.tq -k 2 --shard 0/2 < q.tq > s0.tq
+    run --separate-stderr tq-simmat --merge -o out.tq s0.tq db.tq
+    [ "$status" -eq 65 ] && [ ! -e out.tq ] || fail "status $status: $stderr"
+    # shards of an empty query stream are empty: nothing to merge, exit 0
+    : > e0.tq
+    : > e1.tq
+    run tq-simmat --merge -o out.tq e0.tq e1.tq
+    assert_success
+    [ ! -s out.tq ]
+}
+
 @test "full matrix: cosine, dot and l2 against NumPy" {
     for m in cosine dot l2; do
         tq-simmat --db db.tq --metric "$m" < q.tq > out.tq
