@@ -75,6 +75,8 @@ struct tq_reader {
     size_t n_ahead, next_ahead, cap_ahead;
     size_t n_first;       /* of them, the first batch of every tensor */
     int looked;           /* tq_reader_lookahead ran */
+    tq_status look_st;    /* and failed: every later call fails alike */
+    char *look_msg;       /* its message, which later calls would lose */
     ahead *out_ahead;     /* the one handed out last, released by next */
 };
 
@@ -271,6 +273,7 @@ void tq_reader_close(tq_reader *r)
     if (r->out_ahead)
         ahead_release(r->out_ahead);
     free(r->ahead);
+    free(r->look_msg);
     free(r);
 }
 
@@ -580,6 +583,14 @@ static tq_status read_payload(tq_reader *r, uint64_t start)
 
 static tq_status read_frame(tq_reader *r, tq_frame **out);
 
+/* The failure of the lookahead, again: once it failed, the stream's position is
+ * past the bad bytes, and a caller that went on would read as if they were not
+ * there (tq-quantize exited 0 on a truncated input that way). */
+static tq_status look_failed(const tq_reader *r)
+{
+    return tq_fail(r->look_st, "%s", r->look_msg ? r->look_msg : "failed");
+}
+
 tq_status tq_reader_next(tq_reader *r, tq_frame **out)
 {
     if (r->out_ahead) {
@@ -603,6 +614,8 @@ tq_status tq_reader_next(tq_reader *r, tq_frame **out)
         r->ahead = NULL;
         r->n_ahead = r->next_ahead = r->cap_ahead = 0;
     }
+    if (r->look_st)
+        return look_failed(r);
     return read_frame(r, out);
 }
 
@@ -642,6 +655,8 @@ static tq_status keep_ahead(tq_reader *r)
 
 tq_status tq_reader_lookahead(tq_reader *r, size_t *n)
 {
+    if (r->look_st)
+        return look_failed(r);
     if (!r->looked) {
         r->looked = 1;
         tq_status st = TQ_OK;
@@ -651,13 +666,16 @@ tq_status tq_reader_lookahead(tq_reader *r, size_t *n)
             for (size_t i = 0; i < r->n_ahead && !again; i++)
                 again = !strcmp(r->ahead[i].f.name, f->name);
             if ((st = keep_ahead(r)))
-                return st;
+                break;
             if (again)
                 break;
             r->n_first++;
         }
-        if (st != TQ_OK && st != TQ_EOF)
+        if (st != TQ_OK && st != TQ_EOF) {
+            r->look_st = st;
+            r->look_msg = strdup(tq_errmsg());
             return st;
+        }
     }
     *n = r->n_first;
     return TQ_OK;

@@ -830,6 +830,31 @@ static void check_lookahead(void)
     CHECK(st == TQ_EOF && frames == 1500 && in_order, "many names: %d frames", frames);
     tq_reader_close(r);
     close(many);
+
+    /* a stream cut inside its second frame: the lookahead fails, and so does
+     * every later call, with the same message (a caller that went on read the
+     * cut stream as a whole one, and tq-quantize exited 0) */
+    int cut = memfile();
+    tq_writer_open_fd(&w, cut, "cut");
+    tq_writer_write(w, "a", TQ_DTYPE_F32, 2, da, NULL, 0, a, sizeof a);
+    tq_writer_write(w, "b", TQ_DTYPE_F32, 2, da, NULL, 0, a, sizeof a);
+    tq_writer_close(w, 1);
+    off_t whole = lseek(cut, 0, SEEK_END);
+    CHECK(ftruncate(cut, whole - 30) == 0, "truncate");
+    lseek(cut, 0, SEEK_SET);
+    tq_reader_open_fd(&r, cut, "cut");
+    st = tq_reader_lookahead(r, &ahead);
+    char first[256];
+    snprintf(first, sizeof first, "%s", tq_errmsg());
+    CHECK(st == TQ_ERR_DATA && strstr(first, "truncated"), "cut lookahead: %d %s", st, first);
+    tq_fail(TQ_ERR_IO, "something else in between");
+    CHECK(tq_reader_lookahead(r, &ahead) == TQ_ERR_DATA && !strcmp(tq_errmsg(), first),
+          "lookahead again: %s", tq_errmsg());
+    CHECK(tq_reader_next(r, &f) == TQ_OK && !strcmp(f->name, "a"), "the frame read before it");
+    CHECK(tq_reader_next(r, &f) == TQ_ERR_DATA && !strcmp(tq_errmsg(), first),
+          "next after a failed lookahead: %s", tq_errmsg());
+    tq_reader_close(r);
+    close(cut);
     free(orig);
     free(big);
     close(fd);
