@@ -418,6 +418,8 @@ int main(int argc, char **argv)
             if ((st = tq_tool_open_output(&t, &wr)) || (st = tq_writer_close(wr, 1)))
                 tq_tool_fail(&t, st);
             tq_reader_close(in), tq_reader_close(kvr);
+            tq_attend_weights_free(&w);
+            tq_device_close(dev);
             return 0;
         }
     }
