@@ -1,0 +1,31 @@
+#!/usr/bin/env bats
+# The manual and the README tell the truth about the tools built
+# (tests/lib/docs_true.py says what is checked): --help and each man page's
+# OPTIONS list the same options, and no page or README line names a tool,
+# option or file that does not exist.
+load helpers
+bats_require_minimum_version 1.5.0
+
+needs_man() { command -v man >/dev/null || skip "man is not installed (make deps-test installs it)"; }
+
+@test "--help and the man pages' OPTIONS agree; pages and README name only what exists" {
+    needs_man
+    run py "$TESTS_DIR/lib/docs_true.py" "$ROOT_DIR" "$TQ_BIN"
+    [ "$output" = ok ] || fail "$output"
+}
+
+@test "the check finds an option, a tool and a file that are not there" {
+    needs_man
+    # a copy of the tree's documents with one untruth of each kind planted
+    root="$BATS_TEST_TMPDIR/root"
+    mkdir -p "$root"
+    cp -r "$ROOT_DIR/man" "$ROOT_DIR/README.md" "$root/"
+    sed -i 's/^\.SH OPTIONS$/.SH OPTIONS\n.TP\n.B \\-\\-no\\-such\\-option\nplanted./' "$root/man/tq-score.1"
+    printf '\n    tq-simmat --top-kk 5 < q.tq | tq-sort\n\nSee samples/no-such-file.tq.\n' >> "$root/README.md"
+    run py "$TESTS_DIR/lib/docs_true.py" "$root" "$TQ_BIN" "$ROOT_DIR"
+    [[ "$output" == *"tq-score(1) OPTIONS lists --no-such-option, its --help does not"* ]] || fail "$output"
+    [[ "$output" == *"README.md: tq-simmat has no option --top-kk"* ]] || fail "$output"
+    [[ "$output" == *"README.md names tq-sort, which is no tool"* ]] || fail "$output"
+    [[ "$output" == *"README.md names samples/no-such-file.tq, which is not in the tree"* ]] || fail "$output"
+    [ "$(printf '%s\n' "$output" | wc -l)" -eq 4 ] || fail "more than the planted: $output"
+}
