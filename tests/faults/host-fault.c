@@ -72,7 +72,7 @@ static int fail_kind = -1, fail_errno;
 static unsigned long long fail_n;
 static int quiet;
 static char counts_file[4096];
-static uintptr_t exe_lo, exe_hi; /* the main executable's code */
+static uintptr_t exe_lo, exe_hi, exe_base; /* the main executable's code, its load address */
 /* >0 while a call above runs in libc for the tool: its allocations count */
 static __thread int on_behalf __attribute__((tls_model("initial-exec")));
 
@@ -181,24 +181,30 @@ static void say(const char *fmt, ...)
 
 static int ours(uintptr_t ra) { return on_behalf > 0 || (ra >= exe_lo && ra < exe_hi); }
 
-/* The errno a call of the tool's fails with, or 0; counts it. */
-static int count(int kind)
+/* The errno a call of the tool's from ra fails with, or 0; counts it. The
+ * line says where the call was made: addr2line -e TOOL OFFSET names it. */
+static int count(int kind, uintptr_t ra)
 {
     unsigned long long n = __atomic_add_fetch(&counts[kind], 1, __ATOMIC_RELAXED);
     if (kind != fail_kind || n != fail_n)
         return 0;
-    if (!quiet)
+    if (!quiet && ra >= exe_lo && ra < exe_hi)
+        say("tq-host-fault: injected: %s call %llu fails with %s (called at %#lx in the "
+            "executable)\n", kind_names[kind], n, strerror(fail_errno),
+            (unsigned long)(ra - 1 - exe_base));
+    else if (!quiet)
         say("tq-host-fault: injected: %s call %llu fails with %s\n", kind_names[kind], n,
             strerror(fail_errno));
     return fail_errno;
 }
 
 /* the same for a call from ra, which counts when it is the tool's */
-static int hit(int kind, uintptr_t ra) { return ours(ra) ? count(kind) : 0; }
+static int hit(int kind, uintptr_t ra) { return ours(ra) ? count(kind, ra) : 0; }
 
 static int exe_range(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size, (void)data;
+    exe_base = info->dlpi_addr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -528,7 +534,7 @@ typedef struct {
 
 static ssize_t ws_write(void *c, const char *buf, size_t n)
 {
-    int e = count(K_WRITE); /* the tool's stream */
+    int e = count(K_WRITE, 0); /* the tool's stream */
     if (e)
         return errno = e, -1;
     return real_write(((wstream *)c)->fd, buf, n);
@@ -536,7 +542,7 @@ static ssize_t ws_write(void *c, const char *buf, size_t n)
 
 static ssize_t ws_read(void *c, char *buf, size_t n)
 {
-    int e = count(K_READ);
+    int e = count(K_READ, 0);
     if (e)
         return errno = e, -1;
     return real_read(((wstream *)c)->fd, buf, n);
