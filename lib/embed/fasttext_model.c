@@ -398,7 +398,8 @@ tq_status ft_model_load(ft_model *m, const char *path)
     int e = errno;
     close(fd);
     if (p == MAP_FAILED)
-        return tq_fail(TQ_ERR_IO, "%s: cannot map model: %s", path, strerror(e));
+        return tq_fail(e == ENOMEM ? TQ_ERR_NOMEM : TQ_ERR_IO, "%s: cannot map model: %s", path,
+                       e == ENOMEM ? "out of memory" : strerror(e));
     m->map = p;
     m->size = (size_t)sb.st_size;
     c.p = p;

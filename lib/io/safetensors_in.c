@@ -103,7 +103,7 @@ static tq_status parse(tq_st_file *f)
         return bad(f, NULL, "header runs past the end of the file (truncated?)");
     tq_status st = tq_json_parse((const char *)f->map + 8, (size_t)hn, &f->hdr);
     if (st)
-        return tq_fail_context(st, "%s: header is not valid JSON", f->path);
+        return st == TQ_ERR_NOMEM ? st : tq_fail_context(st, "%s: header is not valid JSON", f->path);
     if (f->hdr->type != TQ_JSON_OBJ)
         return bad(f, NULL, "header is not a JSON object");
     f->e = calloc(f->hdr->n ? f->hdr->n : 1, sizeof *f->e);
@@ -142,7 +142,8 @@ tq_status tq_st_open(const char *path, tq_st_file **out)
         if (f->size) {
             void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
             if (m == MAP_FAILED)
-                st = tq_fail(TQ_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+                st = tq_fail(errno == ENOMEM ? TQ_ERR_NOMEM : TQ_ERR_IO, "%s: cannot map: %s", path,
+                             errno == ENOMEM ? "out of memory" : strerror(errno));
             else
                 f->map = m;
         }
