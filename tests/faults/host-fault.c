@@ -16,7 +16,7 @@
  * pwrite, writev, pwritev, copy_file_range, fsync, fdatasync, and the
  * buffers of a stream the tool fdopen/fopen-ed for writing as they reach the
  * file; never standard error, where the tool's one line goes), read (read,
- * pread, readv).
+ * pread, readv), and a fortified build's __open_2, __read_chk and the like.
  *
  * What counts: a call made by the tool's own code (the main executable: the
  * tool and libtq are linked into it statically), found by the call's return
@@ -492,6 +492,19 @@ API int openat(int dir, const char *path, int flags, ...)
     return real_openat(dir, path, flags, mode);
 }
 
+/* what a fortified build (-D_FORTIFY_SOURCE) calls instead */
+API int __open_2(const char *path, int flags) { return open_at(AT_FDCWD, path, flags, 0, CALLER); }
+API int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
+
+API int __openat_2(int dir, const char *path, int flags)
+{
+    resolve();
+    int e = for_writing(flags) ? hit(K_OPEN, CALLER) : 0;
+    if (e)
+        return errno = e, -1;
+    return real_openat(dir, path, flags, 0);
+}
+
 API int creat(const char *path, mode_t mode)
 {
     return open_at(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode, CALLER);
@@ -708,6 +721,30 @@ API ssize_t pread(int fd, void *p, size_t n, off_t off)
 }
 
 API ssize_t pread64(int fd, void *p, size_t n, off_t off) __attribute__((alias("pread")));
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+API ssize_t __read_chk(int fd, void *p, size_t n, size_t room)
+{
+    if (n > room)
+        __chk_fail();
+    resolve();
+    int e = hit(K_READ, CALLER);
+    if (e)
+        return errno = e, -1;
+    return real_read(fd, p, n);
+}
+
+API ssize_t __pread_chk(int fd, void *p, size_t n, off_t off, size_t room)
+{
+    if (n > room)
+        __chk_fail();
+    resolve();
+    int e = hit(K_READ, CALLER);
+    if (e)
+        return errno = e, -1;
+    return real_pread(fd, p, n, off);
+}
 
 API ssize_t readv(int fd, const struct iovec *v, int cnt)
 {
