@@ -125,6 +125,7 @@ x = rng.standard_normal((20, 16)).astype(np.float32)
 g = (np.arange(20) // 7).astype(np.int64)
 open('x.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_frame('g', g))"
     sweep -i x.tq out.tq tq-attend --device cpu --self --heads 2 --consensus -o out.tq
+    sweep -i x.tq out.tq tq-attend --device cpu --self --heads 1 --causal --group g -o out.tq
     py "$TESTS_DIR/lib/score_ref.py" gen . --d 16 --seed 3
     sweep out.tq tq-score --device cpu -m mlp.tq --consensus in.tq -o out.tq
     sweep out.tq tq-score --device cpu -m logistic.tq in.tq -o out.tq
