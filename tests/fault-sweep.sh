@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault-sweep.sh gpu|host [-i IN] [-t] OUT CMD...: makes each call of a kind
+# fault-sweep.sh gpu|host [-i IN] [-t] [-w] OUT CMD...: makes each call of a kind
 # in one tool's run fail in turn and holds the tool to what a user is owed
 # when the machine fails under it, sqlite's malloc-failure tests' way.
 #   gpu:  the driver's calls, through the stand-in driver (tests/standin/
@@ -20,6 +20,10 @@
 # calls). Each faulted run must either
 #   - recover: exit 0, no message, the clean run's bytes in OUT (with -t,
 #     for a result with timings in it, an OUT of the clean run's lines); or
+#   - with -w, for a tool that warns of a part it could not do and goes on
+#     (tq-bench's failed measurement: its man page, EXIT STATUS): exit 1,
+#     "TOOL: warning: ..." lines giving the reason below, then one
+#     "TOOL: error: ..." line; OUT may be written; or
 #   - fail cleanly: one line on stderr, "TOOL: error: ...", no OUT and no
 #     other new file left in the folder, and
 #       gpu: exit 1, the line naming the device, the driver call and the
@@ -38,9 +42,11 @@ mode=${1:-}
 shift
 in=/dev/null
 timed=0
+warned=0
 if [ "${1:-}" = -i ]; then in=$2; shift 2; fi
 if [ "${1:-}" = -t ]; then timed=1; shift; fi
-out=${1:?usage: fault-sweep.sh gpu|host [-i IN] [-t] OUT CMD...}
+if [ "${1:-}" = -w ]; then warned=1; shift; fi
+out=${1:?usage: fault-sweep.sh gpu|host [-i IN] [-t] [-w] OUT CMD...}
 shift
 [ $# -gt 0 ] || { echo "$me: no command" >&2; exit 2; }
 samples=${TQ_FAULT_SAMPLES:-4}
@@ -67,7 +73,7 @@ host)
     pre=(env "LD_PRELOAD=$TQ_FAULT_SHIM${LD_PRELOAD:+:$LD_PRELOAD}")
     ;;
 *)
-    echo "usage: fault-sweep.sh gpu|host [-i IN] [-t] OUT CMD..." >&2
+    echo "usage: fault-sweep.sh gpu|host [-i IN] [-t] [-w] OUT CMD..." >&2
     exit 2
     ;;
 esac
@@ -123,10 +129,21 @@ while read -r kind count; do
     esac
 done < "$work/counts"
 
+# partial RC: whether the run warned of parts it could not do (-w)
+partial() {
+    [ $warned = 1 ] && [ "$1" -eq 1 ] && [ "$(wc -l < "$work/err")" -gt 1 ] &&
+        head -n -1 "$work/err" | grep -q "^$tool: warning: "
+}
+
 # failed C RC: why the failed run of case C is not a clean failure ("" when it is)
 failed() {
     local c=$1 rc=$2 kind=${1%%:*} code want re reason
-    if [ "$(wc -l < "$work/err")" -ne 1 ]; then
+    if partial "$rc"; then
+        if head -n -1 "$work/err" | grep -vq "^$tool: warning: "; then
+            echo "exit 1 with warnings and other lines"
+            return
+        fi
+    elif [ "$(wc -l < "$work/err")" -ne 1 ]; then
         echo "exit $rc without one line"
         return
     fi
@@ -152,7 +169,7 @@ failed() {
     *" $rc "*) ;;
     *) echo "exit $rc, not $want"; return ;;
     esac
-    grep -Eq "^$tool: error: " "$work/err" || { echo "exit $rc without a line \"$tool: error: ...\""; return; }
+    tail -n 1 "$work/err" | grep -Eq "^$tool: error: " || { echo "exit $rc without a line \"$tool: error: ...\""; return; }
     grep -qF "$reason" "$work/err" || echo "exit $rc without \"$reason\" in the line"
 }
 
@@ -178,7 +195,7 @@ for c in "${cases[@]}"; do
         why="killed by signal $((rc - 128))"
     else
         why=$(failed "$c" $rc)
-        if [ -z "$why" ] && [ -e "$out" ]; then
+        if [ -z "$why" ] && [ -e "$out" ] && ! partial $rc; then
             why="exit $rc leaving $out behind"
         elif [ -z "$why" ] && ! listing | cmp -s - "$work/before"; then
             why="exit $rc leaving files behind: $(listing | comm -13 "$work/before" - | tr '\n' ' ')"
