@@ -81,6 +81,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/build/tests/%)
 # small programs the Bats suites drive the library with (no tool exposes yet)
 TTOOL_SRC := $(wildcard tests/tools/*.c)
 TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(OUT)/build/tools/%)
+# the host fault shim of the Bats suites (tests/faults/)
+FAULT_SHIM := $(OUT)/build/faults/libtqhostfault.so
 
 .SECONDARY:
 .PHONY: FORCE all deps deps-test deps-demo check check-unit check-bats check-fuzz check-man demo bench gpu-check install clean notes
@@ -191,9 +193,9 @@ check: deps-test
 	$(MAKE) --no-print-directory check-unit check-bats check-fuzz
 	@echo "check: all suites passed"
 
-check-bats: all $(TTOOL_BIN) $(UNIT_BIN)
+check-bats: all $(TTOOL_BIN) $(UNIT_BIN) $(FAULT_SHIM)
 	TQ_BIN=$(abspath $(BINDIR)) TQ_TEST_TOOLS=$(abspath $(OUT)/build/tools) \
-	    TQ_TEST_UNIT=$(abspath $(OUT)/build/tests) \
+	    TQ_TEST_UNIT=$(abspath $(OUT)/build/tests) TQ_FAULT_SHIM=$(abspath $(FAULT_SHIM)) \
 	    $(if $(GPU_STANDIN),TQ_STANDIN_LIB=$(abspath $(STANDIN_LIB_PATH)) TQ_PAD_SHIM=$(abspath $(PAD_SHIM))) \
 	    sh tests/run-bats.sh tests/bats
 
@@ -236,6 +238,18 @@ clean:
 	rm -rf build bin lib/libtq.a
 
 -include $(LIB_OBJ:.o=.d) $(TOOLS:%=$(OBJDIR)/cmd/%.d)
+
+# ---- the host fault shim: tests only (tests/faults/README.md) ----
+# An LD_PRELOAD library that fails the Nth allocation, mmap, open, write or
+# read of a tool (tests/fault-sweep.sh, tests/bats/host-faults.bats). Built
+# without the sanitizers even under SAN=1: it sits before their runtime and
+# forwards to it, and needs nothing of it.
+.PHONY: faults
+faults: $(FAULT_SHIM)
+
+$(FAULT_SHIM): tests/faults/host-fault.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g $(WARN) -fPIC -fvisibility=hidden -pthread -D_GNU_SOURCE -shared $< -ldl -o $@
 
 # ---- the GPU stand-in driver: tests only, never installed (tests/standin/README.md) ----
 # It runs the CUDA and HIP backends in `make check` on machines without a GPU;

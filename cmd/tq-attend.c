@@ -526,8 +526,10 @@ int main(int argc, char **argv)
             tq_tool_fail(&t, st);
         qg = malloc((size_t)(j.B * j.Lq) * 8 + 8);
         kg = malloc((size_t)(j.B * j.Lk) * 8 + 8);
-        if (!qg || !kg)
+        if (!qg || !kg) {
+            free(qg), free(kg); /* the one that came is held by no live variable */
             tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+        }
         for (int64_t i = 0; i < j.B * j.Lq; i++) {
             qg[i] = ug ? ug[i] : 0;
             if (qg[i] == INT64_MIN)

@@ -281,7 +281,9 @@ int main(int argc, char **argv)
             ops[nops++] = &tqb_ops[i];
     } else {
         char *list = strdup(op_list), *save = NULL;
-        for (char *w = list ? strtok_r(list, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
+        if (!list)
+            tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+        for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
             const tqb_opdef *op = tqb_op_find(w);
             if (!op)
                 tq_tool_usage(&t, "unknown op '%s' (tq-bench --op list)", w);

@@ -79,6 +79,8 @@ static int pick(tq_tool *t, const char *opt, const char *arg, const char *const 
 static void add_names(tq_tool *t, const char *arg, char ***names, size_t *n)
 {
     char *copy = strdup(arg), *save = NULL;
+    if (!copy)
+        tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
     for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (tq_io_name_check(p))
             tq_tool_usage(t, "--name '%s': %s", p, tq_errmsg());

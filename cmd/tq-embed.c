@@ -226,7 +226,8 @@ static tq_status take_line(state *s, const char *file, const char *l, size_t n, 
         t = tab + 1, tl = n - idl - 1;
     } else if (n && c->in == IN_JSONL) {
         if ((st = tq_json_fields(l, n, c->field, c->id_field, jt, c->id_field ? jid : NULL)))
-            return tq_fail_context(TQ_ERR_DATA, "%s: line %lld", file, (long long)s->line + 1);
+            return tq_fail_context(st == TQ_ERR_NOMEM ? st : TQ_ERR_DATA, "%s: line %lld", file,
+                                   (long long)s->line + 1);
         t = jt->p, tl = jt->len;
         if (c->id_field)
             id = jid->p, idl = jid->len;

@@ -157,10 +157,11 @@ tq_status tq_device_open(const char *spec, tq_device **dev)
             if (!b)
                 continue;
             int idx = b->kind == TQ_BACKEND_CPU ? 0 : first_real_device(b);
-            if (idx >= 0 && device_make(b, idx, dev) == TQ_OK)
+            if (idx >= 0 && (st = device_make(b, idx, dev)) == TQ_OK)
                 return TQ_OK;
         }
-        return tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
+        /* the last tried is the CPU: out of memory says so */
+        return st == TQ_ERR_NOMEM ? st : tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
     }
     int idx;
     if ((st = named_index(named, index, &idx)))

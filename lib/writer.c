@@ -120,7 +120,11 @@ tq_status tq_writer_open_path(tq_writer **out, const char *path)
     }
     (*out)->own = 1;
     (*out)->tmp = tmp;
-    (*out)->path = strdup(path);
+    if (!((*out)->path = strdup(path))) {
+        tq_writer_close(*out, 0);
+        *out = NULL;
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
     return TQ_OK;
 }
 

@@ -70,20 +70,6 @@ void tq_cpu_gemm_pack_b(float *dst, int nr, int tb, const float *b, int ldb, int
     }
 }
 
-/* Without memory for the packed blocks: a plain loop, slow but right. */
-static void sgemm_plain(int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                        int lda, const float *b, int ldb, float beta, float *c, int ldc)
-{
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            float acc = 0;
-            for (int p = 0; p < k; p++)
-                acc += A_AT(i, p) * B_AT(p, j);
-            float *cij = c + (long)i * ldc + j;
-            *cij = beta == 0.0f ? alpha * acc : alpha * acc + beta * *cij;
-        }
-}
-
 /* Rows ic.. ic+mc of op(A) times one slice of k (rows pc.. pc+kc of op(B),
  * packed at bs in strips of nr columns, nc columns) into C's rows ic..: A
  * packed into ap first, or its rows read in place where ap is NULL. Every
@@ -107,6 +93,46 @@ static void sgemm_slice(const tq_gemm_kernel *kern, int ta, const float *a, int 
         }
 }
 
+/* The product in blocks of mcb rows and ncb columns of C, A packed into ap
+ * (mcb x kc) unless it is read in place, B into bp (ncb x kc). The blocks'
+ * size does not change a bit of C: each element is the same kernel calls on
+ * the same slices of k, whatever block it falls in. */
+static void sgemm_blocks(const tq_gemm_kernel *kern, int ta, int tb, int m, int n, int k,
+                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                         float *c, int ldc, float *ap, float *bp, int mcb, int ncb)
+{
+    const int nr = kern->nr, KC = kern->kc;
+    /* A small A is read in place where the kernel can (rows of A, not of
+     * A^T): packing it would cost more than the product (a 64 x 64 A packs in
+     * about the time the 64 x 64 x 10 product takes); a large one is packed,
+     * MC rows at a time, so that its strips stream from L1. */
+    float *apack = !ta && kern->fn_rows && (long)m * k <= SMALL_A ? NULL : ap;
+    for (int jc = 0; jc < n; jc += ncb) {
+        int nc = n - jc < ncb ? n - jc : ncb;
+        for (int pc = 0; pc < k; pc += KC) {
+            int kc = k - pc < KC ? k - pc : KC;
+            /* the first slice of k applies beta; the later ones add to C */
+            float bet = pc ? 1.0f : beta;
+            tq_cpu_gemm_pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
+            for (int ic = 0; ic < m; ic += mcb)
+                sgemm_slice(kern, ta, a, lda, apack, ic, m - ic < mcb ? m - ic : mcb, pc, kc, bp,
+                            nc, alpha, bet, c + jc, ldc);
+        }
+    }
+}
+
+/* Without memory for the blocks: blocks of one strip, packed on the stack;
+ * slower, the same bits (a result must not depend on the memory at hand). */
+static __attribute__((noinline)) void
+sgemm_strips(const tq_gemm_kernel *kern, int ta, int tb, int m, int n, int k, float alpha,
+             const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    _Alignas(64) float as[TQ_GEMM_MR_MAX * TQ_GEMM_KC_MAX];
+    _Alignas(64) float bs[TQ_GEMM_NR_MAX * TQ_GEMM_KC_MAX];
+    sgemm_blocks(kern, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, as, bs, kern->mr,
+                 kern->nr);
+}
+
 void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, const float *a,
                           int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -117,29 +143,10 @@ void tq_cpu_sgemm_builtin(int ta, int tb, int m, int n, int k, float alpha, cons
     int nc_max = n < NC ? (n + nr - 1) / nr * nr : NC;
     float *ap = malloc((size_t)mc_max * (size_t)kc_max * sizeof *ap);
     float *bp = malloc((size_t)nc_max * (size_t)kc_max * sizeof *bp);
-    if (!ap || !bp) {
-        free(ap);
-        free(bp);
-        sgemm_plain(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
-    /* A small A is read in place where the kernel can (rows of A, not of
-     * A^T): packing it would cost more than the product (a 64 x 64 A packs in
-     * about the time the 64 x 64 x 10 product takes); a large one is packed,
-     * MC rows at a time, so that its strips stream from L1. */
-    float *apack = !ta && kern->fn_rows && (long)m * k <= SMALL_A ? NULL : ap;
-    for (int jc = 0; jc < n; jc += NC) {
-        int nc = n - jc < NC ? n - jc : NC;
-        for (int pc = 0; pc < k; pc += KC) {
-            int kc = k - pc < KC ? k - pc : KC;
-            /* the first slice of k applies beta; the later ones add to C */
-            float bet = pc ? 1.0f : beta;
-            tq_cpu_gemm_pack_b(bp, nr, tb, b, ldb, pc, kc, jc, nc);
-            for (int ic = 0; ic < m; ic += MC)
-                sgemm_slice(kern, ta, a, lda, apack, ic, m - ic < MC ? m - ic : MC, pc, kc, bp,
-                            nc, alpha, bet, c + jc, ldc);
-        }
-    }
+    if (ap && bp)
+        sgemm_blocks(kern, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ap, bp, MC, NC);
+    else
+        sgemm_strips(kern, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     free(ap);
     free(bp);
 }

@@ -16,9 +16,10 @@ typedef void (*tq_gemm_kernel_fn)(int kc, const float *a, const float *b, float 
 typedef void (*tq_gemm_kernel_rows_fn)(int kc, const float *a, int lda, const float *b, float *c,
                                        int ldc, int mr_eff, int nr_eff, float alpha, float beta);
 
-/* The most rows any kernel's strip has (the AVX-512 kernel's 12), and the
- * largest slice of k any kernel takes. */
+/* The most rows and columns any kernel's strips have (the AVX-512 kernel's
+ * 12 and 32), and the largest slice of k any kernel takes. */
 #define TQ_GEMM_MR_MAX 12
+#define TQ_GEMM_NR_MAX 32
 #define TQ_GEMM_KC_MAX 384
 
 typedef struct tq_gemm_kernel {

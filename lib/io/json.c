@@ -14,6 +14,8 @@ typedef struct jp {
     const char *why;
 } jp;
 
+static const char nomem[] = "out of memory"; /* not the text's fault */
+
 static int fail(jp *p, const char *why)
 {
     if (!p->why)
@@ -89,7 +91,7 @@ static int string(jp *p, char **out, size_t *len)
     size_t end = p->i;
     char *o = malloc(end - start + 1);
     if (!o)
-        return fail(p, "out of memory");
+        return fail(p, nomem);
     size_t k = 0;
     p->i = start;
     while (p->i < end) {
@@ -199,12 +201,12 @@ static int grow(jp *p, tq_json *v, size_t *cap, int keys)
     size_t nc = *cap ? *cap * 2 : 4;
     tq_json *it = realloc(v->items, nc * sizeof *it);
     if (!it)
-        return fail(p, "out of memory");
+        return fail(p, nomem);
     v->items = it;
     if (keys) {
         char **k = realloc(v->keys, nc * sizeof *k);
         if (!k)
-            return fail(p, "out of memory");
+            return fail(p, nomem);
         v->keys = k;
     }
     *cap = nc;
@@ -307,6 +309,8 @@ tq_status tq_json_parse(const char *s, size_t n, tq_json **out)
     }
     if (p.why) {
         tq_json_free(v);
+        if (p.why == nomem)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
         return tq_fail(TQ_ERR_DATA, "byte %zu: %s", p.i, p.why);
     }
     *out = v;

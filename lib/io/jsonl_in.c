@@ -38,6 +38,8 @@ static void ws(jp *j)
         j->i++;
 }
 
+static const char nomem[] = "out of memory"; /* not the line's fault */
+
 static int fail(jp *j, const char *why)
 {
     j->why = why;
@@ -82,7 +84,7 @@ static int string(jp *j, tq_buf *out)
 {
     out->len = 0;
     if (tq_buf_add(out, "", 0))
-        return fail(j, "out of memory");
+        return fail(j, nomem);
     j->i++; /* the opening quote */
     while (j->i < j->n) {
         char c = j->s[j->i++];
@@ -92,7 +94,7 @@ static int string(jp *j, tq_buf *out)
             return fail(j, "a control character in a string");
         if (c != '\\') {
             if (tq_buf_add(out, &c, 1))
-                return fail(j, "out of memory");
+                return fail(j, nomem);
             continue;
         }
         if (j->i >= j->n)
@@ -102,7 +104,7 @@ static int string(jp *j, tq_buf *out)
         const char *k = strchr(from, e);
         if (e && k) {
             if (tq_buf_add(out, to + (k - from), 1))
-                return fail(j, "out of memory");
+                return fail(j, nomem);
             continue;
         }
         if (e != 'u')
@@ -123,7 +125,7 @@ static int string(jp *j, tq_buf *out)
             return fail(j, "a lone surrogate in a string");
         }
         if (utf8(out, u))
-            return fail(j, "out of memory");
+            return fail(j, nomem);
     }
     return fail(j, "a string is not closed");
 }
@@ -144,7 +146,7 @@ static int number(jp *j, jval *v)
         size_t cap = v->cap_tok ? 2 * v->cap_tok : 64;
         tok *n = realloc(v->toks, cap * sizeof *n);
         if (!n)
-            return fail(j, "out of memory");
+            return fail(j, nomem);
         v->toks = n;
         v->cap_tok = cap;
     }
@@ -240,6 +242,8 @@ typedef struct jsonl_in {
 
 static tq_status bad(jsonl_in *d, const char *member, const char *why)
 {
+    if (why == nomem)
+        return tq_fail(TQ_ERR_NOMEM, "%s: line %ld: out of memory", d->label, d->lineno);
     if (member)
         return tq_fail(TQ_ERR_DATA, "%s: line %ld: \"%s\": %s", d->label, d->lineno, member, why);
     return tq_fail(TQ_ERR_DATA, "%s: line %ld: %s", d->label, d->lineno, why);

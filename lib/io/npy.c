@@ -232,8 +232,9 @@ tq_status tq_npy_read_header(int fd, const char *label, tq_npy_header *h)
     if (major == 1) {
         hlen = tq_le16(pre + 8);
     } else if (major == 2 || major == 3) {
-        if (tq_read_full(fd, pre + 10, 2) != 2)
-            return tq_fail(TQ_ERR_DATA, "%s: truncated .npy header", label);
+        if ((got = tq_read_full(fd, pre + 10, 2)) != 2)
+            return got < 0 ? tq_fail(TQ_ERR_IO, "%s: read failed: %s", label, strerror(errno))
+                           : tq_fail(TQ_ERR_DATA, "%s: truncated .npy header", label);
         hlen = tq_le32(pre + 8);
         pre_len = 12;
     } else {
@@ -248,8 +249,8 @@ tq_status tq_npy_read_header(int fd, const char *label, tq_npy_header *h)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     got = tq_read_full(fd, text, hlen);
     tq_status st = got == (ssize_t)hlen ? parse_dict(label, text, hlen, h)
-                                         : tq_fail(TQ_ERR_DATA, "%s: truncated .npy header",
-                                                   label);
+                   : got < 0 ? tq_fail(TQ_ERR_IO, "%s: read failed: %s", label, strerror(errno))
+                             : tq_fail(TQ_ERR_DATA, "%s: truncated .npy header", label);
     free(text);
     h->data_offset = pre_len + hlen;
     return st;

@@ -72,18 +72,19 @@ static tq_status st_put(tq_sink *s, tq_frame *f)
     if (!strcmp(f->name, "__metadata__"))
         return tq_fail(TQ_ERR_DATA, "a tensor named __metadata__ cannot be stored in safetensors");
     size_t idx, before = k->cat.n;
+    /* room for a new tensor first: st_close frees one per catalog entry */
+    if (k->cat.n + 1 > k->cap_t) {
+        size_t cap = k->cap_t ? 2 * k->cap_t : 8;
+        st_tensor *n = realloc(k->t, cap * sizeof *n);
+        if (!n)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        k->t = n;
+        k->cap_t = cap;
+    }
     tq_status st = tq_catalog_add(&k->cat, f, &idx);
     if (st)
         return st;
     if (k->cat.n > before) {
-        if (k->cat.n > k->cap_t) {
-            size_t cap = k->cap_t ? 2 * k->cap_t : 8;
-            st_tensor *n = realloc(k->t, cap * sizeof *n);
-            if (!n)
-                return tq_fail(TQ_ERR_NOMEM, "out of memory");
-            k->t = n;
-            k->cap_t = cap;
-        }
         memset(&k->t[idx], 0, sizeof k->t[idx]);
         if (f->meta_len) {
             if (!(k->t[idx].meta = malloc(f->meta_len)))

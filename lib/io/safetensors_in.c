@@ -103,7 +103,7 @@ static tq_status parse(tq_st_file *f)
         return bad(f, NULL, "header runs past the end of the file (truncated?)");
     tq_status st = tq_json_parse((const char *)f->map + 8, (size_t)hn, &f->hdr);
     if (st)
-        return tq_fail_context(st, "%s: header is not valid JSON", f->path);
+        return st == TQ_ERR_NOMEM ? st : tq_fail_context(st, "%s: header is not valid JSON", f->path);
     if (f->hdr->type != TQ_JSON_OBJ)
         return bad(f, NULL, "header is not a JSON object");
     f->e = calloc(f->hdr->n ? f->hdr->n : 1, sizeof *f->e);

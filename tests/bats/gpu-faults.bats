@@ -2,7 +2,7 @@
 # The CUDA and HIP backends when the GPU fails under them, on the stand-in
 # driver (tests/standin/README.md): the driver's launch rule an H200 taught
 # us, and every driver call of each tool's GPU path failed in turn
-# (tests/gpu-fault-sweep.sh: exit 1 with one line naming the device, the call
+# (tests/fault-sweep.sh gpu: exit 1 with one line naming the device, the call
 # and the driver's error, or a recovery with the same bytes; no crash, hang,
 # leak under the sanitizers, -o file or temporary file left behind).
 # TQ_FAULT_SAMPLES (default 4) sets how many calls of each kind are failed.
@@ -26,7 +26,7 @@ sweep() {
     local b args=("${@:2}")
     for b in $1; do
         built "$b" || continue
-        run bash "$TESTS_DIR/gpu-fault-sweep.sh" "${args[@]//@DEV@/$b}"
+        run bash "$TESTS_DIR/fault-sweep.sh" gpu "${args[@]//@DEV@/$b}"
         echo "$output" | tail -n 1 >&3
         [ "$status" -eq 0 ] || fail "$output"
     done
