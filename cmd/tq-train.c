@@ -42,6 +42,9 @@ enum {
     OPT_LOG,
     OPT_PLOT,
     OPT_PRECISION,
+    OPT_MAX_ITER,
+    OPT_TOL,
+    OPT_C,
 };
 
 static void help(void)
@@ -183,6 +186,57 @@ static _Noreturn void fail(tq_tool *t, tq_status st)
     tq_tool_fail(t, st);
 }
 
+/* 3.2e-3, not 3.2e-03 */
+static const char *sci(char *buf, size_t cap, double v)
+{
+    char m[32];
+    snprintf(m, sizeof m, "%.2g", v);
+    if (!strchr(m, 'e') && (v >= 1e-2 || v == 0)) {
+        snprintf(buf, cap, "%s", m);
+        return buf;
+    }
+    snprintf(m, sizeof m, "%.1e", v);
+    char *e = strchr(m, 'e');
+    int ex = atoi(e + 1);
+    *e = 0;
+    size_t l = strlen(m);
+    if (l > 2 && !strcmp(m + l - 2, ".0"))
+        m[l - 2] = 0;
+    snprintf(buf, cap, "%se%d", m, ex);
+    return buf;
+}
+
+/* How L-BFGS ended: a line under -v; one warning where it did not converge
+ * (as scikit-learn's ConvergenceWarning). */
+static void report_solver(tq_tool *t, const tq_trainer *tr, const tq_train_cfg *c)
+{
+    tq_train_event ev;
+    tq_trainer_solver(tr, &ev);
+    char g[32], tol[32];
+    sci(g, sizeof g, ev.gmax);
+    sci(tol, sizeof tol, c->tol);
+    long long it = (long long)ev.epoch;
+    const char *its = it == 1 ? "iteration" : "iterations";
+    switch (ev.solver_state) {
+    case TQ_LBFGS_GTOL:
+        tq_tool_log(t, TQ_LOG_INFO, "L-BFGS converged in %lld %s (gradient %s <= tol %s), "
+                    "objective %.9g, %lld evaluations", it, its, g, tol, ev.loss, (long long)ev.fevals);
+        break;
+    case TQ_LBFGS_FTOL:
+        tq_tool_log(t, TQ_LOG_INFO, "L-BFGS converged in %lld %s (the objective %.9g fell by less "
+                    "than 64 eps of itself; gradient %s)", it, its, ev.loss, g);
+        break;
+    case TQ_LBFGS_MAXITER:
+        tq_tool_log(t, TQ_LOG_WARN, "warning: L-BFGS did not converge in %lld %s (gradient %s > tol "
+                    "%s); raise --max-iter", it, its, g, tol);
+        break;
+    default:
+        tq_tool_log(t, TQ_LOG_WARN, "warning: L-BFGS stopped after %lld %s: the line search found "
+                    "no step (gradient %s > tol %s); try --standardize", it, its, g, tol);
+        break;
+    }
+}
+
 static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
 {
     int n = 0;
@@ -210,8 +264,12 @@ int main(int argc, char **argv)
     const char *valid_path = NULL, *ckpt = NULL, *resume = NULL, *log_path = NULL, *plot_path = NULL;
     int64_t ckpt_every = 0;
     tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
-                      .optim = TQ_OPTIM_ADAM, .lr = -1, .momentum = 0.9, .beta1 = 0.9,
-                      .beta2 = 0.999, .eps = 1e-8, .wd = -1, .batch = 64, .epochs = 10};
+                      .optim = -1, .lr = -1, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                      .eps = 1e-8, .l2 = -1, .wd = -1, .batch = 64, .epochs = 10,
+                      .max_iter = 100, .tol = 1e-4};
+    /* the first option given that only the stochastic optimizers take, and
+     * the first that only lbfgs takes */
+    const char *stoch = NULL, *solver = NULL;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"x", required_argument, NULL, OPT_X},
@@ -244,13 +302,32 @@ int main(int argc, char **argv)
         {"log", required_argument, NULL, OPT_LOG},
         {"plot", required_argument, NULL, OPT_PLOT},
         {"precision", required_argument, NULL, OPT_PRECISION},
+        {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+        {"tol", required_argument, NULL, OPT_TOL},
+        {"C", required_argument, NULL, OPT_C},
         {0, 0, 0, 0},
     };
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+    int li;
+    while ((opt = getopt_long(argc, argv, TQ_COMMON_SHORTOPTS, longopts, &li)) != -1) {
         if (tq_tool_option(&t, opt, optarg, help))
             continue;
+        switch (opt) {
+        case OPT_LR: case OPT_MOMENTUM: case OPT_BETA1: case OPT_BETA2: case OPT_EPS:
+        case OPT_SCHEDULE: case OPT_WARMUP: case OPT_BATCH: case OPT_EPOCHS: case OPT_PATIENCE:
+            if (!stoch)
+                stoch = longopts[li].name;
+            break;
+        case OPT_PRECISION:
+            if (!stoch && strcmp(optarg, "f32"))
+                stoch = longopts[li].name;
+            break;
+        case OPT_MAX_ITER: case OPT_TOL:
+            if (!solver)
+                solver = longopts[li].name;
+            break;
+        }
         switch (opt) {
         case OPT_X: nm.x = optarg; break;
         case OPT_Y: nm.y = optarg; break;
@@ -281,6 +358,9 @@ int main(int argc, char **argv)
         case OPT_RESUME: resume = optarg; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
+        case OPT_MAX_ITER: c.max_iter = tq_tool_int_arg(&t, "--max-iter", optarg, 1, 1 << 30); break;
+        case OPT_TOL: c.tol = real_arg(&t, "--tol", optarg, 0, 1e6); break;
+        case OPT_C: c.C = real_arg(&t, "--C", optarg, 1e-300, 1e300); break;
         case OPT_PRECISION: {
             static const char *const precs[] = {"f32", "bf16", "f16", NULL};
             static const tq_dtype dts[] = {TQ_DTYPE_F32, TQ_DTYPE_BF16, TQ_DTYPE_F16};
@@ -301,6 +381,20 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "--x, --y and --weight want a frame name");
     if (ckpt_every && !ckpt)
         tq_tool_usage(&t, "--checkpoint-every needs --checkpoint FILE");
+    /* the optimizer: lbfgs for the convex models, to convergence; adam for
+     * an mlp, and where an option only the stochastic optimizers take says
+     * that is what the command wants (as it did before lbfgs) */
+    int chosen = c.optim >= 0;
+    if (!chosen)
+        c.optim = c.kind != TQ_TRAIN_MLP && !stoch ? TQ_OPTIM_LBFGS : TQ_OPTIM_ADAM;
+    if (c.optim == TQ_OPTIM_LBFGS && stoch)
+        tq_tool_usage(&t, "--%s is for sgd, adam and adamw; lbfgs runs to convergence (--tol, "
+                          "--max-iter)", stoch);
+    if (c.optim != TQ_OPTIM_LBFGS && solver)
+        tq_tool_usage(&t, "--%s is lbfgs's (--optimizer lbfgs, the default for linear, logistic "
+                          "and softmax models)", solver);
+    if (c.C > 0 && c.l2 >= 0)
+        tq_tool_usage(&t, "--C and --l2 set one penalty: give one");
     if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
         tq_tool_usage(&t, "--weight-decay is adamw's (for the others, --l2)");
     if (c.wd < 0)
@@ -368,7 +462,17 @@ int main(int argc, char **argv)
         fail(&t, st);
     double t0 = tq_tool_now();
     int64_t per_epoch = tq_trainer_steps_per_epoch(tr);
-    if (have_valid)
+    int lbfgs = c.optim == TQ_OPTIM_LBFGS;
+    if (lbfgs)
+        tq_tool_log(&t, TQ_LOG_INFO, "L-BFGS (memory 10, strong Wolfe line search) to max |gradient| "
+                    "<= %g, at most %lld iterations; l2 %.6g%s", c.tol, (long long)c.max_iter,
+                    tq_trainer_l2(tr), c.C > 0 ? " (--C)" : c.l2 < 0 && tq_trainer_l2(tr) > 0
+                    ? " (scikit-learn's C = 1)" : "");
+    if (lbfgs)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s%s%s %8s", "iter", "f-evals",
+                    "objective", "gradient", "step", have_valid ? "   valid loss " : "",
+                    have_valid ? tq_trainer_metric_name(tr) : "", "seconds");
+    else if (have_valid)
         tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
                     "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
     else
@@ -389,7 +493,11 @@ int main(int argc, char **argv)
             break;
         skipped += ev.skipped;
         scale = ev.loss_scale;
-        tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
+        if (lbfgs)
+            tq_tool_progress(&t, "iteration %lld/%lld, objective %.6g, gradient %.2g",
+                             (long long)ev.step, (long long)c.max_iter, ev.loss, ev.gmax);
+        else
+            tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
         if (writer && ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
@@ -402,7 +510,14 @@ int main(int argc, char **argv)
         }
         if (!ev.epoch_end)
             continue;
-        if (ev.has_valid)
+        if (lbfgs && ev.has_valid)
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %12.6g %10.6g %8.3f",
+                        (long long)ev.step, (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len,
+                        ev.valid_loss, ev.valid_metric, tq_tool_now() - t0);
+        else if (lbfgs)
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %8.3f", (long long)ev.step,
+                        (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len, tq_tool_now() - t0);
+        else if (ev.has_valid)
             tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %12.6g %10.6g %10.4g %8.3f%s",
                         (long long)ev.epoch, (long long)ev.step, (long long)ev.examples,
                         ev.train_loss, ev.valid_loss, ev.valid_metric, ev.lr, tq_tool_now() - t0,
@@ -416,6 +531,8 @@ int main(int argc, char **argv)
                         tq_trainer_metric_name(tr), (long long)c.patience);
     }
     tq_tool_progress_done(&t);
+    if (st == TQ_EOF && lbfgs)
+        report_solver(&t, tr, &c);
     if (st == TQ_EOF)
         st = writer ? tq_trainer_write_model(tr, w) : TQ_OK;
     curve.loss = tq_trainer_loss(tr);
