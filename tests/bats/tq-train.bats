@@ -434,3 +434,135 @@ PYEOF
     [ "$stderr" = "tq-train: error: validation features and training features differ in width: \"emb\" from $D/va384.tq has 384 values a row, \"emb\" from standard input has 8" ]
     [ ! -e "$D/bad.tq" ]
 }
+
+# ---- issue 38: the convex models solved by L-BFGS by default ----
+
+# classes N: DIR/in.tq, N rows of 12 features, 4 classes from a noisy linear
+# rule (a problem L-BFGS takes a dozen iterations or more over)
+classes() {
+    py - "$D/in.tq" "$1" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+r = np.random.default_rng(7)
+n = int(sys.argv[2])
+x = r.standard_normal((n, 12)) * np.linspace(0.5, 4, 12) + 1
+y = (x @ r.standard_normal((12, 4)) + 2 * r.standard_normal((n, 4))).argmax(axis=1)
+open(sys.argv[1], "wb").write(ts.array_frame("emb", x.astype(np.float32)) + ts.array_frame("y", y.astype(np.int64)))
+PYEOF
+}
+
+@test "lbfgs defaults against scikit-learn's defaults on its bundled data: accuracy (R^2) within 0.01, weights within 1e-3 of their norm" {
+    needs_sklearn
+    # scikit-learn: LogisticRegression() (lbfgs, C = 1, tol 1e-4, max_iter 100)
+    # and LinearRegression() for diabetes, on StandardScaler'd inputs; tq-train:
+    # its defaults and --standardize (the same population scale). Both stop at
+    # max |gradient| <= 1e-4 of one objective: measured, the weights differ by
+    # 5e-5 of their norm at most (digits), 2e-8..8e-7 elsewhere; 1e-3 leaves
+    # 20x room, and a penalty 10% off (--C 1.1, below) is 5e-3 away or more.
+    for n in breast_cancer iris wine digits diabetes; do
+        "$VENV_PY" "$REF" skdata "$D" $n
+        case $n in diabetes) m=linear ;; breast_cancer) m=logistic ;; *) m=softmax ;; esac
+        run --separate-stderr tq-train --model $m --standardize -o "$D/m.tq" "$D/train.tq"
+        [ "$status" -eq 0 ] && [ -z "$stderr" ] || { echo "$n: $stderr"; return 1; }
+        run "$VENV_PY" "$REF" skcheck "$D/m.tq" "$D" $n --coef 1e-3
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    # the check can fail: C = 1.1 (a penalty 10% weaker), or a tol 100x looser
+    "$VENV_PY" "$REF" skdata "$D" digits
+    tq-train --model softmax --standardize --C 1.1 -o "$D/m.tq" "$D/train.tq"
+    run "$VENV_PY" "$REF" skcheck "$D/m.tq" "$D" digits --coef 1e-3
+    echo "$output"
+    [ "$status" -ne 0 ] && [[ "$output" == *"differ from scikit-learn's by"* ]]
+    tq-train --model softmax --standardize --tol 1e-2 -o "$D/m.tq" "$D/train.tq"
+    run "$VENV_PY" "$REF" skcheck "$D/m.tq" "$D" digits --coef 1e-3
+    [ "$status" -ne 0 ]
+    # the old defaults (Adam, 10 epochs) fell short of scikit-learn: what the issue saw
+    "$VENV_PY" "$REF" skdata "$D" breast_cancer
+    tq-train --model logistic --standardize --optimizer adam -o "$D/m.tq" "$D/train.tq"
+    run "$VENV_PY" "$REF" skcheck "$D/m.tq" "$D" breast_cancer
+    echo "$output"
+    [ "$status" -ne 0 ]
+}
+
+@test "lbfgs: the same model bytes whatever --threads, and killed (SIGKILL) while checkpointing then resumed" {
+    # 2000 rows: 8 chunks of 256 in the sums; 500 groups for listwise: 2
+    classes 2000
+    for t in 1 2 3; do
+        tq-train --threads $t --model softmax --standardize -o "$D/t$t.tq" "$D/in.tq"
+    done
+    cmp "$D/t1.tq" "$D/t2.tq"
+    cmp "$D/t1.tq" "$D/t3.tq"
+    py "$REF" data "$D" listwise --n 2000
+    tq-train --threads 1 --model linear --loss listwise -o "$D/l1.tq" "$D/in.tq"
+    tq-train --threads 2 --model linear --loss listwise -o "$D/l2.tq" "$D/in.tq"
+    cmp "$D/l1.tq" "$D/l2.tq"
+    classes 2000
+    run --separate-stderr tq-train -v --model softmax -o "$D/ref.tq" "$D/in.tq"
+    iters=$(sed -n 's/.*L-BFGS converged in \([0-9]*\) iterations.*/\1/p' <<<"$stderr")
+    echo "$iters iterations"
+    [ "$iters" -ge 6 ]
+    # a checkpoint each iteration (the memory of pairs in it); killed midway
+    # through writing checkpoint N, resumed from the one before
+    for n in 1 3 $((iters - 1)) $iters; do
+        rm -f "$D/ck.tq"
+        run env TQ_TRAIN_TEST_CRASH=$n tq-train --model softmax --checkpoint "$D/ck.tq" \
+            -o "$D/m.tq" "$D/in.tq"
+        [ "$status" -eq 137 ]
+        resume=()
+        [ -e "$D/ck.tq" ] && resume=(--resume "$D/ck.tq")
+        tq-train --model softmax --checkpoint "$D/ck.tq" "${resume[@]}" -o "$D/m.tq" "$D/in.tq"
+        cmp "$D/m.tq" "$D/ref.tq"
+    done
+    # a checkpoint of another tol is refused, saying which
+    bad "$D/in.tq" 65 'a checkpoint of other options: --tol 0.0001 there, 0.001 here' \
+        --model softmax --tol 1e-3 --resume "$D/ck.tq"
+}
+
+@test "lbfgs under mpirun -np 1, 2 and 3: the same model bytes as without MPI" {
+    command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
+    ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
+    open_mpi_env
+    classes 2000
+    tq-train --model softmax --standardize -o "$D/plain.tq" "$D/in.tq"
+    for np in 1 2 3; do
+        mpirun -np $np --oversubscribe tq-train --model softmax --standardize \
+            -o "$D/np$np.tq" "$D/in.tq"
+        cmp "$D/plain.tq" "$D/np$np.tq"
+    done
+}
+
+@test "lbfgs says how it ended: one warning at --max-iter, none when converged; -v a line each iteration" {
+    classes 400
+    run --separate-stderr tq-train --model softmax --max-iter 3 -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ] && [ -s "$D/m.tq" ]
+    echo "$stderr"
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" =~ ^"tq-train: warning: L-BFGS did not converge in 3 iterations (gradient "[0-9.]+(e-[0-9]+)?" > tol 1e-4); raise --max-iter"$ ]]
+    run --separate-stderr tq-train -q --model softmax --max-iter 3 -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+    run --separate-stderr tq-train --model softmax -o "$D/m.tq" "$D/in.tq"
+    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+    run --separate-stderr tq-train -v --model softmax -o "$D/m.tq" "$D/in.tq"
+    echo "$stderr"
+    grep -q 'iter .*f-evals .*objective .*gradient .*step .*seconds' <<<"$stderr"
+    iters=$(sed -n 's/.*L-BFGS converged in \([0-9]*\) iterations (gradient .* <= tol 1e-4).*/\1/p' <<<"$stderr")
+    [ -n "$iters" ]
+    [ "$(grep -cE '^tq-train: +[0-9]+ +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+ ' <<<"$stderr")" -eq "$iters" ]
+    [ "$(grep -c warning <<<"$stderr")" -eq 0 ]
+}
+
+@test "lbfgs: options of the stochastic optimizers keep them; mixing the two is a usage error" {
+    py "$REF" data "$D" softmax
+    run --separate-stderr tq-train -v --model softmax -o "$D/m.tq" "$D/in.tq"
+    [[ "$stderr" == *"softmax loss, lbfgs;"* ]]
+    run --separate-stderr tq-train -v --model softmax --epochs 3 -o "$D/m.tq" "$D/in.tq"
+    [[ "$stderr" == *"softmax loss, adam;"* ]]
+    run --separate-stderr tq-train -v --model mlp -o "$D/m.tq" "$D/in.tq"
+    [[ "$stderr" == *"softmax loss, adam;"* ]]
+    bad "$D/in.tq" 2 '--lr is for sgd, adam and adamw; lbfgs runs to convergence' \
+        --model softmax --optimizer lbfgs --lr 0.1
+    bad "$D/in.tq" 2 '--max-iter is lbfgs' --model softmax --optimizer adam --max-iter 5
+    bad "$D/in.tq" 2 '--max-iter is lbfgs' --model mlp --max-iter 5
+    bad "$D/in.tq" 2 '--optimizer lbfgs solves the convex models' --model mlp --optimizer lbfgs
+    bad "$D/in.tq" 2 '--C and --l2 set one penalty' --model softmax --C 2 --l2 0.1
+}
