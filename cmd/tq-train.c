@@ -45,6 +45,7 @@ enum {
     OPT_MAX_ITER,
     OPT_TOL,
     OPT_C,
+    OPT_NO_CHANGE,
 };
 
 static void help(void)
@@ -80,7 +81,9 @@ static void help(void)
         "                        below only the stochastic ones take is given)\n"
         "      --max-iter N      lbfgs: iterations at most (default: 100); a warning\n"
         "                        if it stops there unconverged\n"
-        "      --tol X           lbfgs: converged at max |gradient| <= X (default: 1e-4)\n"
+        "      --tol X           lbfgs: converged at max |gradient| <= X; with\n"
+        "                        --n-iter-no-change, the improvement that counts\n"
+        "                        (default: 1e-4)\n"
         "      --lr X            learning rate (default: 0.001; sgd 0.01)\n"
         "      --momentum X      sgd momentum (default: 0.9)\n"
         "      --beta1 X, --beta2 X, --eps X   Adam's (default: 0.9, 0.999, 1e-8)\n"
@@ -91,8 +94,13 @@ static void help(void)
         "      --weight-decay X  adamw's decoupled decay (default: 0.01)\n"
         "      --schedule S      constant, linear or cosine (default: constant)\n"
         "      --warmup N        steps of linear warm-up (default: 0)\n"
-        "      --batch N         examples a step (groups for listwise; default: 64)\n"
-        "      --epochs N        passes over the data (default: 10)\n"
+        "      --batch N         examples a step (groups for listwise; default: mlp\n"
+        "                        min(200, n), else 64)\n"
+        "      --epochs N        passes over the data (default: mlp 200, else 10)\n"
+        "      --n-iter-no-change N  stop after N epochs whose training loss (with\n"
+        "                        --valid: metric) did not improve by --tol; with\n"
+        "                        --valid the best epoch's model is kept (default: mlp\n"
+        "                        10, as scikit-learn's MLPClassifier; else 0, never)\n"
         "      --patience N      stop after N epochs without a better validation metric,\n"
         "                        keeping the best model (default: 0, never)\n\n"
         "Checkpoints:\n"
@@ -274,8 +282,9 @@ int main(int argc, char **argv)
     int64_t ckpt_every = 0;
     tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
                       .optim = -1, .lr = -1, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
-                      .eps = 1e-8, .l2 = -1, .wd = -1, .batch = 64, .epochs = 10,
-                      .max_iter = 100, .tol = 1e-4};
+                      .eps = 1e-8, .l2 = -1, .wd = -1, .max_iter = 100, .tol = 1e-4,
+                      .no_change = -1};
+    int tol_given = 0;
     /* the first option given that only the stochastic optimizers take, and
      * the first that only lbfgs takes */
     const char *stoch = NULL, *solver = NULL;
@@ -314,6 +323,7 @@ int main(int argc, char **argv)
         {"max-iter", required_argument, NULL, OPT_MAX_ITER},
         {"tol", required_argument, NULL, OPT_TOL},
         {"C", required_argument, NULL, OPT_C},
+        {"n-iter-no-change", required_argument, NULL, OPT_NO_CHANGE},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -325,6 +335,7 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_LR: case OPT_MOMENTUM: case OPT_BETA1: case OPT_BETA2: case OPT_EPS:
         case OPT_SCHEDULE: case OPT_WARMUP: case OPT_BATCH: case OPT_EPOCHS: case OPT_PATIENCE:
+        case OPT_NO_CHANGE:
             if (!stoch)
                 stoch = longopts[li].name;
             break;
@@ -332,9 +343,12 @@ int main(int argc, char **argv)
             if (!stoch && strcmp(optarg, "f32"))
                 stoch = longopts[li].name;
             break;
-        case OPT_MAX_ITER: case OPT_TOL:
+        case OPT_MAX_ITER:
             if (!solver)
                 solver = longopts[li].name;
+            break;
+        case OPT_TOL:
+            tol_given = 1;
             break;
         }
         switch (opt) {
@@ -369,6 +383,7 @@ int main(int argc, char **argv)
         case OPT_PLOT: plot_path = optarg; break;
         case OPT_MAX_ITER: c.max_iter = tq_tool_int_arg(&t, "--max-iter", optarg, 1, 1 << 30); break;
         case OPT_TOL: c.tol = real_arg(&t, "--tol", optarg, 0, 1e6); break;
+        case OPT_NO_CHANGE: c.no_change = tq_tool_int_arg(&t, "--n-iter-no-change", optarg, 0, 1 << 30); break;
         case OPT_C: c.C = real_arg(&t, "--C", optarg, 1e-300, 1e300); break;
         case OPT_PRECISION: {
             static const char *const precs[] = {"f32", "bf16", "f16", NULL};
@@ -402,6 +417,22 @@ int main(int argc, char **argv)
     if (c.optim != TQ_OPTIM_LBFGS && solver)
         tq_tool_usage(&t, "--%s is lbfgs's (--optimizer lbfgs, the default for linear, logistic "
                           "and softmax models)", solver);
+    /* an MLP's defaults are scikit-learn's MLPClassifier's: batches of
+     * min(200, n), up to 200 epochs, stopping after 10 epochs without an
+     * improvement by 1e-4; the convex models under sgd, adam and adamw keep
+     * tq-train's earlier ones (64, 10 epochs, no such rule) */
+    int mlp = c.kind == TQ_TRAIN_MLP;
+    if (!c.batch)
+        c.batch = mlp ? 200 : 64;
+    if (!c.epochs)
+        c.epochs = mlp ? 200 : 10;
+    if (c.no_change < 0)
+        c.no_change = mlp && c.optim != TQ_OPTIM_LBFGS ? 10 : 0;
+    if (c.patience && c.no_change)
+        c.no_change = 0; /* --patience: the earlier rule, on the validation metric */
+    if (tol_given && c.optim != TQ_OPTIM_LBFGS && !c.no_change)
+        tq_tool_usage(&t, "--tol is lbfgs's, or with --n-iter-no-change N the improvement that "
+                          "counts");
     if (c.C > 0 && c.l2 >= 0)
         tq_tool_usage(&t, "--C and --l2 set one penalty: give one");
     if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
@@ -477,6 +508,11 @@ int main(int argc, char **argv)
                     "<= %g, at most %lld iterations; l2 %.6g%s", c.tol, (long long)c.max_iter,
                     tq_trainer_l2(tr), c.C > 0 ? " (--C)" : c.l2 < 0 && tq_trainer_l2(tr) > 0
                     ? " (scikit-learn's C = 1)" : "");
+    if (!lbfgs && c.no_change)
+        tq_tool_log(&t, TQ_LOG_INFO, "batches of %lld, up to %lld epochs, stopping after %lld "
+                    "without the %s improving by %g", (long long)c.batch, (long long)c.epochs,
+                    (long long)c.no_change, have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                    c.tol);
     if (lbfgs)
         tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s%s%s %8s", "iter", "f-evals",
                     "objective", "gradient", "step", have_valid ? "   valid loss " : "",
@@ -535,9 +571,14 @@ int main(int argc, char **argv)
             tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %10.4g %8.3f", (long long)ev.epoch,
                         (long long)ev.step, (long long)ev.examples, ev.train_loss, ev.lr,
                         tq_tool_now() - t0);
-        if (ev.stopped)
+        if (ev.stopped && c.patience)
             tq_tool_log(&t, TQ_LOG_INFO, "stopped early: no better %s for %lld epochs",
                         tq_trainer_metric_name(tr), (long long)c.patience);
+        else if (ev.stopped)
+            tq_tool_log(&t, TQ_LOG_INFO, "stopped early: the %s did not improve by %g for %lld "
+                        "epochs%s", have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                        c.tol, (long long)c.no_change,
+                        have_valid ? "; the best epoch's model kept" : "");
     }
     tq_tool_progress_done(&t);
     if (st == TQ_EOF && lbfgs)

@@ -60,6 +60,7 @@ static size_t describe(const tq_trainer *t, char *m, size_t cap)
     KV("patience=%lld", (long long)c->patience);
     KV("max-iter=%lld", (long long)c->max_iter);
     KV("tol=%.17g", c->tol);
+    KV("n-iter-no-change=%lld", (long long)c->no_change);
     KV("seed=%llu", (unsigned long long)c->seed);
     KV("precision=%s", tq_dtype_name(c->precision ? c->precision : TQ_DTYPE_F32));
     KV("data=%lld x %lld, crc %08x", (long long)t->tr->n, (long long)t->tr->d, data_crc(t->tr));
@@ -140,7 +141,7 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
     int64_t cnt[C_COUNT] = {t->epoch, t->pos, t->step, t->examples, t->ep_batches, t->bad_epochs,
                             t->have_best, t->done, t->stopped, t->opt.t, t->units,
                             (int64_t)tq_net_size(t->net), t->clean};
-    double sums[3] = {t->ep_loss, t->best_metric, t->scale};
+    double sums[4] = {t->ep_loss, t->best_metric, t->scale, t->best_loss};
     int64_t one = 1, size = cnt[C_SIZE];
     int fd;
     char *tmp;
@@ -160,7 +161,7 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
     if (!st)
         st = put(w, "rng", TQ_DTYPE_I64, 4, t->rng.s);
     if (!st)
-        st = put(w, "sums", TQ_DTYPE_F64, 3, sums);
+        st = put(w, "sums", TQ_DTYPE_F64, 4, sums);
     if (!st)
         st = put(w, "theta", TQ_DTYPE_F32, size, tq_net_theta(t->net));
     if (!st && hook) {
@@ -243,7 +244,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     char ours[4096];
     size_t ol = describe(t, ours, sizeof ours);
     int64_t cnt[C_COUNT], size = (int64_t)tq_net_size(t->net);
-    double sums[3];
+    double sums[4];
     unsigned seen = 0;
     int lbfgs = t->c.optim == TQ_OPTIM_LBFGS;
     tq_frame *f;
@@ -261,7 +262,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
         } else if (!strcmp(f->name, "rng")) {
             st = take(f, TQ_DTYPE_I64, 4, t->rng.s, path), seen |= 4;
         } else if (!strcmp(f->name, "sums")) {
-            st = take(f, TQ_DTYPE_F64, 3, sums, path), seen |= 8;
+            st = take(f, TQ_DTYPE_F64, 4, sums, path), seen |= 8;
         } else if (!strcmp(f->name, "theta")) {
             st = take(f, TQ_DTYPE_F32, size, tq_net_theta(t->net), path), seen |= 16;
         } else if (!strcmp(f->name, "best")) {
@@ -304,6 +305,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     t->ep_loss = sums[0];
     t->best_metric = sums[1];
     t->scale = sums[2];
+    t->best_loss = sums[3];
     t->clean = cnt[C_CLEAN];
     return tq_net_push(t->net);
 }

@@ -257,6 +257,7 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
     for (int64_t i = 0; i < t->units; i++)
         t->perm[i] = i;
     t->best_metric = -INFINITY;
+    t->best_loss = INFINITY;
     int n = snprintf(t->describe, sizeof t->describe, "%s %lld", tq_train_kind_names[cfg->kind],
                      (long long)t->dims[0]);
     for (int i = 1; i <= t->nl && n < (int)sizeof t->describe; i++)
@@ -523,19 +524,37 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
     if (t->pos < t->units)
         return TQ_OK;
     end_epoch(t, ev);
+    /* scikit-learn's MLP rule: no_change epochs in a row without an
+     * improvement by tol of the training loss (of the metric with a
+     * validation set) end the run */
+    int plateau = t->c.no_change > 0 && !t->c.patience;
     if (t->va) {
         ev->has_valid = 1;
         if ((st = evaluate(t, &ev->valid_loss, &ev->valid_metric)))
             return st;
+        double before = t->best_metric;
         if (ev->valid_metric > t->best_metric) {
             t->best_metric = ev->valid_metric;
             memcpy(t->best, tq_net_theta(t->net), tq_net_size(t->net) * 4);
             t->have_best = 1;
-            t->bad_epochs = 0;
+            if (!plateau)
+                t->bad_epochs = 0;
             ev->improved = 1;
         } else if (t->c.patience && ++t->bad_epochs >= t->c.patience) {
             t->done = t->stopped = 1;
         }
+        if (plateau && (ev->valid_metric > before + t->c.tol ? (t->bad_epochs = 0, 0)
+                                                             : ++t->bad_epochs >= t->c.no_change))
+            t->done = t->stopped = 1;
+    } else if (plateau) {
+        if (ev->train_loss > t->best_loss - t->c.tol) {
+            if (++t->bad_epochs >= t->c.no_change)
+                t->done = t->stopped = 1;
+        } else {
+            t->bad_epochs = 0;
+        }
+        if (ev->train_loss < t->best_loss)
+            t->best_loss = ev->train_loss;
     }
     ev->done = t->done;
     ev->stopped = t->stopped;
@@ -550,7 +569,9 @@ tq_status tq_trainer_write_model(const tq_trainer *t, tq_writer *w)
         boff[i] = tq_net_b_offset(t->net, i);
     }
     tq_model_desc m = {t->c.kind, t->loss, t->c.act, t->output, t->nl, t->dims,
-                       t->c.patience && t->have_best ? t->best : tq_net_theta(t->net),
+                       (t->c.patience || (t->c.no_change > 0 && t->va)) && t->have_best
+                           ? t->best
+                           : tq_net_theta(t->net),
                        woff, boff, t->mu, t->sd};
     return tq_train_save(&m, w);
 }

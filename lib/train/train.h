@@ -89,7 +89,11 @@ typedef struct tq_train_cfg {
     double l2;                      /* < 0: the default (1 / (C W) under lbfgs but for mse, else 0) */
     double C;                       /* > 0: l2 = 1 / (C W), W the examples' weight (scikit-learn's C) */
     int64_t max_iter;               /* lbfgs: iterations at most */
-    double tol;                     /* lbfgs: converged when max |gradient| <= tol */
+    double tol;                     /* lbfgs: converged when max |gradient| <= tol; with
+                                       no_change, the improvement that counts */
+    int64_t no_change;              /* > 0 (without patience): stop after no_change epochs
+                                       whose training loss (with a validation set: metric)
+                                       did not improve by tol (scikit-learn's MLP rule) */
     int64_t warmup, batch, epochs, patience; /* patience 0: no early stopping */
     uint64_t seed;
     tq_dtype precision;             /* F32 (or 0), BF16 or F16: the products' operands */

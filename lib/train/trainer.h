@@ -22,6 +22,7 @@ struct tq_trainer {
     float *wb, *dout, *best;
     int64_t epoch, pos, step, total_steps, per_epoch, examples, ep_batches, bad_epochs;
     double ep_loss, best_metric;
+    double best_loss;           /* no_change without a validation set: the lowest epoch loss */
     double scale;               /* f16's loss scale (1 otherwise) */
     int64_t clean;              /* steps since the scale last changed */
     tq_lbfgs lb;                /* --optimizer lbfgs */
