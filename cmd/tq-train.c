@@ -513,10 +513,13 @@ int main(int argc, char **argv)
                     "without the %s improving by %g", (long long)c.batch, (long long)c.epochs,
                     (long long)c.no_change, have_valid ? tq_trainer_metric_name(tr) : "training loss",
                     c.tol);
-    if (lbfgs)
-        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s%s%s %8s", "iter", "f-evals",
-                    "objective", "gradient", "step", have_valid ? "   valid loss " : "",
-                    have_valid ? tq_trainer_metric_name(tr) : "", "seconds");
+    if (lbfgs && have_valid)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %12s %10s %8s", "iter", "f-evals",
+                    "objective", "gradient", "step", "valid loss", tq_trainer_metric_name(tr),
+                    "seconds");
+    else if (lbfgs)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %8s", "iter", "f-evals", "objective",
+                    "gradient", "step", "seconds");
     else if (have_valid)
         tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
                     "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
