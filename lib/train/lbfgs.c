@@ -232,8 +232,8 @@ static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double 
         g[tq_net_b_offset(t->net, 0)] = 0;
     *f = acc[0] * inv + 0.5 * l2 * pen;
     lb->fevals++;
-    if (!isfinite(*f))
-        return tq_fail(TQ_ERR_RUNTIME, "L-BFGS: the objective is not finite (try --standardize)");
+    if (!isfinite(*f)) /* a trial step too long (mse overflowing): the line search shortens it */
+        *f = INFINITY;
     return TQ_OK;
 }
 
@@ -277,6 +277,9 @@ tq_status tq_trainer_lbfgs_init(tq_trainer *t)
     tq_status st = evaluate_obj(t, lb->x, &lb->f, lb->g);
     if (st)
         return st;
+    if (!isfinite(lb->f))
+        return tq_fail(TQ_ERR_RUNTIME, "L-BFGS: the objective is not finite at the start "
+                                       "(try --standardize)");
     lb->gmax = max_abs(lb->g, n);
     lb->fold = lb->f;
     if (lb->gmax <= t->c.tol)
