@@ -156,3 +156,28 @@ PYEOF
     printf '%s, defaults (L-BFGS, C = 1, tol 1e-4): tq-train %.4f s whole process (%.4f s solving, %s iterations), accuracy %s; scikit-learn fit %.4f s (%s iterations), accuracy %s; time ratio %.2f\n' \
         "$ds" "$c_proc" "$c_tr" "$its" "$c_acc" "$s_t" "$s_it" "$s_acc" "$(echo "$s_t / $c_proc" | bc -l)"
 done
+# and embeddings' size: 20000 rows of 384 features (a sentence encoder's), a
+# logistic rule with noise, not standardized (as embeddings come)
+"$PY" - "$work/emb.tq" <<'PYEOF'
+import sys, numpy as np, tqstream as ts
+r = np.random.default_rng(2)
+x = r.standard_normal((20000, 384)).astype(np.float32)
+y = ((x @ r.standard_normal(384)) * 0.1 + r.standard_normal(20000) > 0).astype(np.float32)
+open(sys.argv[1], "wb").write(ts.array_frame("emb", x) + ts.array_frame("y", y))
+PYEOF
+read -r c_tr c_proc < <(tq_best --device cpu --threads "$threads" --model logistic -o "$work/emb-m.tq" "$work/emb.tq")
+read -r s_t s_it < <("$PY" - "$work/emb.tq" <<'PYEOF'
+import sys, time, numpy as np, tqstream as ts
+from sklearn.linear_model import LogisticRegression
+f = {x["name"]: ts.to_numpy(x) for x in ts.read(open(sys.argv[1], "rb").read())}
+x, y = f["emb"].astype(np.float64), f["y"]
+best = 1e9
+for _ in range(3):
+    t0 = time.perf_counter()
+    m = LogisticRegression().fit(x, y)
+    best = min(best, time.perf_counter() - t0)
+print("%.4f %d" % (best, m.n_iter_[0]))
+PYEOF
+)
+printf 'logistic, 20000 x 384 embeddings, defaults: tq-train %.4f s whole process (%.4f s solving); scikit-learn fit %.4f s (%s iterations); time ratio %.2f\n' \
+    "$c_proc" "$c_tr" "$s_t" "$s_it" "$(echo "$s_t / $c_proc" | bc -l)"
