@@ -42,6 +42,10 @@ enum {
     OPT_LOG,
     OPT_PLOT,
     OPT_PRECISION,
+    OPT_MAX_ITER,
+    OPT_TOL,
+    OPT_C,
+    OPT_NO_CHANGE,
 };
 
 static void help(void)
@@ -71,16 +75,32 @@ static void help(void)
         "      --precision P     f32, bf16 or f16: the products' operands (f32 master\n"
         "                        weights; f16 with dynamic loss scaling; default: f32)\n\n"
         "Optimization:\n"
-        "      --optimizer O     sgd, adam or adamw (default: adam)\n"
+        "      --optimizer O     lbfgs, sgd, adam or adamw (default: lbfgs for linear,\n"
+        "                        logistic and softmax, solved to convergence as\n"
+        "                        scikit-learn does; adam for mlp, or where an option\n"
+        "                        below only the stochastic ones take is given)\n"
+        "      --max-iter N      lbfgs: iterations at most (default: 100); a warning\n"
+        "                        if it stops there unconverged\n"
+        "      --tol X           lbfgs: converged at max |gradient| <= X; with\n"
+        "                        --n-iter-no-change, the improvement that counts\n"
+        "                        (default: 1e-4)\n"
         "      --lr X            learning rate (default: 0.001; sgd 0.01)\n"
         "      --momentum X      sgd momentum (default: 0.9)\n"
         "      --beta1 X, --beta2 X, --eps X   Adam's (default: 0.9, 0.999, 1e-8)\n"
-        "      --l2 X            L2 penalty X/2 |w|^2 on the weights (default: 0)\n"
+        "      --l2 X            L2 penalty X/2 |w|^2 on the weights beside the mean loss\n"
+        "                        (default: lbfgs, but for mse, 1/n: scikit-learn's C = 1;\n"
+        "                        else 0)\n"
+        "      --C X             the penalty as scikit-learn's C: --l2 1/(X n)\n"
         "      --weight-decay X  adamw's decoupled decay (default: 0.01)\n"
         "      --schedule S      constant, linear or cosine (default: constant)\n"
         "      --warmup N        steps of linear warm-up (default: 0)\n"
-        "      --batch N         examples a step (groups for listwise; default: 64)\n"
-        "      --epochs N        passes over the data (default: 10)\n"
+        "      --batch N         examples a step (groups for listwise; default: mlp\n"
+        "                        min(200, n), else 64)\n"
+        "      --epochs N        passes over the data (default: mlp 200, else 10)\n"
+        "      --n-iter-no-change N  stop after N epochs whose training loss (with\n"
+        "                        --valid: metric) did not improve by --tol; with\n"
+        "                        --valid the best epoch's model is kept (default: mlp\n"
+        "                        10, as scikit-learn's MLPClassifier; else 0, never)\n"
         "      --patience N      stop after N epochs without a better validation metric,\n"
         "                        keeping the best model (default: 0, never)\n\n"
         "Checkpoints:\n"
@@ -92,7 +112,7 @@ static void help(void)
         "      --log FILE        the learning curve as a TQ stream (epochs, then steps)\n"
         "      --plot FILE.svg   train and validation loss against steps, as an SVG\n\n" TQ_COMMON_HELP
         "\nExamples:\n"
-        "  tq-train --model softmax --standardize --epochs 50 -o digits.tq train.tq\n"
+        "  tq-train -v --model softmax --standardize -o digits.tq train.tq\n"
         "  tq-train --model mlp --hidden 128 --valid valid.tq --patience 5 -o m.tq train.tq\n"
         "  tq-train --model linear --loss listwise --group question -o scorer.tq hyps.tq &&\n"
         "    tq-score -m scorer.tq --top 1 new.tq | tq-cat -t tsv\n",
@@ -183,6 +203,57 @@ static _Noreturn void fail(tq_tool *t, tq_status st)
     tq_tool_fail(t, st);
 }
 
+/* 3.2e-3, not 3.2e-03 */
+static const char *sci(char *buf, size_t cap, double v)
+{
+    char m[32];
+    snprintf(m, sizeof m, "%.2g", v);
+    if (!strchr(m, 'e') && (v >= 1e-2 || v == 0)) {
+        snprintf(buf, cap, "%s", m);
+        return buf;
+    }
+    snprintf(m, sizeof m, "%.1e", v);
+    char *e = strchr(m, 'e');
+    int ex = atoi(e + 1);
+    *e = 0;
+    size_t l = strlen(m);
+    if (l > 2 && !strcmp(m + l - 2, ".0"))
+        m[l - 2] = 0;
+    snprintf(buf, cap, "%se%d", m, ex);
+    return buf;
+}
+
+/* How L-BFGS ended: a line under -v; one warning where it did not converge
+ * (as scikit-learn's ConvergenceWarning). */
+static void report_solver(tq_tool *t, const tq_trainer *tr, const tq_train_cfg *c)
+{
+    tq_train_event ev;
+    tq_trainer_solver(tr, &ev);
+    char g[32], tol[32];
+    sci(g, sizeof g, ev.gmax);
+    sci(tol, sizeof tol, c->tol);
+    long long it = (long long)ev.epoch;
+    const char *its = it == 1 ? "iteration" : "iterations";
+    switch (ev.solver_state) {
+    case TQ_LBFGS_GTOL:
+        tq_tool_log(t, TQ_LOG_INFO, "L-BFGS converged in %lld %s (gradient %s <= tol %s), "
+                    "objective %.9g, %lld evaluations", it, its, g, tol, ev.loss, (long long)ev.fevals);
+        break;
+    case TQ_LBFGS_FTOL:
+        tq_tool_log(t, TQ_LOG_INFO, "L-BFGS converged in %lld %s (the objective %.9g fell by less "
+                    "than 64 eps of itself; gradient %s)", it, its, ev.loss, g);
+        break;
+    case TQ_LBFGS_MAXITER:
+        tq_tool_log(t, TQ_LOG_WARN, "warning: L-BFGS did not converge in %lld %s (gradient %s > tol "
+                    "%s); raise --max-iter", it, its, g, tol);
+        break;
+    default:
+        tq_tool_log(t, TQ_LOG_WARN, "warning: L-BFGS stopped after %lld %s: the line search found "
+                    "no step (gradient %s > tol %s); try --standardize", it, its, g, tol);
+        break;
+    }
+}
+
 static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
 {
     int n = 0;
@@ -210,8 +281,13 @@ int main(int argc, char **argv)
     const char *valid_path = NULL, *ckpt = NULL, *resume = NULL, *log_path = NULL, *plot_path = NULL;
     int64_t ckpt_every = 0;
     tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
-                      .optim = TQ_OPTIM_ADAM, .lr = -1, .momentum = 0.9, .beta1 = 0.9,
-                      .beta2 = 0.999, .eps = 1e-8, .wd = -1, .batch = 64, .epochs = 10};
+                      .optim = -1, .lr = -1, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                      .eps = 1e-8, .l2 = -1, .wd = -1, .max_iter = 100, .tol = 1e-4,
+                      .no_change = -1};
+    int tol_given = 0;
+    /* the first option given that only the stochastic optimizers take, and
+     * the first that only lbfgs takes */
+    const char *stoch = NULL, *solver = NULL;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"x", required_argument, NULL, OPT_X},
@@ -244,6 +320,10 @@ int main(int argc, char **argv)
         {"log", required_argument, NULL, OPT_LOG},
         {"plot", required_argument, NULL, OPT_PLOT},
         {"precision", required_argument, NULL, OPT_PRECISION},
+        {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+        {"tol", required_argument, NULL, OPT_TOL},
+        {"C", required_argument, NULL, OPT_C},
+        {"n-iter-no-change", required_argument, NULL, OPT_NO_CHANGE},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -251,6 +331,29 @@ int main(int argc, char **argv)
     while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
         if (tq_tool_option(&t, opt, optarg, help))
             continue;
+        /* the long option's index, for messages naming it */
+        int li = 0;
+        while (longopts[li].name && longopts[li].val != opt)
+            li++;
+        switch (opt) {
+        case OPT_LR: case OPT_MOMENTUM: case OPT_BETA1: case OPT_BETA2: case OPT_EPS:
+        case OPT_SCHEDULE: case OPT_WARMUP: case OPT_BATCH: case OPT_EPOCHS: case OPT_PATIENCE:
+        case OPT_NO_CHANGE:
+            if (!stoch)
+                stoch = longopts[li].name;
+            break;
+        case OPT_PRECISION:
+            if (!stoch && strcmp(optarg, "f32"))
+                stoch = longopts[li].name;
+            break;
+        case OPT_MAX_ITER:
+            if (!solver)
+                solver = longopts[li].name;
+            break;
+        case OPT_TOL:
+            tol_given = 1;
+            break;
+        }
         switch (opt) {
         case OPT_X: nm.x = optarg; break;
         case OPT_Y: nm.y = optarg; break;
@@ -281,6 +384,10 @@ int main(int argc, char **argv)
         case OPT_RESUME: resume = optarg; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_PLOT: plot_path = optarg; break;
+        case OPT_MAX_ITER: c.max_iter = tq_tool_int_arg(&t, "--max-iter", optarg, 1, 1 << 30); break;
+        case OPT_TOL: c.tol = real_arg(&t, "--tol", optarg, 0, 1e6); break;
+        case OPT_NO_CHANGE: c.no_change = tq_tool_int_arg(&t, "--n-iter-no-change", optarg, 0, 1 << 30); break;
+        case OPT_C: c.C = real_arg(&t, "--C", optarg, 1e-300, 1e300); break;
         case OPT_PRECISION: {
             static const char *const precs[] = {"f32", "bf16", "f16", NULL};
             static const tq_dtype dts[] = {TQ_DTYPE_F32, TQ_DTYPE_BF16, TQ_DTYPE_F16};
@@ -301,6 +408,36 @@ int main(int argc, char **argv)
         tq_tool_usage(&t, "--x, --y and --weight want a frame name");
     if (ckpt_every && !ckpt)
         tq_tool_usage(&t, "--checkpoint-every needs --checkpoint FILE");
+    /* the optimizer: lbfgs for the convex models, to convergence; adam for
+     * an mlp, and where an option only the stochastic optimizers take says
+     * that is what the command wants (as it did before lbfgs) */
+    int chosen = c.optim >= 0;
+    if (!chosen)
+        c.optim = c.kind != TQ_TRAIN_MLP && !stoch ? TQ_OPTIM_LBFGS : TQ_OPTIM_ADAM;
+    if (c.optim == TQ_OPTIM_LBFGS && stoch)
+        tq_tool_usage(&t, "--%s is for sgd, adam and adamw; lbfgs runs to convergence (--tol, "
+                          "--max-iter)", stoch);
+    if (c.optim != TQ_OPTIM_LBFGS && solver)
+        tq_tool_usage(&t, "--%s is lbfgs's (--optimizer lbfgs, the default for linear, logistic "
+                          "and softmax models)", solver);
+    /* an MLP's defaults are scikit-learn's MLPClassifier's: batches of
+     * min(200, n), up to 200 epochs, stopping after 10 epochs without an
+     * improvement by 1e-4; the convex models under sgd, adam and adamw keep
+     * tq-train's earlier ones (64, 10 epochs, no such rule) */
+    int mlp = c.kind == TQ_TRAIN_MLP;
+    if (!c.batch)
+        c.batch = mlp ? 200 : 64;
+    if (!c.epochs)
+        c.epochs = mlp ? 200 : 10;
+    if (c.no_change < 0)
+        c.no_change = mlp && c.optim != TQ_OPTIM_LBFGS ? 10 : 0;
+    if (c.patience && c.no_change)
+        c.no_change = 0; /* --patience: the earlier rule, on the validation metric */
+    if (tol_given && c.optim != TQ_OPTIM_LBFGS && !c.no_change)
+        tq_tool_usage(&t, "--tol is lbfgs's, or with --n-iter-no-change N the improvement that "
+                          "counts");
+    if (c.C > 0 && c.l2 >= 0)
+        tq_tool_usage(&t, "--C and --l2 set one penalty: give one");
     if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
         tq_tool_usage(&t, "--weight-decay is adamw's (for the others, --l2)");
     if (c.wd < 0)
@@ -368,7 +505,25 @@ int main(int argc, char **argv)
         fail(&t, st);
     double t0 = tq_tool_now();
     int64_t per_epoch = tq_trainer_steps_per_epoch(tr);
-    if (have_valid)
+    int lbfgs = c.optim == TQ_OPTIM_LBFGS;
+    if (lbfgs)
+        tq_tool_log(&t, TQ_LOG_INFO, "L-BFGS (memory 10, strong Wolfe line search) to max |gradient| "
+                    "<= %g, at most %lld iterations; l2 %.6g%s", c.tol, (long long)c.max_iter,
+                    tq_trainer_l2(tr), c.C > 0 ? " (--C)" : c.l2 < 0 && tq_trainer_l2(tr) > 0
+                    ? " (scikit-learn's C = 1)" : "");
+    if (!lbfgs && c.no_change)
+        tq_tool_log(&t, TQ_LOG_INFO, "batches of %lld, up to %lld epochs, stopping after %lld "
+                    "without the %s improving by %g", (long long)c.batch, (long long)c.epochs,
+                    (long long)c.no_change, have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                    c.tol);
+    if (lbfgs && have_valid)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %12s %10s %8s", "iter", "f-evals",
+                    "objective", "gradient", "step", "valid loss", tq_trainer_metric_name(tr),
+                    "seconds");
+    else if (lbfgs)
+        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %8s", "iter", "f-evals", "objective",
+                    "gradient", "step", "seconds");
+    else if (have_valid)
         tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
                     "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
     else
@@ -389,7 +544,11 @@ int main(int argc, char **argv)
             break;
         skipped += ev.skipped;
         scale = ev.loss_scale;
-        tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
+        if (lbfgs)
+            tq_tool_progress(&t, "iteration %lld/%lld, objective %.6g, gradient %.2g",
+                             (long long)ev.step, (long long)c.max_iter, ev.loss, ev.gmax);
+        else
+            tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
                          (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
         if (writer && ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
@@ -402,7 +561,14 @@ int main(int argc, char **argv)
         }
         if (!ev.epoch_end)
             continue;
-        if (ev.has_valid)
+        if (lbfgs && ev.has_valid)
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %12.6g %10.6g %8.3f",
+                        (long long)ev.step, (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len,
+                        ev.valid_loss, ev.valid_metric, tq_tool_now() - t0);
+        else if (lbfgs)
+            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %8.3f", (long long)ev.step,
+                        (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len, tq_tool_now() - t0);
+        else if (ev.has_valid)
             tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %12.6g %10.6g %10.4g %8.3f%s",
                         (long long)ev.epoch, (long long)ev.step, (long long)ev.examples,
                         ev.train_loss, ev.valid_loss, ev.valid_metric, ev.lr, tq_tool_now() - t0,
@@ -411,11 +577,18 @@ int main(int argc, char **argv)
             tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %10.4g %8.3f", (long long)ev.epoch,
                         (long long)ev.step, (long long)ev.examples, ev.train_loss, ev.lr,
                         tq_tool_now() - t0);
-        if (ev.stopped)
+        if (ev.stopped && c.patience)
             tq_tool_log(&t, TQ_LOG_INFO, "stopped early: no better %s for %lld epochs",
                         tq_trainer_metric_name(tr), (long long)c.patience);
+        else if (ev.stopped)
+            tq_tool_log(&t, TQ_LOG_INFO, "stopped early: the %s did not improve by %g for %lld "
+                        "epochs%s", have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                        c.tol, (long long)c.no_change,
+                        have_valid ? "; the best epoch's model kept" : "");
     }
     tq_tool_progress_done(&t);
+    if (st == TQ_EOF && lbfgs)
+        report_solver(&t, tr, &c);
     if (st == TQ_EOF)
         st = writer ? tq_trainer_write_model(tr, w) : TQ_OK;
     curve.loss = tq_trainer_loss(tr);

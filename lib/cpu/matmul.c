@@ -225,18 +225,37 @@ static const tq_cpu_packed_b *packed_bf16(const tq_tensor *b, int tb, tq_cpu_pac
     return pb;
 }
 
-/* bf16 x bf16 on AVX512-BF16: A's rows in place (not A^T), one B (rank 2)
- * for every batch item; anything else is widened to f32. 0 when it cannot
- * run here (or memory is short): the caller then widens. */
+/* bf16 x bf16 on AVX512-BF16: A's rows in place, or A^T (one A, rank 2:
+ * tq-train's weight gradients) copied into rows first; one B (rank 2) for
+ * every batch item; anything else is widened to f32. The copy changes no
+ * value and the kernel's sums run over the whole k whatever the block: the
+ * bits do not depend on the thread count. 0 when it cannot run here (or
+ * memory is short): the caller then widens. */
 static int matmul_bf16(mm *p, int64_t batch, const tq_tensor *a, const tq_tensor *b)
 {
-    if (a->dtype != TQ_DTYPE_BF16 || b->dtype != TQ_DTYPE_BF16 || p->ta || b->rank != 2 ||
-        !tq_cpu_gemm_bf16_use())
+    if (a->dtype != TQ_DTYPE_BF16 || b->dtype != TQ_DTYPE_BF16 || (p->ta && a->rank != 2) ||
+        b->rank != 2 || !tq_cpu_gemm_bf16_use())
         return 0;
+    uint16_t *at = NULL; /* A^T as rows of k */
+    if (p->ta) {
+        const uint16_t *src = tq_cpu_ptr(a);
+        if (!(at = malloc((size_t)(p->m * p->k) * 2)))
+            return 0;
+        for (int64_t q = 0; q < p->k; q++)
+            for (int64_t i = 0; i < p->m; i++)
+                at[i * p->k + q] = src[q * p->lda + i];
+    }
     tq_cpu_packed_b *owned;
-    if (!(p->pb = packed_bf16(b, p->tb, &owned)))
+    if (!(p->pb = packed_bf16(b, p->tb, &owned))) {
+        free(at);
         return 0;
+    }
     p->a16 = tq_cpu_ptr(a);
+    if (at) {
+        p->a16 = at;
+        p->lda = p->k;
+        p->ta = 0;
+    }
     /* low_only where C is not read and the copy is bf16 (its GELU then
      * gelu_bf16.c's); elsewhere C and low are computed exactly, which
      * low_only allows too */
@@ -245,6 +264,7 @@ static int matmul_bf16(mm *p, int64_t batch, const tq_tensor *a, const tq_tensor
     plan(p);
     tq_parallel_for(batch * p->row_blocks * p->col_blocks, 1, mm_blocks, p);
     tq_cpu_gemm_packed_free(owned);
+    free(at);
     return 1;
 }
 

@@ -3,7 +3,8 @@
  * the same model bytes as one never interrupted. The file is a TQ stream: a
  * "checkpoint" frame whose metadata holds the options and a fingerprint of
  * the data (a resume with anything different is refused, saying what), then
- * the counters, the generator, the weights and the optimizer's moments. */
+ * the counters, the generator, the weights and the optimizer's moments (for
+ * lbfgs: the iterate, its gradient and the pairs of its memory). */
 #include "../internal.h"
 #include "trainer.h"
 
@@ -57,6 +58,9 @@ static size_t describe(const tq_trainer *t, char *m, size_t cap)
     KV("batch=%lld", (long long)c->batch);
     KV("epochs=%lld", (long long)c->epochs);
     KV("patience=%lld", (long long)c->patience);
+    KV("max-iter=%lld", (long long)c->max_iter);
+    KV("tol=%.17g", c->tol);
+    KV("n-iter-no-change=%lld", (long long)c->no_change);
     KV("seed=%llu", (unsigned long long)c->seed);
     KV("precision=%s", tq_dtype_name(c->precision ? c->precision : TQ_DTYPE_F32));
     KV("data=%lld x %lld, crc %08x", (long long)t->tr->n, (long long)t->tr->d, data_crc(t->tr));
@@ -85,6 +89,49 @@ static tq_status fsync_dir(const char *path)
     return bad ? tq_fail(TQ_ERR_IO, "%s: sync failed: %s", dir, strerror(errno)) : TQ_OK;
 }
 
+/* The L-BFGS state: "lbfgs" f64 [x, g, s (memory x n), y (memory x n), rho
+ * (memory), f, fold, step, gmax], "lbfgs_n" i64 [head, count, iter, fevals,
+ * state]. */
+#define LB_DOUBLES(n) (2 * (n) + 2 * TQ_LBFGS_MEMORY * (n) + TQ_LBFGS_MEMORY + 4)
+static tq_status put_lbfgs(tq_writer *w, const tq_lbfgs *lb)
+{
+    size_t n = lb->n, m = TQ_LBFGS_MEMORY, at = 0;
+    double *v = malloc(LB_DOUBLES(n) * 8);
+    if (!v)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory for the checkpoint");
+    memcpy(v + at, lb->x, n * 8), at += n;
+    memcpy(v + at, lb->g, n * 8), at += n;
+    memcpy(v + at, lb->s, m * n * 8), at += m * n;
+    memcpy(v + at, lb->y, m * n * 8), at += m * n;
+    memcpy(v + at, lb->rho, m * 8), at += m;
+    v[at++] = lb->f, v[at++] = lb->fold, v[at++] = lb->step, v[at++] = lb->gmax;
+    int64_t c[5] = {lb->head, lb->count, lb->iter, lb->fevals, lb->state};
+    tq_status st = put(w, "lbfgs", TQ_DTYPE_F64, (int64_t)at, v);
+    free(v);
+    return st ? st : put(w, "lbfgs_n", TQ_DTYPE_I64, 5, c);
+}
+
+static tq_status take(tq_frame *f, tq_dtype dt, int64_t n, void *dst, const char *path);
+
+static tq_status take_lbfgs(tq_frame *f, tq_lbfgs *lb, const char *path)
+{
+    size_t n = lb->n, m = TQ_LBFGS_MEMORY, at = 0;
+    double *v = malloc(LB_DOUBLES(n) * 8);
+    if (!v)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory for the checkpoint");
+    tq_status st = take(f, TQ_DTYPE_F64, (int64_t)LB_DOUBLES(n), v, path);
+    if (!st) {
+        memcpy(lb->x, v + at, n * 8), at += n;
+        memcpy(lb->g, v + at, n * 8), at += n;
+        memcpy(lb->s, v + at, m * n * 8), at += m * n;
+        memcpy(lb->y, v + at, m * n * 8), at += m * n;
+        memcpy(lb->rho, v + at, m * 8), at += m;
+        lb->f = v[at++], lb->fold = v[at++], lb->step = v[at++], lb->gmax = v[at++];
+    }
+    free(v);
+    return st;
+}
+
 tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*hook)(void))
 {
     char meta[4096];
@@ -94,7 +141,7 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
     int64_t cnt[C_COUNT] = {t->epoch, t->pos, t->step, t->examples, t->ep_batches, t->bad_epochs,
                             t->have_best, t->done, t->stopped, t->opt.t, t->units,
                             (int64_t)tq_net_size(t->net), t->clean};
-    double sums[3] = {t->ep_loss, t->best_metric, t->scale};
+    double sums[4] = {t->ep_loss, t->best_metric, t->scale, t->best_loss};
     int64_t one = 1, size = cnt[C_SIZE];
     int fd;
     char *tmp;
@@ -114,7 +161,7 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
     if (!st)
         st = put(w, "rng", TQ_DTYPE_I64, 4, t->rng.s);
     if (!st)
-        st = put(w, "sums", TQ_DTYPE_F64, 3, sums);
+        st = put(w, "sums", TQ_DTYPE_F64, 4, sums);
     if (!st)
         st = put(w, "theta", TQ_DTYPE_F32, size, tq_net_theta(t->net));
     if (!st && hook) {
@@ -129,6 +176,8 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
         st = put(w, "v", TQ_DTYPE_F64, size, t->opt.v);
     if (!st)
         st = put(w, "perm", TQ_DTYPE_I64, t->units, t->perm);
+    if (!st && t->c.optim == TQ_OPTIM_LBFGS)
+        st = put_lbfgs(w, &t->lb);
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;
@@ -195,8 +244,9 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     char ours[4096];
     size_t ol = describe(t, ours, sizeof ours);
     int64_t cnt[C_COUNT], size = (int64_t)tq_net_size(t->net);
-    double sums[3];
+    double sums[4];
     unsigned seen = 0;
+    int lbfgs = t->c.optim == TQ_OPTIM_LBFGS;
     tq_frame *f;
     while (!st && (st = tq_reader_next(r, &f)) == TQ_OK) {
         if (!strcmp(f->name, "checkpoint")) {
@@ -212,7 +262,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
         } else if (!strcmp(f->name, "rng")) {
             st = take(f, TQ_DTYPE_I64, 4, t->rng.s, path), seen |= 4;
         } else if (!strcmp(f->name, "sums")) {
-            st = take(f, TQ_DTYPE_F64, 3, sums, path), seen |= 8;
+            st = take(f, TQ_DTYPE_F64, 4, sums, path), seen |= 8;
         } else if (!strcmp(f->name, "theta")) {
             st = take(f, TQ_DTYPE_F32, size, tq_net_theta(t->net), path), seen |= 16;
         } else if (!strcmp(f->name, "best")) {
@@ -223,12 +273,23 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
             st = take(f, TQ_DTYPE_F64, size, t->opt.v, path), seen |= 128;
         } else if (!strcmp(f->name, "perm")) {
             st = take(f, TQ_DTYPE_I64, t->units, t->perm, path), seen |= 256;
+        } else if (!strcmp(f->name, "lbfgs") && lbfgs) {
+            st = take_lbfgs(f, &t->lb, path), seen |= 512;
+        } else if (!strcmp(f->name, "lbfgs_n") && lbfgs) {
+            int64_t c[5];
+            if (!(st = take(f, TQ_DTYPE_I64, 5, c, path))) {
+                t->lb.head = c[0], t->lb.count = c[1], t->lb.iter = c[2], t->lb.fevals = c[3];
+                t->lb.state = c[4];
+                if (c[0] < 0 || c[0] >= TQ_LBFGS_MEMORY || c[1] < 0 || c[1] > TQ_LBFGS_MEMORY)
+                    st = tq_fail(TQ_ERR_DATA, "%s: the checkpoint's L-BFGS memory does not fit", path);
+            }
+            seen |= 1024;
         }
     }
     tq_reader_close(r);
     if (st != TQ_EOF)
         return st == TQ_OK ? tq_fail(TQ_ERR_DATA, "%s: not a tq-train checkpoint", path) : st;
-    unsigned want = t->opt.v ? 511 : 511 & ~128u;
+    unsigned want = (t->opt.v ? 511 : 511 & ~128u) | (lbfgs ? 1536u : 0);
     if ((seen & want) != want)
         return tq_fail(TQ_ERR_DATA, "%s: an incomplete checkpoint", path);
     t->epoch = cnt[C_EPOCH];
@@ -244,6 +305,7 @@ tq_status tq_trainer_resume(tq_trainer *t, const char *path)
     t->ep_loss = sums[0];
     t->best_metric = sums[1];
     t->scale = sums[2];
+    t->best_loss = sums[3];
     t->clean = cnt[C_CLEAN];
     return tq_net_push(t->net);
 }

@@ -14,7 +14,7 @@
 
 const char *const tq_train_kind_names[] = {"linear", "logistic", "softmax", "mlp", NULL};
 const char *const tq_train_loss_names[] = {"mse", "logistic", "softmax", "listwise", NULL};
-const char *const tq_train_optim_names[] = {"sgd", "adam", "adamw", NULL};
+const char *const tq_train_optim_names[] = {"sgd", "adam", "adamw", "lbfgs", NULL};
 const char *const tq_train_sched_names[] = {"constant", "linear", "cosine", NULL};
 const char *const tq_train_act_names[] = {"relu", "tanh", "sigmoid", "gelu", NULL};
 
@@ -99,11 +99,33 @@ static tq_status resolve(tq_trainer *t)
             t->classes = (int64_t)floor(mx) + 1;
         }
     }
+    int lbfgs = c->optim == TQ_OPTIM_LBFGS;
+    if (lbfgs && c->kind == TQ_TRAIN_MLP)
+        return tq_fail(TQ_ERR_USAGE, "--optimizer lbfgs solves the convex models (linear, logistic, "
+                                     "softmax); an mlp trains with sgd, adam or adamw");
+    if (lbfgs && c->patience)
+        return tq_fail(TQ_ERR_USAGE, "--patience is for sgd, adam and adamw; lbfgs stops at "
+                                     "convergence (--tol, --max-iter)");
+    if (lbfgs && c->precision && c->precision != TQ_DTYPE_F32)
+        return tq_fail(TQ_ERR_USAGE, "--precision %s is for sgd, adam and adamw; lbfgs computes in "
+                                     "float64", tq_dtype_name(c->precision));
     tq_status st = check_targets(t, tr, "training data");
     if (!st && t->va)
         st = check_targets(t, t->va, "validation data");
     if (st)
         return st;
+    /* the penalty: l2/2 |W|^2 beside the mean loss; scikit-learn's C
+     * weighs the summed loss against |W|^2 / 2, so l2 = 1 / (C W) */
+    double wsum = 0;
+    if (t->loss == TQ_LOSS_LISTWISE)
+        wsum = (double)tr->ngroups;
+    else
+        for (int64_t i = 0; i < tr->n; i++)
+            wsum += tr->w ? tr->w[i] : 1.0;
+    if (c->C > 0)
+        c->l2 = wsum > 0 ? 1 / (c->C * wsum) : 0;
+    else if (c->l2 < 0)
+        c->l2 = lbfgs && t->loss != TQ_LOSS_MSE && wsum > 0 ? 1 / wsum : 0;
     t->dims[0] = tr->d;
     t->nl = 0;
     int64_t hidden_default = 64;
@@ -220,7 +242,7 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
                 !(t->best = calloc(tq_net_size(t->net), 4))))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
-        st = tq_optim_init(&t->opt, cfg, tq_net_size(t->net));
+        st = tq_optim_init(&t->opt, &t->c, tq_net_size(t->net));
     if (!st && cfg->precision && cfg->precision != TQ_DTYPE_F32)
         st = tq_net_set_precision(t->net, cfg->precision);
     /* f16's dynamic loss scaling: start at 2^16, halve on overflow (and skip
@@ -235,6 +257,7 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
     for (int64_t i = 0; i < t->units; i++)
         t->perm[i] = i;
     t->best_metric = -INFINITY;
+    t->best_loss = INFINITY;
     int n = snprintf(t->describe, sizeof t->describe, "%s %lld", tq_train_kind_names[cfg->kind],
                      (long long)t->dims[0]);
     for (int i = 1; i <= t->nl && n < (int)sizeof t->describe; i++)
@@ -244,7 +267,7 @@ tq_status tq_trainer_new(const tq_train_cfg *cfg, const tq_train_data *train,
                  cfg->kind == TQ_TRAIN_MLP ? " " : "",
                  cfg->kind == TQ_TRAIN_MLP ? tq_train_act_names[cfg->act] : "",
                  tq_train_loss_names[t->loss], tq_train_optim_names[cfg->optim]);
-    if ((st = tq_net_push(t->net))) {
+    if ((st = tq_net_push(t->net)) || (cfg->optim == TQ_OPTIM_LBFGS && (st = tq_trainer_lbfgs_init(t)))) {
         tq_trainer_free(t);
         return st;
     }
@@ -256,6 +279,7 @@ void tq_trainer_free(tq_trainer *t)
 {
     if (!t)
         return;
+    tq_trainer_lbfgs_free(t);
     tq_net_free(t->net);
     tq_optim_free(&t->opt);
     tq_tensor_free(t->ttr);
@@ -276,6 +300,21 @@ void tq_trainer_free(tq_trainer *t)
 }
 
 int64_t tq_trainer_steps_per_epoch(const tq_trainer *t) { return t->per_epoch; }
+double tq_trainer_l2(const tq_trainer *t) { return t->c.l2; }
+
+void tq_trainer_solver(const tq_trainer *t, tq_train_event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->lbfgs = t->c.optim == TQ_OPTIM_LBFGS;
+    ev->epoch = ev->step = t->lb.iter;
+    ev->loss = ev->train_loss = t->lb.f;
+    ev->gmax = t->lb.gmax;
+    ev->step_len = ev->lr = t->lb.step;
+    ev->fevals = t->lb.fevals;
+    ev->solver_state = (int)t->lb.state;
+    ev->examples = t->lb.fevals * t->units;
+    ev->done = t->done || t->lb.state;
+}
 const char *tq_trainer_describe(const tq_trainer *t) { return t->describe; }
 int tq_trainer_loss(const tq_trainer *t) { return t->loss; }
 const char *tq_trainer_metric_name(const tq_trainer *t)
@@ -399,9 +438,44 @@ static int unscale(tq_trainer *t)
     return 0;
 }
 
+/* One L-BFGS iteration as a step that ends an "epoch": the model after it
+ * is the iterate rounded to f32, validated where there is a validation set. */
+static tq_status lbfgs_step(tq_trainer *t, tq_train_event *ev)
+{
+    if (t->done || t->lb.state) {
+        t->done = 1;
+        return TQ_EOF;
+    }
+    tq_status st = tq_trainer_lbfgs_iter(t);
+    if (st)
+        return st;
+    float *theta = tq_net_theta(t->net);
+    for (size_t i = 0; i < t->lb.n; i++)
+        theta[i] = (float)t->lb.x[i];
+    if ((st = tq_net_push(t->net)))
+        return st;
+    t->done = t->lb.state != TQ_LBFGS_RUNNING;
+    t->step = t->epoch = t->lb.iter;
+    tq_trainer_solver(t, ev);
+    t->examples = ev->examples;
+    ev->epoch_end = 1;
+    if (t->va) {
+        ev->has_valid = 1;
+        if ((st = evaluate(t, &ev->valid_loss, &ev->valid_metric)))
+            return st;
+        if (ev->valid_metric > t->best_metric) {
+            t->best_metric = ev->valid_metric;
+            ev->improved = 1;
+        }
+    }
+    return TQ_OK;
+}
+
 tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
 {
     memset(ev, 0, sizeof *ev);
+    if (t->c.optim == TQ_OPTIM_LBFGS)
+        return lbfgs_step(t, ev);
     if (t->done)
         return TQ_EOF;
     if (t->pos == 0) /* a new epoch: a new order, from the order before */
@@ -450,19 +524,37 @@ tq_status tq_trainer_step(tq_trainer *t, tq_train_event *ev)
     if (t->pos < t->units)
         return TQ_OK;
     end_epoch(t, ev);
+    /* scikit-learn's MLP rule: no_change epochs in a row without an
+     * improvement by tol of the training loss (of the metric with a
+     * validation set) end the run */
+    int plateau = t->c.no_change > 0 && !t->c.patience;
     if (t->va) {
         ev->has_valid = 1;
         if ((st = evaluate(t, &ev->valid_loss, &ev->valid_metric)))
             return st;
+        double before = t->best_metric;
         if (ev->valid_metric > t->best_metric) {
             t->best_metric = ev->valid_metric;
             memcpy(t->best, tq_net_theta(t->net), tq_net_size(t->net) * 4);
             t->have_best = 1;
-            t->bad_epochs = 0;
+            if (!plateau)
+                t->bad_epochs = 0;
             ev->improved = 1;
         } else if (t->c.patience && ++t->bad_epochs >= t->c.patience) {
             t->done = t->stopped = 1;
         }
+        if (plateau && (ev->valid_metric > before + t->c.tol ? (t->bad_epochs = 0, 0)
+                                                             : ++t->bad_epochs >= t->c.no_change))
+            t->done = t->stopped = 1;
+    } else if (plateau) {
+        if (ev->train_loss > t->best_loss - t->c.tol) {
+            if (++t->bad_epochs >= t->c.no_change)
+                t->done = t->stopped = 1;
+        } else {
+            t->bad_epochs = 0;
+        }
+        if (ev->train_loss < t->best_loss)
+            t->best_loss = ev->train_loss;
     }
     ev->done = t->done;
     ev->stopped = t->stopped;
@@ -477,7 +569,9 @@ tq_status tq_trainer_write_model(const tq_trainer *t, tq_writer *w)
         boff[i] = tq_net_b_offset(t->net, i);
     }
     tq_model_desc m = {t->c.kind, t->loss, t->c.act, t->output, t->nl, t->dims,
-                       t->c.patience && t->have_best ? t->best : tq_net_theta(t->net),
+                       (t->c.patience || (t->c.no_change > 0 && t->va)) && t->have_best
+                           ? t->best
+                           : tq_net_theta(t->net),
                        woff, boff, t->mu, t->sd};
     return tq_train_save(&m, w);
 }

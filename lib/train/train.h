@@ -12,14 +12,18 @@
 
 enum { TQ_TRAIN_LINEAR, TQ_TRAIN_LOGISTIC, TQ_TRAIN_SOFTMAX, TQ_TRAIN_MLP };
 enum { TQ_LOSS_MSE, TQ_LOSS_LOGISTIC, TQ_LOSS_SOFTMAX, TQ_LOSS_LISTWISE };
-enum { TQ_OPTIM_SGD, TQ_OPTIM_ADAM, TQ_OPTIM_ADAMW };
+enum { TQ_OPTIM_SGD, TQ_OPTIM_ADAM, TQ_OPTIM_ADAMW, TQ_OPTIM_LBFGS };
+/* How an L-BFGS run stands: running, converged (max |gradient| <= tol, or
+ * the objective's relative fall below 64 eps), at its iteration limit, or
+ * stopped where no step satisfied the line search. */
+enum { TQ_LBFGS_RUNNING, TQ_LBFGS_GTOL, TQ_LBFGS_FTOL, TQ_LBFGS_MAXITER, TQ_LBFGS_LINESEARCH };
 enum { TQ_SCHED_CONSTANT, TQ_SCHED_LINEAR, TQ_SCHED_COSINE };
 /* hidden activations: the tq_activation values, and gelu */
 #define TQ_TRAIN_GELU 3
 
 extern const char *const tq_train_kind_names[];  /* "linear", ... NULL */
 extern const char *const tq_train_loss_names[];  /* "mse", "logistic", "softmax", "listwise" */
-extern const char *const tq_train_optim_names[]; /* "sgd", "adam", "adamw" */
+extern const char *const tq_train_optim_names[]; /* "sgd", "adam", "adamw", "lbfgs" */
 extern const char *const tq_train_sched_names[]; /* "constant", "linear", "cosine" */
 extern const char *const tq_train_act_names[];   /* "relu", "tanh", "sigmoid", "gelu" */
 /* Index of s in a NULL-ended list, or -1. */
@@ -81,7 +85,15 @@ typedef struct tq_train_cfg {
     int64_t classes;                /* 0: from the labels */
     int standardize;
     int optim, sched;
-    double lr, momentum, beta1, beta2, eps, l2, wd;
+    double lr, momentum, beta1, beta2, eps, wd;
+    double l2;                      /* < 0: the default (1 / (C W) under lbfgs but for mse, else 0) */
+    double C;                       /* > 0: l2 = 1 / (C W), W the examples' weight (scikit-learn's C) */
+    int64_t max_iter;               /* lbfgs: iterations at most */
+    double tol;                     /* lbfgs: converged when max |gradient| <= tol; with
+                                       no_change, the improvement that counts */
+    int64_t no_change;              /* > 0 (without patience): stop after no_change epochs
+                                       whose training loss (with a validation set: metric)
+                                       did not improve by tol (scikit-learn's MLP rule) */
     int64_t warmup, batch, epochs, patience; /* patience 0: no early stopping */
     uint64_t seed;
     tq_dtype precision;             /* F32 (or 0), BF16 or F16: the products' operands */
@@ -113,6 +125,11 @@ typedef struct tq_train_event {
     double loss_scale;      /* f16's dynamic loss scale after the step (1 otherwise) */
     int done;               /* no more steps: epochs done or stopped early */
     int stopped;            /* early stopping ended the run */
+    int lbfgs;              /* an L-BFGS iteration (epoch = step = iteration; loss = the objective) */
+    double gmax;            /* lbfgs: max |gradient| of the objective after the step */
+    double step_len;        /* lbfgs: |x' - x| */
+    int64_t fevals;         /* lbfgs: evaluations of the objective so far */
+    int solver_state;       /* lbfgs: TQ_LBFGS_* */
 } tq_train_event;
 
 /* Runs one step. After done, further calls return TQ_EOF. */
@@ -140,6 +157,10 @@ tq_status tq_trainer_checkpoint(const tq_trainer *t, const char *path, void (*ho
  * here"), or the data, otherwise. */
 tq_status tq_trainer_resume(tq_trainer *t, const char *path);
 int64_t tq_trainer_step_count(const tq_trainer *t);
+/* The solver's state as an event (lbfgs: where a run stands before any
+ * step, e.g. converged at the start or after a resume). */
+void tq_trainer_solver(const tq_trainer *t, tq_train_event *ev);
+double tq_trainer_l2(const tq_trainer *t); /* the penalty in use */
 
 /* ---- the learning curve (curve.c, plot.c) ---- */
 

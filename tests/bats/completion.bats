@@ -34,7 +34,7 @@ comp() {
         comp 1 "$tool" --
         # every long option --help lists (before its examples) is offered,
         # digits too (--l2, --beta1)
-        want=$("$tool" --help | sed '/^Examples:/,$d' | grep -oE '(^|[ ,])--[a-z][-a-z0-9]*' | tr -d ' ,' | sort -u)
+        want=$("$tool" --help | sed '/^Examples:/,$d' | grep -oE '(^|[ ,])--[A-Za-z][-A-Za-z0-9]*' | tr -d ' ,' | sort -u)
         got=$(printf '%s\n' "${COMPREPLY[@]}" | grep '^--' | sort -u)
         [ "$got" = "$want" ] || { echo "$tool: got [$got] want [$want]"; return 1; }
     done

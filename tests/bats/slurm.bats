@@ -311,7 +311,7 @@ feed_one() {
     [ "$(sort <<< "$output")" = "$(printf 'rank 0 of 2, sum 1\nrank 1 of 2, sum 1')" ]
 }
 
-@test "tq-train under srun -n 2 --mpi=pmix: the same model bytes as one rank" {
+@test "tq-train under srun -n 2 --mpi=pmix: the same model bytes as one rank (adam, and lbfgs)" {
     [ -x "$TQ_BIN/tq-train" ] || skip "bin/tq-train is not built on this branch (issue 14)"
     ldd "$TQ_BIN/tq-train" | grep -q libmpi ||
         skip "tq-train was built without MPI (mpicc was not found at build time)"
@@ -335,4 +335,12 @@ with open("train.tq", "wb") as f:
     # srun splits the global batch over 2 ranks; rank 0 writes the model
     timeout 60 srun -n 2 --mpi=pmix "$TQ_BIN/tq-train" "${opts[@]}" -o two.tq train.tq
     cmp one.tq two.tq
+    # the default solver of a softmax model, full-batch L-BFGS (issue 38): the
+    # same bytes for 1 and 2 ranks, and as a run without MPI
+    opts=(--model softmax --x x --y y --standardize)
+    timeout 60 srun -n 1 --mpi=pmix "$TQ_BIN/tq-train" "${opts[@]}" -o lb1.tq train.tq
+    timeout 60 srun -n 2 --mpi=pmix "$TQ_BIN/tq-train" "${opts[@]}" -o lb2.tq train.tq
+    "$TQ_BIN/tq-train" "${opts[@]}" -o lb0.tq train.tq
+    cmp lb1.tq lb2.tq
+    cmp lb0.tq lb2.tq
 }

@@ -12,6 +12,14 @@ tests. It reads and writes streams with tqstream.py (no tq code).
   train_ref.py accuracy MODEL.tq DIR [--sklearn]
         prints the test accuracy of MODEL.tq (float64 forward); with --sklearn,
         checks it is within 0.01 of LogisticRegression on standardized inputs
+  train_ref.py skdata DIR NAME           DIR/train.tq, DIR/test.tq: scikit-learn's
+        bundled load_NAME, split 70/30 (stratified but for diabetes, random_state 0)
+  train_ref.py skcheck MODEL.tq DIR NAME [--coef REL] [--slack S]
+        MODEL.tq (tq-train's defaults, --standardize) against scikit-learn's
+        defaults on standardized inputs (LogisticRegression(); for diabetes,
+        LinearRegression()): test accuracy (R^2) within S (default 0.01), and
+        with --coef, the weights in the standardized space within REL of the
+        norm of scikit-learn's (largest difference / norm)
 The semantics checked are those of man/tq-train.1 and man/tq-score.1."""
 import sys
 
@@ -234,6 +242,55 @@ def cmd_accuracy(mpath, d, sk):
             sys.exit("accuracy %.4f is not within 0.01 of scikit-learn's %.4f" % (acc, ska))
 
 
+def sk_split(name):
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+    x, y = getattr(datasets, "load_" + name)(return_X_y=True)
+    reg = name == "diabetes"
+    # the features as the stream carries them (f32), for both sides
+    x = x.astype(np.float32).astype(np.float64)
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.3, random_state=0,
+                                          stratify=None if reg else y)
+    return reg, xtr, xte, ytr, yte
+
+
+def cmd_skdata(d, name):
+    reg, xtr, xte, ytr, yte = sk_split(name)
+    binary = not reg and len(np.unique(ytr)) == 2
+    for part, x, y in (("train", xtr, ytr), ("test", xte, yte)):
+        yy = y.astype(np.float32) if reg or binary else y.astype(np.int64)
+        write("%s/%s.tq" % (d, part), [ts.array_frame("emb", x.astype(np.float32)),
+                                       ts.array_frame("y", yy)])
+
+
+def cmd_skcheck(mpath, d, name, coef, slack):
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.metrics import r2_score
+    from sklearn.preprocessing import StandardScaler
+    reg, xtr, xte, ytr, yte = sk_split(name)
+    _, _, [(w, b)] = model(mpath)
+    s = StandardScaler().fit(xtr)
+    ref = (LinearRegression() if reg else LogisticRegression()).fit(s.transform(xtr), ytr)
+    z = xte @ w + b
+    if reg:
+        a = r2_score(yte, z[:, 0])
+    elif w.shape[1] == 1:
+        a = float(((z[:, 0] > 0) == yte).mean())
+    else:
+        a = float((z.argmax(axis=1) == yte).mean())
+    sa = ref.score(s.transform(xte), yte)
+    # the model file holds W / sd (standardization folded in): W = w sd
+    rc = ref.coef_.T if ref.coef_.ndim == 2 else ref.coef_[:, None]
+    rel = np.abs(w * s.scale_[:, None] - rc).max() / np.linalg.norm(rc)
+    print("%s: tq-train %.4f scikit-learn %.4f (%s); weights differ by %.2e of the norm %.4g"
+          % (name, a, sa, "R^2" if reg else "accuracy", rel, np.linalg.norm(rc)))
+    if abs(a - sa) > slack + 1e-9:
+        sys.exit("%s: %.4f is not within %g of scikit-learn's %.4f" % (name, a, slack, sa))
+    if coef is not None and not rel <= coef:
+        sys.exit("%s: the weights differ from scikit-learn's by %.3g of their norm (> %g)"
+                 % (name, rel, coef))
+
+
 def main(a):
     if a[0] == "data":
         cmd_data(a[1], a[2], "--std" in a, int(a[a.index("--n") + 1]) if "--n" in a else 40)
@@ -243,6 +300,10 @@ def main(a):
         cmd_forward(a[1], a[2], a[3])
     elif a[0] == "digits":
         cmd_digits(a[1])
+    elif a[0] == "skdata":
+        cmd_skdata(a[1], a[2])
+    elif a[0] == "skcheck":
+        cmd_skcheck(a[1], a[2], a[3], opt(a, "--coef", None), opt(a, "--slack", 0.01))
     elif a[0] == "accuracy":
         cmd_accuracy(a[1], a[2], "--sklearn" in a)
     else:

@@ -2861,7 +2861,7 @@ static void test_gelu_bf16(void)
 }
 
 /* bf16 x bf16 on AVX512-BF16 (lib/cpu/gemm_bf16.c): every test_matmul ran
- * it already where the CPU has it (A not transposed); here shapes that cross
+ * it already where the CPU has it (A^T copied into rows first); here shapes that cross
  * its 12-row and 32-column tiles, its 96-row blocks and an odd k's half pair,
  * with B constant (packed once) and not, and then the widening path that
  * other CPUs take. The reference sums the rounded values in float64: the
@@ -2881,10 +2881,11 @@ static void test_matmul_bf16_kernel(void)
     for (int c = 0; c < 2; c++) {
         b_constant = c;
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            for (int tb = 0; tb < 2; tb++) {
+            for (int t = 0; t < 4; t++) { /* A^T too: tq-train's weight gradients */
                 const int64_t *d = shapes[i];
-                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], 0, tb, 1.0f, 0.0f, BH, BH);
-                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], 0, tb, -0.5f, 1.5f, BH, BH);
+                int ta = t >> 1, tb = t & 1;
+                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], ta, tb, 1.0f, 0.0f, BH, BH);
+                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], ta, tb, -0.5f, 1.5f, BH, BH);
             }
         one_matmul_dt("AVX512-BF16", 3, 1, 0, 40, 70, 33, 0, 1, 2.0f, 0.0f, BH, BH);
     }

@@ -1,0 +1,28 @@
+/* lbfgs.h: the full-batch L-BFGS solver of tq-train's convex models (not
+ * public): its state, which checkpoint.c saves whole, and its step. */
+#ifndef TQ_TRAIN_LBFGS_H
+#define TQ_TRAIN_LBFGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TQ_LBFGS_MEMORY 10 /* scipy's L-BFGS-B maxcor */
+#define TQ_LBFGS_MAXLS 50  /* evaluations a line search may take (scikit-learn's maxls) */
+#define TQ_LBFGS_CHUNK 256 /* units a partial sum covers: fixed, so the sums' order is too */
+
+/* how it ended: TQ_LBFGS_* (train.h) */
+
+typedef struct tq_lbfgs {
+    size_t n;                 /* parameters: the net's flat vector, padding included */
+    double *x, *g;            /* the iterate and the objective's gradient there */
+    double *xt, *gt, *dir;    /* a trial point, its gradient, the search direction */
+    double *s, *y, *rho;      /* TQ_LBFGS_MEMORY pairs s = x' - x, y = g' - g; rho = 1 / s.y */
+    double *part;             /* partial sums of chunks (loss sum then gradient sums) */
+    double f, fold, step, gmax;
+    double wsum;              /* the weight the loss is a mean over (rows' weights, or groups) */
+    int64_t head, count;      /* the newest pair is at (head - 1) mod memory; count held */
+    int64_t iter, fevals;
+    int64_t state;            /* TQ_LBFGS_* */
+} tq_lbfgs;
+
+#endif
