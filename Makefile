@@ -115,7 +115,7 @@ $(OBJDIR)/lib/bench/context.o: $(COMMIT_STAMP)
 $(OBJDIR)/lib/bench/context.o: CPPFLAGS += -DTQ_BUILD_COMMIT='"$(GIT_COMMIT)"' -DTQ_BUILD_FLAGS='"$(OPT)"'
 
 # f16/bf16 and CPU kernels are hot loops: let the compiler vectorize them.
-$(OBJDIR)/lib/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
+$(OBJDIR)/lib/stream/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN)),,-O3)
 # tq-train's optimizer updates every parameter each step, and its loss takes
 # an exp of every output: vectorized too (sqrt vectorizes only without errno,
 # which nothing there reads); lbfgs.c's objective is rows times weights,

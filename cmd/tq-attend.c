@@ -3,7 +3,7 @@
  * tensor (all its batches) is one sequence (rank 2) or a batch of sequences
  * (rank 3), read into memory; "out" replaces Q batch by batch, so keys and
  * other frames stay aligned. Stream handling here; the layer in lib/attend. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "attend/attend.h"
 #include "quant/quant.h"
 

@@ -2,7 +2,7 @@
  * device's measured ceilings; --check compares every device with the CPU,
  * --compare two runs. Options and files here; the measuring, the ceilings,
  * the writers and the comparisons in lib/bench. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "bench/bench.h"
 #include "internal.h"
 

@@ -1,7 +1,7 @@
 /* tq-cat: see and convert TQ streams: pass-through and concatenation, a table of
  * frames, text (TSV, CSV, JSON lines), (de)compression, import of .npy and
  * numeric text, export to .npy and safetensors. Options here; work in lib/io. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "io/io.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* tq-embed: text in, embedding vectors out: documents one a line (plain, TSV
  * with ids, or JSON lines), batches of "key" and "emb" frames. The policies for
  * empty, invalid and over-long lines live here; the embedders in lib/embed. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "embed/embed.h"
 #include "embed/text_input.h"
 

@@ -2,7 +2,7 @@
  * row or over per-dimension ranges, uint8, ggml's q8_0/q4_0, sign bits), or
  * back to f32, and reports the error. Options here; the codes and the stream
  * filter in lib/quant. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "quant/quant.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* tq-score: ranks candidate vectors within groups by a weighted sum of
  * features (cosine to a query, consensus, a trained model, input columns).
  * Options and files here; the scoring and the stream handling in lib/score. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "score/score.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * matrix, exact top-k search (sharded, and the merge of the shards), pairs
  * above a threshold, and near-duplicate removal. Options here; the modes in
  * lib/simmat. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "simmat/simmat.h"
 
 #include <errno.h>

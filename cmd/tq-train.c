@@ -1,7 +1,7 @@
 /* tq-train: trains the scorers tq-score reads (linear, logistic, softmax,
  * MLP) from a stream of examples, reproducibly to the bit. Options, files and
  * messages here; the training in lib/train. */
-#include "tool.h"
+#include "tool/tool.h"
 #include "train/train.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* above.cu: for simtopk's queries that their candidates did not settle
- * (lib/simtopk_dev.c), the rows whose f32 score reaches the query's threshold
+ * (lib/op/simtopk_dev.c), the rows whose f32 score reaches the query's threshold
  * (below which the host has proven a row cannot enter the list), one block a
  * row of a score tile (row = blockIdx.x + blockIdx.y * gridDim.x): their
  * numbers (base + column) go to the row's list, in no particular order, up

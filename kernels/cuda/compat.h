@@ -48,7 +48,7 @@ __device__ __forceinline__ int tq_lane(void)
 #define TQ_MAX_WARPS (TQ_MAX_BLOCK / 32)
 
 /* f16 and bf16 by their bits (no cuda_fp16.h: the same code on every
- * compiler), round to nearest even, NaN kept quiet: as lib/dtype.c does. */
+ * compiler), round to nearest even, NaN kept quiet: as lib/stream/dtype.c does. */
 __device__ __forceinline__ float tq_f16_f32(unsigned short h)
 {
     unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;

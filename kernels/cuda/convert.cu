@@ -1,5 +1,5 @@
 /* convert.cu: dtype conversions among f32, f16, bf16, i8, u8, i16 and i32,
- * every pair, one element a thread (grid-stride), by the rules of lib/dtype.c
+ * every pair, one element a thread (grid-stride), by the rules of lib/stream/dtype.c
  * that kernels/vulkan/convert.comp also follows: float to float rounds to
  * nearest even with NaN kept quiet (compat.h's bit encoders); float to integer
  * rounds to nearest even, saturates, and takes NaN to 0; integer to integer
@@ -44,7 +44,7 @@ static __device__ __forceinline__ float tq_load_float(const void *x, unsigned lo
 
 /* An i32 as f32 rounded to odd: an inexact result gets its last bit set, so
  * that the second rounding, to f16 or bf16 (at least two bits shorter), is
- * that of the exact value and not a tie decided by the first one (lib/dtype.c,
+ * that of the exact value and not a tie decided by the first one (lib/stream/dtype.c,
  * f32_odd_from_f64). |v| <= 2^31: the conversion back is exact. */
 static __device__ __forceinline__ float tq_odd_from_int(int v)
 {

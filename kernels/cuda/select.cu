@@ -1,4 +1,4 @@
-/* select.cu: simtopk's candidates (lib/simtopk_dev.c), one block a row of a
+/* select.cu: simtopk's candidates (lib/op/simtopk_dev.c), one block a row of a
  * score tile (row = blockIdx.x + blockIdx.y * gridDim.x; rows past the end
  * skipped by the whole block): the best k of the row's m scores and of the k
  * entries kept in vals/idx from the tiles before (when kept is set), by a
@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "common.cuh"
 
-#define TQ_SEL_KMAX 512 /* lib/simtopk_dev.h's TQ_SIMDEV_KP_MAX */
+#define TQ_SEL_KMAX 512 /* lib/op/simtopk_dev.h's TQ_SIMDEV_KP_MAX */
 
 /* The float of an order key (NaN for key 0, +0 for -0: as the CPU ranks). */
 static __device__ __forceinline__ float tq_key_value(unsigned key)

@@ -4,7 +4,7 @@
 // f64, i64 and the block codes do). One invocation writes one 32-bit word of
 // y: 1, 2 or 4 elements; the last word keeps y's bytes past its end. Every
 // encoder works on bits: round to nearest even, NaN kept quiet, integers
-// saturated with NaN -> 0, as lib/dtype.c does.
+// saturated with NaN -> 0, as lib/stream/dtype.c does.
 #extension GL_GOOGLE_include_directive : enable
 layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"

@@ -4,7 +4,7 @@
  * small multiple of the inputs and outputs. */
 #include "attend/attend.h"
 #include "internal.h"
-#include "pick.h"
+#include "../tool/pick.h"
 #include "quant/quant.h"
 
 #include <float.h>

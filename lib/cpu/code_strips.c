@@ -12,7 +12,7 @@
  * says so). Products are exact integers: the same sums as every other kernel.
  * (AVX-512 VNNI / AVX-VNNI would do the pair sums and the add in one
  * instruction; no CPU here has them, so that kernel is not written.) */
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "cpu.h"
 
 #include <math.h>

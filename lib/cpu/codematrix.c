@@ -3,7 +3,7 @@
  * Hamming distances (negated) of codetopk, written in full. The sums are exact
  * whatever the kernel (code_kernels.c, and code_strips.c for int8 on AVX2),
  * so the matrix does not depend on threads, chunks or the CPU. */
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "cpu.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
  * code_strips.c: the same sums either way.
  * Each query keeps its own sorted list, fed in index order, so the result
  * does not depend on threads or blocks. */
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "cpu.h"
 
 #include <math.h>

@@ -12,7 +12,7 @@
  * Ranking: larger score first, ties to the lower index, NaN below every
  * number; an empty slot (idx -1, as the caller starts the lists) below all. */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "cpu.h"
 
 /* QB queries x TB database rows per sgemm: a 512 KiB score tile that stays in

@@ -3,7 +3,7 @@
  * and sum in a scratch block; then, when asked, one for the weights and one
  * for the received scores. The three kernels take one argument list. */
 #include "gpu.h"
-#include "../hostpath.h"
+#include "../op/hostpath.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  * (kernels/cuda/matmul.cu), which also serves mixed f32/f16 operands and
  * rowprod; bf16 operands it does not read are widened to f32 first. */
 #include "gpu.h"
-#include "../hostpath.h"
+#include "../op/hostpath.h"
 
 /* Output tile of matmul.cu's blocks of 256 threads (64 x 64); the kernel
  * visits tiles grid-stride, so this only sizes the grid. */

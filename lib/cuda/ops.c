@@ -2,7 +2,7 @@
  * kernels/cuda/ on the device's stream (no waiting), or the host path where
  * the kernel does not cover the arguments or is missing from the image. */
 #include "gpu.h"
-#include "../hostpath.h"
+#include "../op/hostpath.h"
 
 static int64_t cols(const tq_tensor *t) { return t->rank ? t->dims[t->rank - 1] : 1; }
 static int64_t rows(const tq_tensor *t)

@@ -1,4 +1,4 @@
-/* simtopk.c: the fused similarity top-k on CUDA/HIP. lib/simtopk_dev.c drives
+/* simtopk.c: the fused similarity top-k on CUDA/HIP. lib/op/simtopk_dev.c drives
  * it as it drives Vulkan's (f32 score tiles by our matmul entry, candidates
  * kept on the device, exact rescoring and proofs on the host, so the lists
  * are the CPU's bit for bit); here are the two kernels it needs,
@@ -6,9 +6,9 @@
  * tile) and above.cu (the rows above a query's threshold), and the download
  * of scattered rows (the gather kernel, then one copy). */
 #include "gpu.h"
-#include "../hostpath.h"
-#include "../simtopk_dev.h"
-#include "../simtopk_exact.h"
+#include "../op/hostpath.h"
+#include "../op/simtopk_dev.h"
+#include "../op/simtopk_exact.h"
 
 #define SEL_BLOCK 256u
 

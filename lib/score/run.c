@@ -7,7 +7,7 @@
 #include "rows.h"
 #include "internal.h"
 #include "../quant/quant.h"
-#include "../pick.h"
+#include "../tool/pick.h"
 
 typedef struct runner {
     const tq_score_run_opts *o;

@@ -7,7 +7,7 @@
  * once, minus Hamming distances, or ggml's block dot products), ties to the
  * lower index. --dedup over codes is dedup.c's. */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "quant/quant.h"
 #include "simmat.h"
 

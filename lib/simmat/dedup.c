@@ -11,7 +11,7 @@
  * Memory: 4 x d bytes per kept row (codes: their bytes), plus the frames of
  * one batch. */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "simmat.h"
 
 /* A frame read before its batch's vectors, kept until they decide. */

@@ -4,7 +4,7 @@
  * and the same order (larger first, ties to the lower index), so a merge of
  * the sorted lists by that order is exactly the single run's list. */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "simmat.h"
 
 /* One shard's results for the current batch. */

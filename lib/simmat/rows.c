@@ -1,9 +1,9 @@
 /* rows.c: vectors and their keys gathered from a stream into host memory: the
  * database of tq-simmat, and the helpers every mode uses on query batches. */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "simmat.h"
-#include "../pick.h"
+#include "../tool/pick.h"
 
 #include <sys/mman.h>
 

@@ -20,7 +20,7 @@
 #include "simmat.h"
 
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 
 #include <math.h>
 #include <string.h>

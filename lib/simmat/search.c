@@ -6,7 +6,7 @@
  * query batch, so there no query frame passes: the query keys become the
  * pairs' key_i (and the database's, key_j). */
 #include "../internal.h"
-#include "../simscore.h"
+#include "../op/simscore.h"
 #include "simmat.h"
 
 #include <float.h>

@@ -6,7 +6,7 @@
  * of the right rank and kind. */
 #include "../internal.h"
 #include "../quant/quant.h"
-#include "../pick.h"
+#include "../tool/pick.h"
 #include "train.h"
 
 #include <math.h>

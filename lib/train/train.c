@@ -5,7 +5,7 @@
  * computed in a fixed order on the host or by ops whose results do not depend
  * on the thread count, so a run is reproducible to the bit. */
 #include "../internal.h"
-#include "../pick.h"
+#include "../tool/pick.h"
 #include "loss.h"
 #include "save.h"
 #include "trainer.h"

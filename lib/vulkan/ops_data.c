@@ -1,7 +1,7 @@
 /* ops_data.c: the ops that move bytes on Vulkan: gather (rows of any plain
  * dtype) and convert (the pairs of kernels/vulkan/convert.comp on the device,
  * every other pair through the host). */
-#include "../hostpath.h"
+#include "../op/hostpath.h"
 #include "vk.h"
 
 typedef struct ga_pc {

@@ -1,12 +1,12 @@
-/* ops_simtopk.c: the fused similarity top-k on Vulkan: lib/simtopk_dev.c
+/* ops_simtopk.c: the fused similarity top-k on Vulkan: lib/op/simtopk_dev.c
  * drives it (f32 score tiles, candidates, exact rescoring and proofs on the
  * host, the same for every device); here are the two shaders it needs,
  * kernels/vulkan/select.comp (the candidates of each query, carried on from
  * tile to tile) and above.comp (the rows above a query's threshold), and the
  * download of scattered rows. */
-#include "../hostpath.h"
-#include "../simtopk_dev.h"
-#include "../simtopk_exact.h"
+#include "../op/hostpath.h"
+#include "../op/simtopk_dev.h"
+#include "../op/simtopk_exact.h"
 #include "vk.h"
 
 typedef struct sel_pc {

@@ -2,7 +2,7 @@
  * shared-memory sort over each row, one dispatch a round, the running best k
  * kept in the outputs between rounds. k up to half the sort (512) on the
  * device; larger k through the host. */
-#include "../hostpath.h"
+#include "../op/hostpath.h"
 #include "vk.h"
 
 /* S in topk.comp: 12 KiB of shared memory, under the 16 KiB every device has */

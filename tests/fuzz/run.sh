@@ -21,8 +21,8 @@ cd "$root"
 "$cc" -std=c11 -g -O1 -D_GNU_SOURCE -Ilib \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -fno-omit-frame-pointer \
-    tests/fuzz/fuzz_reader.c lib/reader.c lib/writer.c lib/frame.c lib/dtype.c \
-    lib/crc32c.c lib/thread.c lib/error.c lib/atomic.c -lz -lm -pthread -o "$out/fuzz_reader"
+    tests/fuzz/fuzz_reader.c lib/stream/reader.c lib/stream/writer.c lib/stream/frame.c lib/stream/dtype.c \
+    lib/stream/crc32c.c lib/stream/thread.c lib/stream/error.c lib/stream/atomic.c -lz -lm -pthread -o "$out/fuzz_reader"
 rm -rf "$out/seeds"
 "$py" tests/fuzz/make_corpus.py "$out/seeds"
 

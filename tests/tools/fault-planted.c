@@ -8,7 +8,7 @@
  *   leak       a failure leaves an allocation unfreed (LeakSanitizer's to see)
  *   silent     a failure ends with exit 0 and no word
  *   hang       out of memory waits forever */
-#include "tool.h"
+#include "tool/tool.h"
 
 #include <stdlib.h>
 #include <string.h>

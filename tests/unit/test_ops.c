@@ -8,7 +8,7 @@
 #include "../../lib/cpu/cpu.h"
 #include "../../lib/cpu/gemm.h"
 #include "../../lib/internal.h"
-#include "../../lib/simscore.h"
+#include "../../lib/op/simscore.h"
 #include "check.h"
 #include "tq.h"
 
@@ -3035,7 +3035,7 @@ static void test_plain_variants(const char *spec, uint64_t seed)
 /* ------------------------------------------------------------ host path */
 
 /* Ops a device has no kernel for run through one host path in the op layer
- * (lib/hostpath.c). Here every op of a device takes it, and must give what
+ * (lib/op/hostpath.c). Here every op of a device takes it, and must give what
  * the references want, and the device must say which ops went that way. */
 static void test_codetopk(void); /* below, with the other codetopk cases */
 static void test_codescreen(void);
