@@ -154,16 +154,6 @@ int tq_cpu_gemm_bf16_use(void)
     return tq_cpu_gemm_bf16_supported() && !__atomic_load_n(&disabled, __ATOMIC_RELAXED);
 }
 
-int tq_cpu_gemm_bf16_supported(void)
-{
-#ifdef TQ_BF16_X86
-    __builtin_cpu_init(); /* avx512f also says the OS saves the zmm registers */
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-#else
-    return 0;
-#endif
-}
-
 /* The blocks of A and strips of B in order, each 12 x 32 tile of C by
  * kern_bf16; with low, each tile goes through a buffer (L1) into low's rows,
  * GELU'd or rounded (low_only: C is never written). */

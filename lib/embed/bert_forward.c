@@ -4,7 +4,9 @@
  * projections give q, k, v of all heads side by side, the op splits the heads
  * and masks each document's padding with key_len. On a device with graphs
  * (CUDA, HIP) the layers of a batch shape are recorded once and replayed for
- * later batches of that shape, their tensors kept with the graph. */
+ * later batches of that shape, their tensors kept with the graph.
+ * One unit with bert_int8.c, split for size: the int8 products run inside this
+ * forward pass, and their calibration runs this forward pass in f32. */
 #include "bert.h"
 #include "internal.h"
 

@@ -1,4 +1,6 @@
-/* bert_int8.c: tq-embed --precision int8. The products of the attention
+/* bert_int8.c: tq-embed --precision int8 (one unit with bert_forward.c, split
+ * for size: its calibration runs that forward pass, which runs these
+ * products). The products of the attention
  * (q, k, v, output) and the first feed-forward take int8 weights (a scale
  * per output channel) and int8 activations (a scale per row, quantized as
  * they come: tq_op_quantize_rows), summed exactly in int32

@@ -1,6 +1,8 @@
 /* device.c: the backend registry: which backends this build has, which devices
  * they find at run time, how --device and TQ_DEVICE choose, and the report of
- * --list-devices that says why a backend is missing. */
+ * --list-devices that says why a backend is missing. A registry: it names
+ * each backend's table, and the backends open the CPU device through it for
+ * their host path; that is the one way the backends and the op layer meet. */
 #include "backend.h"
 #include "internal.h"
 

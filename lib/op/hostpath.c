@@ -1,6 +1,7 @@
 /* hostpath.c: ops a backend has no kernel for, run on the host: copy in,
  * compute on the CPU backend, copy out. One implementation for every backend
- * (hostpath.h says when it is taken). */
+ * (hostpath.h says when it is taken). One unit with op.c by design: it is
+ * called from op.c's dispatch and calls op.c's entries on the CPU device. */
 #include "hostpath.h"
 #include "backend.h"
 #include "internal.h"

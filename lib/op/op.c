@@ -1,5 +1,7 @@
 /* op.c: the op API. Every op checks its arguments here, once for all backends,
- * then calls the entry of the tensors' backend, which only computes. */
+ * then calls the entry of the tensors' backend, which only computes.
+ * One unit with hostpath.c by design: an op a backend lacks goes to the host
+ * path, which runs the same op (checked here again) on the CPU backend. */
 #include "backend.h"
 #include "hostpath.h"
 #include "internal.h"

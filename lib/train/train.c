@@ -12,21 +12,6 @@
 
 #include <math.h>
 
-const char *const tq_train_kind_names[] = {"linear", "logistic", "softmax", "mlp", NULL};
-const char *const tq_train_loss_names[] = {"mse", "logistic", "softmax", "listwise", NULL};
-const char *const tq_train_optim_names[] = {"sgd", "adam", "adamw", "lbfgs", NULL};
-const char *const tq_train_sched_names[] = {"constant", "linear", "cosine", NULL};
-const char *const tq_train_act_names[] = {"relu", "tanh", "sigmoid", "gelu", NULL};
-
-int tq_train_pick(const char *s, const char *const *names)
-{
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return -1;
-}
-
-
 /* ---- checks of the data against the loss ---- */
 
 static tq_status check_targets(const tq_trainer *t, const tq_train_data *d, const char *label)
@@ -324,30 +309,6 @@ const char *tq_trainer_metric_name(const tq_trainer *t)
 }
 
 /* ---- batches ---- */
-
-/* Units [u0, u1) of order (rows, or groups for listwise) of data d as the
- * batch: row indices, targets, weights and group bounds; returns its rows. */
-int64_t tq_trainer_gather(tq_trainer *t, const tq_train_data *d, const int64_t *order, int64_t u0,
-                          int64_t u1, int64_t *ng)
-{
-    int64_t n = 0;
-    *ng = 0;
-    t->gs[0] = 0;
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t a = order ? order[u] : u, b = a + 1;
-        if (t->loss == TQ_LOSS_LISTWISE) {
-            b = d->gstart[a + 1];
-            a = d->gstart[a];
-        }
-        for (int64_t r = a; r < b; r++) {
-            t->idx[n] = r;
-            t->yb[n] = d->y[r];
-            t->wb[n++] = d->w ? d->w[r] : 1.0f;
-        }
-        t->gs[++*ng] = n;
-    }
-    return n;
-}
 
 /* A validation pass: the mean loss and the metric. */
 static tq_status evaluate(tq_trainer *t, double *loss, double *metric)

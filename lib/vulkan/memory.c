@@ -1,7 +1,10 @@
 /* memory.c: device buffers from a pool of size classes reused from batch to
  * batch (no allocation per op once a batch has run), and uploads and
  * downloads through the frames' staging memory, ordered with the recorded ops
- * so that neither waits for the device except a download. */
+ * so that neither waits for the device except a download.
+ * One unit with submit.c, split for size: a copy is recorded among the ops of
+ * the frame submit.c keeps, and a frame's staging memory is grown and freed
+ * here. */
 #include "vk.h"
 
 /* Transfers go in pieces of at most this many bytes: staging stays bounded

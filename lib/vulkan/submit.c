@@ -2,7 +2,9 @@
  * submitted in batches, each with a fence; nothing waits per op. A wait comes
  * only with a download, tq_device_sync, or when a frame must be reused while
  * the device still runs it (TQ_VK_FRAMES batches in flight). The device's
- * timer writes its timestamps among the recorded commands. */
+ * timer writes its timestamps among the recorded commands.
+ * One unit with memory.c, split for size (a frame's staging memory lives
+ * there). */
 #include "vk.h"
 
 /* A frame is submitted once it holds this many dispatches, so that the
