@@ -98,15 +98,24 @@ static tq_status open_inputs(char **files, int n, tq_reader **r)
     return st;
 }
 
-int main(int argc, char **argv)
-{
-    tq_tool t;
-    tq_tool_init(&t, "tq-score");
-    const char *query_path = NULL, *model_path = NULL;
+/* What the command line asks for: the features, their weights, the run's options. */
+struct args {
+    const char *query_path, *model_path;
     const char *extra[TQ_SCORE_MAX_FEATURES];
     double weights[TQ_SCORE_MAX_FEATURES];
-    int nweights = -1;
-    tq_score_run_opts o = {.emb = NULL, .group = "group", .extra = extra, .batch = 4096};
+    int nweights;
+    char meta[4096];
+    tq_score_run_opts o;
+};
+
+/* The getopt loop and the usage checks right after it. */
+static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
+{
+    a->query_path = NULL;
+    a->model_path = NULL;
+    a->nweights = -1;
+    a->o = (tq_score_run_opts){.emb = NULL, .group = "group", .extra = a->extra, .batch = 4096};
+    tq_score_run_opts *o = &a->o;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -123,84 +132,104 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
-        if (tq_tool_option(&t, opt, optarg, help))
+    while ((opt = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
+        if (tq_tool_option(t, opt, optarg, help))
             continue;
         switch (opt) {
         case 'm':
-            model_path = optarg;
+            a->model_path = optarg;
             break;
         case OPT_QUERY:
-            query_path = optarg;
+            a->query_path = optarg;
             break;
         case OPT_CONSENSUS:
-            o.cfg.consensus = 1;
+            o->cfg.consensus = 1;
             break;
         case OPT_FEATURE:
-            if (o.cfg.nextra == TQ_SCORE_MAX_FEATURES - 3)
-                tq_tool_usage(&t, "--feature: at most %d", TQ_SCORE_MAX_FEATURES - 3);
+            if (o->cfg.nextra == TQ_SCORE_MAX_FEATURES - 3)
+                tq_tool_usage(t, "--feature: at most %d", TQ_SCORE_MAX_FEATURES - 3);
             if (!*optarg)
-                tq_tool_usage(&t, "--feature wants a frame name");
-            extra[o.cfg.nextra++] = optarg;
+                tq_tool_usage(t, "--feature wants a frame name");
+            a->extra[o->cfg.nextra++] = optarg;
             break;
         case OPT_WEIGHTS:
-            nweights = parse_weights(&t, optarg, weights);
+            a->nweights = parse_weights(t, optarg, a->weights);
             break;
         case OPT_TOP:
-            o.top = count_arg(&t, "--top", optarg, 1, INT64_MAX);
+            o->top = count_arg(t, "--top", optarg, 1, INT64_MAX);
             break;
         case OPT_SORT:
-            o.sort = 1;
+            o->sort = 1;
             break;
         case OPT_EMB:
-            o.emb = optarg;
+            o->emb = optarg;
             break;
         case OPT_GROUP:
-            o.group = optarg;
+            o->group = optarg;
             break;
         case OPT_BATCH:
-            o.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24);
+            o->batch = count_arg(t, "--batch", optarg, 1, 1 << 24);
             break;
         default:
-            tq_tool_usage(&t, "unknown option");
+            tq_tool_usage(t, "unknown option");
         }
     }
-    tq_tool_ready(&t); /* --list-devices needs no feature */
-    if ((o.emb && !*o.emb) || !*o.group)
-        tq_tool_usage(&t, "--emb and --group want a frame name");
+    tq_tool_ready(t); /* --list-devices needs no feature */
+    if ((o->emb && !*o->emb) || !*o->group)
+        tq_tool_usage(t, "--emb and --group want a frame name");
+}
+
+/* The features and their weights into the run's config and its "features=...\0weights=..." meta. */
+static void set_features(tq_tool *t, struct args *a)
+{
+    tq_score_run_opts *o = &a->o;
     /* the features in the order the weights take them */
     const char *names[TQ_SCORE_MAX_FEATURES];
     int nf = 0;
-    if (query_path)
+    if (a->query_path)
         names[nf++] = "query";
-    if (o.cfg.consensus)
+    if (o->cfg.consensus)
         names[nf++] = "consensus";
-    if (model_path)
+    if (a->model_path)
         names[nf++] = "model";
-    for (int j = 0; j < o.cfg.nextra; j++)
-        names[nf++] = extra[j];
+    for (int j = 0; j < o->cfg.nextra; j++)
+        names[nf++] = a->extra[j];
     if (!nf)
-        tq_tool_usage(&t, "nothing to score by: give --query, --consensus, -m or --feature");
+        tq_tool_usage(t, "nothing to score by: give --query, --consensus, -m or --feature");
+    int nweights = a->nweights;
     if (nweights >= 0 && nweights != nf)
-        tq_tool_usage(&t, "--weights has %d value%s for %d feature%s (query, consensus, model, "
-                          "then each --feature, as given)",
+        tq_tool_usage(t, "--weights has %d value%s for %d feature%s (query, consensus, model, "
+                         "then each --feature, as given)",
                       nweights, nweights == 1 ? "" : "s", nf, nf == 1 ? "" : "s");
-    o.cfg.nweights = nf;
+    o->cfg.nweights = nf;
     for (int j = 0; j < nf; j++)
-        o.cfg.weights[j] = nweights >= 0 ? weights[j] : 1.0;
+        o->cfg.weights[j] = nweights >= 0 ? a->weights[j] : 1.0;
 
-    char meta[4096];
-    int ml = snprintf(meta, sizeof meta, "features=");
-    for (int j = 0; j < nf && ml < (int)sizeof meta; j++)
-        ml += snprintf(meta + ml, sizeof meta - (size_t)ml, "%s%s", j ? "," : "", names[j]);
-    if (ml < (int)sizeof meta)
-        ml += 1 + snprintf(meta + ml + 1, sizeof meta - (size_t)ml - 1, "weights=");
-    for (int j = 0; j < nf && ml < (int)sizeof meta; j++)
-        ml += snprintf(meta + ml, sizeof meta - (size_t)ml, "%s%.17g", j ? "," : "", o.cfg.weights[j]);
-    if (ml >= (int)sizeof meta)
-        tq_tool_usage(&t, "too many --feature names");
-    o.meta = meta;
-    o.meta_len = (size_t)ml + 1;
+    char *meta = a->meta;
+    int ml = snprintf(meta, sizeof a->meta, "features=");
+    for (int j = 0; j < nf && ml < (int)sizeof a->meta; j++)
+        ml += snprintf(meta + ml, sizeof a->meta - (size_t)ml, "%s%s", j ? "," : "", names[j]);
+    if (ml < (int)sizeof a->meta)
+        ml += 1 + snprintf(meta + ml + 1, sizeof a->meta - (size_t)ml - 1, "weights=");
+    for (int j = 0; j < nf && ml < (int)sizeof a->meta; j++)
+        ml += snprintf(meta + ml, sizeof a->meta - (size_t)ml, "%s%.17g", j ? "," : "",
+                       o->cfg.weights[j]);
+    if (ml >= (int)sizeof a->meta)
+        tq_tool_usage(t, "too many --feature names");
+    o->meta = meta;
+    o->meta_len = (size_t)ml + 1;
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-score");
+    struct args a;
+    parse_args(&t, argc, argv, &a);
+    set_features(&t, &a);
+    tq_score_run_opts o = a.o;
+    const char *query_path = a.query_path, *model_path = a.model_path;
+    const char *meta = a.meta;
 
     tq_device *dev = NULL;
     tq_score_query *query = NULL;
