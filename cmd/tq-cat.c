@@ -163,21 +163,28 @@ static tq_status run_imports(tq_tool *t, enum from from, char **files, int n, ch
     return st;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct opts {
+    enum mode mode;
+    enum from from;
+    int level, header;
+    int64_t head, tail;
+    tq_text_format fmt;
+    char **names, **as;
+    size_t nnames;
+    int nas;
+    tq_import_opts io;
+};
+
+/* The getopt loop and the usage checks after it. */
+static void parse_args(tq_tool *t, int argc, char **argv, struct opts *o)
 {
     static const char *from_names[] = {"tq", "npy", "tsv", "csv", "jsonl", NULL};
     static const char *to_names[] = {"tq", "npy", "safetensors", NULL};
-    tq_tool t;
-    tq_tool_init(&t, "tq-cat");
-    enum mode mode = MODE_STREAM;
-    enum from from = FROM_TQ;
-    int level = -1, modes = 0, header = 1, dtype_set = 0, batch_set = 0;
-    int64_t head = -1, tail = -1;
-    tq_text_format fmt = TQ_TEXT_TSV;
-    char **names = NULL, **as = NULL;
-    size_t nnames = 0;
-    int nas = 0;
-    tq_import_opts io = {.dtype = TQ_DTYPE_F32};
+    *o = (struct opts){.mode = MODE_STREAM, .from = FROM_TQ, .level = -1, .header = 1,
+                       .head = -1, .tail = -1, .fmt = TQ_TEXT_TSV,
+                       .io = {.dtype = TQ_DTYPE_F32}};
+    int modes = 0, dtype_set = 0, batch_set = 0;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"info", no_argument, NULL, 'i'},
@@ -197,83 +204,100 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "it:z::Z", longopts)) != -1) {
-        if (tq_tool_option(&t, c, optarg, help))
+    while ((c = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS "it:z::Z", longopts)) != -1) {
+        if (tq_tool_option(t, c, optarg, help))
             continue;
         switch (c) {
         case 'i':
-            mode = MODE_INFO, modes++;
+            o->mode = MODE_INFO, modes++;
             break;
         case 't':
-            if (tq_text_format_from_name(optarg, &fmt))
-                tq_tool_usage(&t, "--text wants tsv, csv or jsonl, not '%s'", optarg);
-            mode = MODE_TEXT, modes++;
+            if (tq_text_format_from_name(optarg, &o->fmt))
+                tq_tool_usage(t, "--text wants tsv, csv or jsonl, not '%s'", optarg);
+            o->mode = MODE_TEXT, modes++;
             break;
         case OPT_TO: {
-            int k = pick(&t, "--to", optarg, to_names);
-            mode = k == 0 ? MODE_STREAM : k == 1 ? MODE_NPY : MODE_SAFETENSORS;
+            int k = pick(t, "--to", optarg, to_names);
+            o->mode = k == 0 ? MODE_STREAM : k == 1 ? MODE_NPY : MODE_SAFETENSORS;
             modes++;
             break;
         }
         case OPT_HEAD:
-            head = count_arg(&t, "--head", optarg, 0);
+            o->head = count_arg(t, "--head", optarg, 0);
             break;
         case OPT_TAIL:
-            tail = count_arg(&t, "--tail", optarg, 0);
+            o->tail = count_arg(t, "--tail", optarg, 0);
             break;
         case OPT_NO_HEADER:
-            header = 0;
+            o->header = 0;
             break;
         case 'z':
-            level = optarg ? (int)count_arg(&t, "--compress", optarg, 1) : 6;
-            if (level > 9)
-                tq_tool_usage(&t, "--compress level must be 1..9");
+            o->level = optarg ? (int)count_arg(t, "--compress", optarg, 1) : 6;
+            if (o->level > 9)
+                tq_tool_usage(t, "--compress level must be 1..9");
             break;
         case 'Z':
-            level = 0;
+            o->level = 0;
             break;
         case OPT_NAME:
-            add_names(&t, optarg, &names, &nnames);
+            add_names(t, optarg, &o->names, &o->nnames);
             break;
         case OPT_FROM:
-            from = (enum from)pick(&t, "--from", optarg, from_names);
+            o->from = (enum from)pick(t, "--from", optarg, from_names);
             break;
         case OPT_AS:
             if (tq_io_name_check(optarg))
-                tq_tool_usage(&t, "--as '%s': %s", optarg, tq_errmsg());
-            as = realloc(as, (size_t)(nas + 1) * sizeof *as);
-            if (!as)
-                tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
-            as[nas++] = optarg;
+                tq_tool_usage(t, "--as '%s': %s", optarg, tq_errmsg());
+            o->as = realloc(o->as, (size_t)(o->nas + 1) * sizeof *o->as);
+            if (!o->as)
+                tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+            o->as[o->nas++] = optarg;
             break;
         case OPT_BATCH:
-            io.batch = count_arg(&t, "--batch", optarg, 1);
+            o->io.batch = count_arg(t, "--batch", optarg, 1);
             batch_set = 1;
             break;
         case OPT_DTYPE:
-            io.dtype = tq_dtype_from_name(optarg);
-            if (!tq_dtype_size(io.dtype))
-                tq_tool_usage(&t, "--dtype wants f32 f64 f16 bf16 i8 u8 i16 i32 i64, not '%s'",
+            o->io.dtype = tq_dtype_from_name(optarg);
+            if (!tq_dtype_size(o->io.dtype))
+                tq_tool_usage(t, "--dtype wants f32 f64 f16 bf16 i8 u8 i16 i32 i64, not '%s'",
                               optarg);
             dtype_set = 1;
             break;
         default:
-            tq_tool_usage(&t, "unknown option");
+            tq_tool_usage(t, "unknown option");
         }
     }
     if (modes > 1)
-        tq_tool_usage(&t, "--info, --text and --to exclude each other");
-    if ((head >= 0 || tail >= 0 || !header) && mode != MODE_TEXT)
-        tq_tool_usage(&t, "--head, --tail and --no-header apply to text output (-t)");
-    if (head >= 0 && tail >= 0)
-        tq_tool_usage(&t, "--head and --tail exclude each other");
-    if (level >= 0 && mode != MODE_STREAM)
-        tq_tool_usage(&t, "-z and -Z apply to stream output");
-    if (from == FROM_TQ && (nas || batch_set || dtype_set))
-        tq_tool_usage(&t, "--as, --batch and --dtype apply to imports (--from)");
-    if (dtype_set && (from == FROM_TQ || from == FROM_NPY))
-        tq_tool_usage(&t, "--dtype applies to text imports (--from tsv|csv|jsonl)");
-    tq_tool_ready(&t);
+        tq_tool_usage(t, "--info, --text and --to exclude each other");
+    if ((o->head >= 0 || o->tail >= 0 || !o->header) && o->mode != MODE_TEXT)
+        tq_tool_usage(t, "--head, --tail and --no-header apply to text output (-t)");
+    if (o->head >= 0 && o->tail >= 0)
+        tq_tool_usage(t, "--head and --tail exclude each other");
+    if (o->level >= 0 && o->mode != MODE_STREAM)
+        tq_tool_usage(t, "-z and -Z apply to stream output");
+    if (o->from == FROM_TQ && (o->nas || batch_set || dtype_set))
+        tq_tool_usage(t, "--as, --batch and --dtype apply to imports (--from)");
+    if (dtype_set && (o->from == FROM_TQ || o->from == FROM_NPY))
+        tq_tool_usage(t, "--dtype applies to text imports (--from tsv|csv|jsonl)");
+    tq_tool_ready(t);
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-cat");
+    struct opts o;
+    parse_args(&t, argc, argv, &o);
+    enum mode mode = o.mode;
+    enum from from = o.from;
+    int level = o.level, header = o.header;
+    int64_t head = o.head, tail = o.tail;
+    tq_text_format fmt = o.fmt;
+    char **names = o.names, **as = o.as;
+    size_t nnames = o.nnames;
+    int nas = o.nas;
+    tq_import_opts io = o.io;
 
     char **files = argv + optind;
     int nfiles = argc - optind;
