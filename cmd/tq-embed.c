@@ -301,7 +301,9 @@ static const char *model_path(tq_tool *t, const char *model, char *hub, size_t n
                             in_hub == 0 ? " (nor in the Hugging Face cache)" : "", takes));
 }
 
-int main(int argc, char **argv)
+/* The getopt loop and the usage checks after it: the config, the model and its precision. */
+static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **model,
+                       tq_dtype *precision)
 {
     static const char *empty_names[] = {"skip", "keep", "error", NULL};
     static const char *invalid_names[] = {"replace", "skip", "error", NULL};
@@ -310,13 +312,11 @@ int main(int argc, char **argv)
     static const tq_dtype dtypes[] = {TQ_DTYPE_F32, TQ_DTYPE_F16, TQ_DTYPE_BF16};
     static const char *prec_names[] = {"f32", "f16", "bf16", "int8", NULL};
     static const tq_dtype precs[] = {TQ_DTYPE_F32, TQ_DTYPE_F16, TQ_DTYPE_BF16, TQ_DTYPE_I8};
-    tq_tool t;
-    tq_tool_init(&t, "tq-embed");
-    cfg c = {IN_PLAIN, "text", NULL, 1048576, EMPTY_SKIP, INVALID_REPLACE, LONG_TRUNCATE,
-             1024, TQ_DTYPE_F32};
-    const char *model = "hash:384";
+    *c = (cfg){IN_PLAIN, "text", NULL, 1048576, EMPTY_SKIP, INVALID_REPLACE, LONG_TRUNCATE,
+               1024, TQ_DTYPE_F32};
+    *model = "hash:384";
     int field_set = 0;
-    tq_dtype precision = TQ_DTYPE_F32;
+    *precision = TQ_DTYPE_F32;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -335,55 +335,65 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int o, modes = 0;
-    while ((o = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
-        if (tq_tool_option(&t, o, optarg, help))
+    while ((o = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS "m:", longopts)) != -1) {
+        if (tq_tool_option(t, o, optarg, help))
             continue;
         switch (o) {
         case 'm':
-            model = optarg;
+            *model = optarg;
             break;
         case OPT_TSV:
-            c.in = IN_TSV, modes++;
+            c->in = IN_TSV, modes++;
             break;
         case OPT_JSONL:
-            c.in = IN_JSONL, modes++;
+            c->in = IN_JSONL, modes++;
             break;
         case OPT_FIELD:
-            c.field = optarg, field_set = 1;
+            c->field = optarg, field_set = 1;
             break;
         case OPT_ID_FIELD:
-            c.id_field = optarg, field_set = 1;
+            c->id_field = optarg, field_set = 1;
             break;
         case OPT_BATCH:
-            c.batch = count_arg(&t, "--batch", optarg, 1, 1 << 24);
+            c->batch = count_arg(t, "--batch", optarg, 1, 1 << 24);
             break;
         case OPT_DTYPE:
-            c.dtype = dtypes[pick(&t, "--dtype", optarg, dtype_names)];
+            c->dtype = dtypes[pick(t, "--dtype", optarg, dtype_names)];
             break;
         case OPT_PRECISION:
-            precision = precs[pick(&t, "--precision", optarg, prec_names)];
+            *precision = precs[pick(t, "--precision", optarg, prec_names)];
             break;
         case OPT_MAX_LINE:
-            c.max_line = (size_t)count_arg(&t, "--max-line", optarg, 1, (int64_t)1 << 30);
+            c->max_line = (size_t)count_arg(t, "--max-line", optarg, 1, (int64_t)1 << 30);
             break;
         case OPT_ON_EMPTY:
-            c.on_empty = pick(&t, "--on-empty", optarg, empty_names);
+            c->on_empty = pick(t, "--on-empty", optarg, empty_names);
             break;
         case OPT_ON_INVALID:
-            c.on_invalid = pick(&t, "--on-invalid", optarg, invalid_names);
+            c->on_invalid = pick(t, "--on-invalid", optarg, invalid_names);
             break;
         case OPT_ON_LONG:
-            c.on_long = pick(&t, "--on-long", optarg, long_names);
+            c->on_long = pick(t, "--on-long", optarg, long_names);
             break;
         default:
-            tq_tool_usage(&t, "unknown option");
+            tq_tool_usage(t, "unknown option");
         }
     }
     if (modes > 1)
-        tq_tool_usage(&t, "--tsv and --jsonl exclude each other");
-    if (field_set && c.in != IN_JSONL)
-        tq_tool_usage(&t, "--field and --id-field apply to --jsonl");
-    tq_tool_ready(&t);
+        tq_tool_usage(t, "--tsv and --jsonl exclude each other");
+    if (field_set && c->in != IN_JSONL)
+        tq_tool_usage(t, "--field and --id-field apply to --jsonl");
+    tq_tool_ready(t);
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-embed");
+    cfg c;
+    const char *model;
+    tq_dtype precision;
+    parse_args(&t, argc, argv, &c, &model, &precision);
 
     char *stdin_only[] = {"-"};
     char **files = argv + optind;
