@@ -273,21 +273,50 @@ static int parse_hidden(tq_tool *t, const char *arg, int64_t *h)
     }
 }
 
-int main(int argc, char **argv)
-{
-    tq_tool t;
-    tq_tool_init(&t, "tq-train");
-    tq_train_names nm = {0};
-    const char *valid_path = NULL, *ckpt = NULL, *resume = NULL, *log_path = NULL, *plot_path = NULL;
-    int64_t ckpt_every = 0;
-    tq_train_cfg c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
-                      .optim = -1, .lr = -1, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
-                      .eps = 1e-8, .l2 = -1, .wd = -1, .max_iter = 100, .tol = 1e-4,
-                      .no_change = -1};
-    int tol_given = 0;
+/* What the command line asks for: the frames, the files and the training config. */
+struct opts {
+    tq_train_names nm;
+    const char *valid_path, *ckpt, *resume, *log_path, *plot_path;
+    int64_t ckpt_every;
+    tq_train_cfg c;
+    int tol_given;
     /* the first option given that only the stochastic optimizers take, and
      * the first that only lbfgs takes */
-    const char *stoch = NULL, *solver = NULL;
+    const char *stoch, *solver;
+};
+
+/* Notes an option that only some optimizers take (name: its long name), and --tol. */
+static void note_optimizer_option(int opt, const char *name, struct opts *o)
+{
+    switch (opt) {
+    case OPT_LR: case OPT_MOMENTUM: case OPT_BETA1: case OPT_BETA2: case OPT_EPS:
+    case OPT_SCHEDULE: case OPT_WARMUP: case OPT_BATCH: case OPT_EPOCHS: case OPT_PATIENCE:
+    case OPT_NO_CHANGE:
+        if (!o->stoch)
+            o->stoch = name;
+        break;
+    case OPT_PRECISION:
+        if (!o->stoch && strcmp(optarg, "f32"))
+            o->stoch = name;
+        break;
+    case OPT_MAX_ITER:
+        if (!o->solver)
+            o->solver = name;
+        break;
+    case OPT_TOL:
+        o->tol_given = 1;
+        break;
+    }
+}
+
+/* The getopt loop, up to tq_tool_ready (the usage checks wait for MPI). */
+static void parse_args(tq_tool *t, int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.c = {.kind = TQ_TRAIN_LOGISTIC, .loss = -1, .act = TQ_ACT_RELU,
+                             .optim = -1, .lr = -1, .momentum = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                             .eps = 1e-8, .l2 = -1, .wd = -1, .max_iter = 100, .tol = 1e-4,
+                             .no_change = -1}};
+    tq_train_cfg *c = &o->c;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"x", required_argument, NULL, OPT_X},
@@ -328,123 +357,244 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
-        if (tq_tool_option(&t, opt, optarg, help))
+    while ((opt = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
+        if (tq_tool_option(t, opt, optarg, help))
             continue;
         /* the long option's index, for messages naming it */
         int li = 0;
         while (longopts[li].name && longopts[li].val != opt)
             li++;
+        note_optimizer_option(opt, longopts[li].name, o);
         switch (opt) {
-        case OPT_LR: case OPT_MOMENTUM: case OPT_BETA1: case OPT_BETA2: case OPT_EPS:
-        case OPT_SCHEDULE: case OPT_WARMUP: case OPT_BATCH: case OPT_EPOCHS: case OPT_PATIENCE:
-        case OPT_NO_CHANGE:
-            if (!stoch)
-                stoch = longopts[li].name;
-            break;
-        case OPT_PRECISION:
-            if (!stoch && strcmp(optarg, "f32"))
-                stoch = longopts[li].name;
-            break;
-        case OPT_MAX_ITER:
-            if (!solver)
-                solver = longopts[li].name;
-            break;
-        case OPT_TOL:
-            tol_given = 1;
-            break;
-        }
-        switch (opt) {
-        case OPT_X: nm.x = optarg; break;
-        case OPT_Y: nm.y = optarg; break;
-        case OPT_GROUP: nm.group = optarg; break;
-        case OPT_WEIGHT: nm.weight = optarg; break;
-        case OPT_VALID: valid_path = optarg; break;
-        case OPT_MODEL: c.kind = name_arg(&t, "--model", optarg, tq_train_kind_names); break;
-        case OPT_HIDDEN: c.nhidden = parse_hidden(&t, optarg, c.hidden); break;
-        case OPT_ACTIVATION: c.act = name_arg(&t, "--activation", optarg, tq_train_act_names); break;
-        case OPT_LOSS: c.loss = name_arg(&t, "--loss", optarg, tq_train_loss_names); break;
-        case OPT_CLASSES: c.classes = tq_tool_int_arg(&t, "--classes", optarg, 2, 1 << 24); break;
-        case OPT_STANDARDIZE: c.standardize = 1; break;
-        case OPT_OPTIMIZER: c.optim = name_arg(&t, "--optimizer", optarg, tq_train_optim_names); break;
-        case OPT_LR: c.lr = real_arg(&t, "--lr", optarg, 0, 1e6); break;
-        case OPT_MOMENTUM: c.momentum = real_arg(&t, "--momentum", optarg, 0, 1); break;
-        case OPT_BETA1: c.beta1 = real_arg(&t, "--beta1", optarg, 0, 0.999999999); break;
-        case OPT_BETA2: c.beta2 = real_arg(&t, "--beta2", optarg, 0, 0.999999999); break;
-        case OPT_EPS: c.eps = real_arg(&t, "--eps", optarg, 1e-30, 1); break;
-        case OPT_L2: c.l2 = real_arg(&t, "--l2", optarg, 0, 1e6); break;
-        case OPT_WD: c.wd = real_arg(&t, "--weight-decay", optarg, 0, 1e6); break;
-        case OPT_SCHEDULE: c.sched = name_arg(&t, "--schedule", optarg, tq_train_sched_names); break;
-        case OPT_WARMUP: c.warmup = tq_tool_int_arg(&t, "--warmup", optarg, 0, INT64_MAX / 2); break;
-        case OPT_BATCH: c.batch = tq_tool_int_arg(&t, "--batch", optarg, 1, 1 << 24); break;
-        case OPT_EPOCHS: c.epochs = tq_tool_int_arg(&t, "--epochs", optarg, 1, 1 << 30); break;
-        case OPT_PATIENCE: c.patience = tq_tool_int_arg(&t, "--patience", optarg, 1, 1 << 30); break;
-        case OPT_CHECKPOINT: ckpt = optarg; break;
-        case OPT_CHECKPOINT_EVERY: ckpt_every = tq_tool_int_arg(&t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
-        case OPT_RESUME: resume = optarg; break;
-        case OPT_LOG: log_path = optarg; break;
-        case OPT_PLOT: plot_path = optarg; break;
-        case OPT_MAX_ITER: c.max_iter = tq_tool_int_arg(&t, "--max-iter", optarg, 1, 1 << 30); break;
-        case OPT_TOL: c.tol = real_arg(&t, "--tol", optarg, 0, 1e6); break;
-        case OPT_NO_CHANGE: c.no_change = tq_tool_int_arg(&t, "--n-iter-no-change", optarg, 0, 1 << 30); break;
-        case OPT_C: c.C = real_arg(&t, "--C", optarg, 1e-300, 1e300); break;
+        case OPT_X: o->nm.x = optarg; break;
+        case OPT_Y: o->nm.y = optarg; break;
+        case OPT_GROUP: o->nm.group = optarg; break;
+        case OPT_WEIGHT: o->nm.weight = optarg; break;
+        case OPT_VALID: o->valid_path = optarg; break;
+        case OPT_MODEL: c->kind = name_arg(t, "--model", optarg, tq_train_kind_names); break;
+        case OPT_HIDDEN: c->nhidden = parse_hidden(t, optarg, c->hidden); break;
+        case OPT_ACTIVATION: c->act = name_arg(t, "--activation", optarg, tq_train_act_names); break;
+        case OPT_LOSS: c->loss = name_arg(t, "--loss", optarg, tq_train_loss_names); break;
+        case OPT_CLASSES: c->classes = tq_tool_int_arg(t, "--classes", optarg, 2, 1 << 24); break;
+        case OPT_STANDARDIZE: c->standardize = 1; break;
+        case OPT_OPTIMIZER: c->optim = name_arg(t, "--optimizer", optarg, tq_train_optim_names); break;
+        case OPT_LR: c->lr = real_arg(t, "--lr", optarg, 0, 1e6); break;
+        case OPT_MOMENTUM: c->momentum = real_arg(t, "--momentum", optarg, 0, 1); break;
+        case OPT_BETA1: c->beta1 = real_arg(t, "--beta1", optarg, 0, 0.999999999); break;
+        case OPT_BETA2: c->beta2 = real_arg(t, "--beta2", optarg, 0, 0.999999999); break;
+        case OPT_EPS: c->eps = real_arg(t, "--eps", optarg, 1e-30, 1); break;
+        case OPT_L2: c->l2 = real_arg(t, "--l2", optarg, 0, 1e6); break;
+        case OPT_WD: c->wd = real_arg(t, "--weight-decay", optarg, 0, 1e6); break;
+        case OPT_SCHEDULE: c->sched = name_arg(t, "--schedule", optarg, tq_train_sched_names); break;
+        case OPT_WARMUP: c->warmup = tq_tool_int_arg(t, "--warmup", optarg, 0, INT64_MAX / 2); break;
+        case OPT_BATCH: c->batch = tq_tool_int_arg(t, "--batch", optarg, 1, 1 << 24); break;
+        case OPT_EPOCHS: c->epochs = tq_tool_int_arg(t, "--epochs", optarg, 1, 1 << 30); break;
+        case OPT_PATIENCE: c->patience = tq_tool_int_arg(t, "--patience", optarg, 1, 1 << 30); break;
+        case OPT_CHECKPOINT: o->ckpt = optarg; break;
+        case OPT_CHECKPOINT_EVERY: o->ckpt_every = tq_tool_int_arg(t, "--checkpoint-every", optarg, 1, INT64_MAX); break;
+        case OPT_RESUME: o->resume = optarg; break;
+        case OPT_LOG: o->log_path = optarg; break;
+        case OPT_PLOT: o->plot_path = optarg; break;
+        case OPT_MAX_ITER: c->max_iter = tq_tool_int_arg(t, "--max-iter", optarg, 1, 1 << 30); break;
+        case OPT_TOL: c->tol = real_arg(t, "--tol", optarg, 0, 1e6); break;
+        case OPT_NO_CHANGE: c->no_change = tq_tool_int_arg(t, "--n-iter-no-change", optarg, 0, 1 << 30); break;
+        case OPT_C: c->C = real_arg(t, "--C", optarg, 1e-300, 1e300); break;
         case OPT_PRECISION: {
             static const char *const precs[] = {"f32", "bf16", "f16", NULL};
             static const tq_dtype dts[] = {TQ_DTYPE_F32, TQ_DTYPE_BF16, TQ_DTYPE_F16};
-            c.precision = dts[name_arg(&t, "--precision", optarg, precs)];
+            c->precision = dts[name_arg(t, "--precision", optarg, precs)];
             break;
         }
-        default: tq_tool_usage(&t, "unknown option");
+        default: tq_tool_usage(t, "unknown option");
         }
     }
-    tq_tool_ready(&t);
-    mpi_start(&argc, &argv);
-    int writer = comm.rank == 0; /* rank 0 writes the model, checkpoints and curves */
-    if (!writer)
-        t.log_level = TQ_LOG_ERROR, t.progress = 0;
+    tq_tool_ready(t);
+}
+
+/* The usage checks after the loop and the defaults that hang on the optimizer. */
+static void settle_args(tq_tool *t, int argc, struct opts *o)
+{
+    tq_train_cfg *c = &o->c;
     if (argc - optind > 1)
-        tq_tool_usage(&t, "one input file at most (concatenate streams with tq-cat)");
-    if ((nm.x && !*nm.x) || (nm.y && !*nm.y) || (nm.weight && !*nm.weight))
-        tq_tool_usage(&t, "--x, --y and --weight want a frame name");
-    if (ckpt_every && !ckpt)
-        tq_tool_usage(&t, "--checkpoint-every needs --checkpoint FILE");
+        tq_tool_usage(t, "one input file at most (concatenate streams with tq-cat)");
+    if ((o->nm.x && !*o->nm.x) || (o->nm.y && !*o->nm.y) || (o->nm.weight && !*o->nm.weight))
+        tq_tool_usage(t, "--x, --y and --weight want a frame name");
+    if (o->ckpt_every && !o->ckpt)
+        tq_tool_usage(t, "--checkpoint-every needs --checkpoint FILE");
     /* the optimizer: lbfgs for the convex models, to convergence; adam for
      * an mlp, and where an option only the stochastic optimizers take says
      * that is what the command wants (as it did before lbfgs) */
-    int chosen = c.optim >= 0;
+    int chosen = c->optim >= 0;
     if (!chosen)
-        c.optim = c.kind != TQ_TRAIN_MLP && !stoch ? TQ_OPTIM_LBFGS : TQ_OPTIM_ADAM;
-    if (c.optim == TQ_OPTIM_LBFGS && stoch)
-        tq_tool_usage(&t, "--%s is for sgd, adam and adamw; lbfgs runs to convergence (--tol, "
-                          "--max-iter)", stoch);
-    if (c.optim != TQ_OPTIM_LBFGS && solver)
-        tq_tool_usage(&t, "--%s is lbfgs's (--optimizer lbfgs, the default for linear, logistic "
-                          "and softmax models)", solver);
+        c->optim = c->kind != TQ_TRAIN_MLP && !o->stoch ? TQ_OPTIM_LBFGS : TQ_OPTIM_ADAM;
+    if (c->optim == TQ_OPTIM_LBFGS && o->stoch)
+        tq_tool_usage(t, "--%s is for sgd, adam and adamw; lbfgs runs to convergence (--tol, "
+                         "--max-iter)", o->stoch);
+    if (c->optim != TQ_OPTIM_LBFGS && o->solver)
+        tq_tool_usage(t, "--%s is lbfgs's (--optimizer lbfgs, the default for linear, logistic "
+                         "and softmax models)", o->solver);
     /* an MLP's defaults are scikit-learn's MLPClassifier's: batches of
      * min(200, n), up to 200 epochs, stopping after 10 epochs without an
      * improvement by 1e-4; the convex models under sgd, adam and adamw keep
      * tq-train's earlier ones (64, 10 epochs, no such rule) */
-    int mlp = c.kind == TQ_TRAIN_MLP;
-    if (!c.batch)
-        c.batch = mlp ? 200 : 64;
-    if (!c.epochs)
-        c.epochs = mlp ? 200 : 10;
-    if (c.no_change < 0)
-        c.no_change = mlp && c.optim != TQ_OPTIM_LBFGS ? 10 : 0;
-    if (c.patience && c.no_change)
-        c.no_change = 0; /* --patience: the earlier rule, on the validation metric */
-    if (tol_given && c.optim != TQ_OPTIM_LBFGS && !c.no_change)
-        tq_tool_usage(&t, "--tol is lbfgs's, or with --n-iter-no-change N the improvement that "
-                          "counts");
-    if (c.C > 0 && c.l2 >= 0)
-        tq_tool_usage(&t, "--C and --l2 set one penalty: give one");
-    if (c.wd >= 0 && c.optim != TQ_OPTIM_ADAMW)
-        tq_tool_usage(&t, "--weight-decay is adamw's (for the others, --l2)");
-    if (c.wd < 0)
-        c.wd = c.optim == TQ_OPTIM_ADAMW ? 0.01 : 0;
-    if (c.lr < 0)
-        c.lr = c.optim == TQ_OPTIM_SGD ? 0.01 : 0.001;
-    c.seed = t.seed;
+    int mlp = c->kind == TQ_TRAIN_MLP;
+    if (!c->batch)
+        c->batch = mlp ? 200 : 64;
+    if (!c->epochs)
+        c->epochs = mlp ? 200 : 10;
+    if (c->no_change < 0)
+        c->no_change = mlp && c->optim != TQ_OPTIM_LBFGS ? 10 : 0;
+    if (c->patience && c->no_change)
+        c->no_change = 0; /* --patience: the earlier rule, on the validation metric */
+    if (o->tol_given && c->optim != TQ_OPTIM_LBFGS && !c->no_change)
+        tq_tool_usage(t, "--tol is lbfgs's, or with --n-iter-no-change N the improvement that "
+                         "counts");
+    if (c->C > 0 && c->l2 >= 0)
+        tq_tool_usage(t, "--C and --l2 set one penalty: give one");
+    if (c->wd >= 0 && c->optim != TQ_OPTIM_ADAMW)
+        tq_tool_usage(t, "--weight-decay is adamw's (for the others, --l2)");
+    if (c->wd < 0)
+        c->wd = c->optim == TQ_OPTIM_ADAMW ? 0.01 : 0;
+    if (c->lr < 0)
+        c->lr = c->optim == TQ_OPTIM_SGD ? 0.01 : 0.001;
+    c->seed = t->seed;
+}
+
+/* The training run's device, data and trainer. */
+struct run {
+    tq_device *dev;
+    tq_train_data train, valid;
+    int have_valid;
+    tq_trainer *tr;
+};
+
+/* Opens the device, loads the training (and validation) data, makes the trainer. */
+static void load(tq_tool *t, struct opts *o, const char *in, struct run *r)
+{
+    r->dev = NULL;
+    r->have_valid = 0;
+    tq_status st = tq_device_open(t->device, &r->dev);
+    if (!st)
+        st = tq_train_data_load(in, &o->nm, &r->train);
+    if (st)
+        fail(t, st);
+    if (o->valid_path) {
+        tq_train_names vn = o->nm;
+        /* each set's frames from its own input; without --x, the validation
+         * features default to the name the training set's had */
+        if (!o->nm.x)
+            vn.x_def = r->train.xname;
+        if ((st = tq_train_data_load(o->valid_path, &vn, &r->valid)))
+            fail(t, st);
+        r->have_valid = 1;
+    }
+    o->c.dev = r->dev;
+    if (mpi_on)
+        o->c.comm = &comm;
+    if ((st = tq_trainer_new(&o->c, &r->train, r->have_valid ? &r->valid : NULL, &r->tr))) {
+        if (st == TQ_ERR_USAGE)
+            tq_tool_usage(t, "%s", tq_errmsg());
+        fail(t, st);
+    }
+}
+
+/* Says what the run took and how it will train (-v). */
+static void announce(tq_tool *t, const struct run *r)
+{
+    if (mpi_on)
+        tq_tool_log(t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
+                    comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
+    tq_took took[2] = {{.what = "training features", .name = r->train.xname, .from = r->train.from,
+                        .rank = 2, .dims = {r->train.n, r->train.d}}};
+    if (r->have_valid)
+        took[1] = (tq_took){.what = "validation features", .name = r->valid.xname,
+                            .from = r->valid.from, .rank = 2, .dims = {r->valid.n, r->valid.d}};
+    tq_tool_took(t, took, r->have_valid ? 2 : 1);
+    tq_tool_log(t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
+                (long long)r->train.n, (long long)r->train.d, r->train.xname,
+                r->have_valid ? ", with validation" : "", tq_trainer_describe(r->tr),
+                tq_device_name(r->dev), tq_threads_get());
+}
+
+/* The solver's stopping rule and the head of the table of epochs (-v). */
+static void log_header(tq_tool *t, const tq_train_cfg *c, const struct run *r)
+{
+    const tq_trainer *tr = r->tr;
+    int have_valid = r->have_valid;
+    int lbfgs = c->optim == TQ_OPTIM_LBFGS;
+    if (lbfgs)
+        tq_tool_log(t, TQ_LOG_INFO, "L-BFGS (memory 10, strong Wolfe line search) to max |gradient| "
+                    "<= %g, at most %lld iterations; l2 %.6g%s", c->tol, (long long)c->max_iter,
+                    tq_trainer_l2(tr), c->C > 0 ? " (--C)" : c->l2 < 0 && tq_trainer_l2(tr) > 0
+                    ? " (scikit-learn's C = 1)" : "");
+    if (!lbfgs && c->no_change)
+        tq_tool_log(t, TQ_LOG_INFO, "batches of %lld, up to %lld epochs, stopping after %lld "
+                    "without the %s improving by %g", (long long)c->batch, (long long)c->epochs,
+                    (long long)c->no_change, have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                    c->tol);
+    if (lbfgs && have_valid)
+        tq_tool_log(t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %12s %10s %8s", "iter", "f-evals",
+                    "objective", "gradient", "step", "valid loss", tq_trainer_metric_name(tr),
+                    "seconds");
+    else if (lbfgs)
+        tq_tool_log(t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %8s", "iter", "f-evals", "objective",
+                    "gradient", "step", "seconds");
+    else if (have_valid)
+        tq_tool_log(t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
+                    "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
+    else
+        tq_tool_log(t, TQ_LOG_INFO, "%6s %9s %10s %12s %10s %8s", "epoch", "step", "examples",
+                    "train loss", "lr", "seconds");
+}
+
+/* One row of the table at an epoch's end (-v), and why the run stopped early. */
+static void log_epoch(tq_tool *t, const tq_train_cfg *c, const struct run *r,
+                      const tq_train_event *e, double t0)
+{
+    const tq_train_event ev = *e;
+    const tq_trainer *tr = r->tr;
+    int have_valid = r->have_valid;
+    int lbfgs = c->optim == TQ_OPTIM_LBFGS;
+    if (lbfgs && ev.has_valid)
+        tq_tool_log(t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %12.6g %10.6g %8.3f",
+                    (long long)ev.step, (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len,
+                    ev.valid_loss, ev.valid_metric, tq_tool_now() - t0);
+    else if (lbfgs)
+        tq_tool_log(t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %8.3f", (long long)ev.step,
+                    (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len, tq_tool_now() - t0);
+    else if (ev.has_valid)
+        tq_tool_log(t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %12.6g %10.6g %10.4g %8.3f%s",
+                    (long long)ev.epoch, (long long)ev.step, (long long)ev.examples,
+                    ev.train_loss, ev.valid_loss, ev.valid_metric, ev.lr, tq_tool_now() - t0,
+                    ev.improved ? " *" : "");
+    else
+        tq_tool_log(t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %10.4g %8.3f", (long long)ev.epoch,
+                    (long long)ev.step, (long long)ev.examples, ev.train_loss, ev.lr,
+                    tq_tool_now() - t0);
+    if (ev.stopped && c->patience)
+        tq_tool_log(t, TQ_LOG_INFO, "stopped early: no better %s for %lld epochs",
+                    tq_trainer_metric_name(tr), (long long)c->patience);
+    else if (ev.stopped)
+        tq_tool_log(t, TQ_LOG_INFO, "stopped early: the %s did not improve by %g for %lld "
+                    "epochs%s", have_valid ? tq_trainer_metric_name(tr) : "training loss",
+                    c->tol, (long long)c->no_change,
+                    have_valid ? "; the best epoch's model kept" : "");
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-train");
+    struct opts o;
+    parse_args(&t, argc, argv, &o);
+    mpi_start(&argc, &argv);
+    int writer = comm.rank == 0; /* rank 0 writes the model, checkpoints and curves */
+    if (!writer)
+        t.log_level = TQ_LOG_ERROR, t.progress = 0;
+    settle_args(&t, argc, &o);
+    tq_train_cfg *c = &o.c;
+    const char *ckpt = o.ckpt, *resume = o.resume, *log_path = o.log_path, *plot_path = o.plot_path;
+    int64_t ckpt_every = o.ckpt_every;
     const char *in = argc > optind ? argv[optind] : "-";
     /* every file written after training must be creatable before it starts */
     const char *outs[] = {t.output, ckpt, log_path, plot_path};
@@ -454,46 +604,11 @@ int main(int argc, char **argv)
             fail(&t, ost);
     }
 
-    tq_device *dev = NULL;
-    tq_train_data train, valid;
-    int have_valid = 0;
-    tq_status st = tq_device_open(t.device, &dev);
-    if (!st)
-        st = tq_train_data_load(in, &nm, &train);
-    if (st)
-        fail(&t, st);
-    if (valid_path) {
-        tq_train_names vn = nm;
-        /* each set's frames from its own input; without --x, the validation
-         * features default to the name the training set's had */
-        if (!nm.x)
-            vn.x_def = train.xname;
-        if ((st = tq_train_data_load(valid_path, &vn, &valid)))
-            fail(&t, st);
-        have_valid = 1;
-    }
-    c.dev = dev;
-    if (mpi_on)
-        c.comm = &comm;
-    tq_trainer *tr;
-    if ((st = tq_trainer_new(&c, &train, have_valid ? &valid : NULL, &tr))) {
-        if (st == TQ_ERR_USAGE)
-            tq_tool_usage(&t, "%s", tq_errmsg());
-        fail(&t, st);
-    }
-    if (mpi_on)
-        tq_tool_log(&t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
-                    comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
-    tq_took took[2] = {{.what = "training features", .name = train.xname, .from = train.from,
-                        .rank = 2, .dims = {train.n, train.d}}};
-    if (have_valid)
-        took[1] = (tq_took){.what = "validation features", .name = valid.xname,
-                            .from = valid.from, .rank = 2, .dims = {valid.n, valid.d}};
-    tq_tool_took(&t, took, have_valid ? 2 : 1);
-    tq_tool_log(&t, TQ_LOG_INFO, "%lld examples of %lld features (\"%s\")%s; %s; device %s, threads %d",
-                (long long)train.n, (long long)train.d, train.xname,
-                have_valid ? ", with validation" : "", tq_trainer_describe(tr), tq_device_name(dev),
-                tq_threads_get());
+    struct run run;
+    load(&t, &o, in, &run);
+    tq_trainer *tr = run.tr;
+    announce(&t, &run);
+    tq_status st;
     if (resume) {
         if ((st = tq_trainer_resume(tr, resume)))
             fail(&t, st);
@@ -505,30 +620,8 @@ int main(int argc, char **argv)
         fail(&t, st);
     double t0 = tq_tool_now();
     int64_t per_epoch = tq_trainer_steps_per_epoch(tr);
-    int lbfgs = c.optim == TQ_OPTIM_LBFGS;
-    if (lbfgs)
-        tq_tool_log(&t, TQ_LOG_INFO, "L-BFGS (memory 10, strong Wolfe line search) to max |gradient| "
-                    "<= %g, at most %lld iterations; l2 %.6g%s", c.tol, (long long)c.max_iter,
-                    tq_trainer_l2(tr), c.C > 0 ? " (--C)" : c.l2 < 0 && tq_trainer_l2(tr) > 0
-                    ? " (scikit-learn's C = 1)" : "");
-    if (!lbfgs && c.no_change)
-        tq_tool_log(&t, TQ_LOG_INFO, "batches of %lld, up to %lld epochs, stopping after %lld "
-                    "without the %s improving by %g", (long long)c.batch, (long long)c.epochs,
-                    (long long)c.no_change, have_valid ? tq_trainer_metric_name(tr) : "training loss",
-                    c.tol);
-    if (lbfgs && have_valid)
-        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %12s %10s %8s", "iter", "f-evals",
-                    "objective", "gradient", "step", "valid loss", tq_trainer_metric_name(tr),
-                    "seconds");
-    else if (lbfgs)
-        tq_tool_log(&t, TQ_LOG_INFO, "%6s %7s %14s %10s %10s %8s", "iter", "f-evals", "objective",
-                    "gradient", "step", "seconds");
-    else if (have_valid)
-        tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %12s %10s %10s %8s", "epoch", "step",
-                    "examples", "train loss", "valid loss", tq_trainer_metric_name(tr), "lr", "seconds");
-    else
-        tq_tool_log(&t, TQ_LOG_INFO, "%6s %9s %10s %12s %10s %8s", "epoch", "step", "examples",
-                    "train loss", "lr", "seconds");
+    int lbfgs = c->optim == TQ_OPTIM_LBFGS;
+    log_header(&t, c, &run);
     /* a test hook: TQ_TRAIN_TEST_CRASH=N kills the process (SIGKILL) in the
      * middle of writing the N-th checkpoint of this run */
     const char *crash = getenv("TQ_TRAIN_TEST_CRASH");
@@ -546,10 +639,10 @@ int main(int argc, char **argv)
         scale = ev.loss_scale;
         if (lbfgs)
             tq_tool_progress(&t, "iteration %lld/%lld, objective %.6g, gradient %.2g",
-                             (long long)ev.step, (long long)c.max_iter, ev.loss, ev.gmax);
+                             (long long)ev.step, (long long)c->max_iter, ev.loss, ev.gmax);
         else
             tq_tool_progress(&t, "epoch %lld/%lld, step %lld, loss %.5g", (long long)ev.epoch,
-                         (long long)c.epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
+                         (long long)c->epochs, (long long)(ev.step - (ev.epoch - 1) * per_epoch),
                          ev.loss);
         if (writer && ckpt && (ev.epoch_end || (ckpt_every && ev.step % ckpt_every == 0))) {
             if (crash_at && ++ckpts == crash_at)
@@ -561,34 +654,11 @@ int main(int argc, char **argv)
         }
         if (!ev.epoch_end)
             continue;
-        if (lbfgs && ev.has_valid)
-            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %12.6g %10.6g %8.3f",
-                        (long long)ev.step, (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len,
-                        ev.valid_loss, ev.valid_metric, tq_tool_now() - t0);
-        else if (lbfgs)
-            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %7lld %14.9g %10.3g %10.3g %8.3f", (long long)ev.step,
-                        (long long)ev.fevals, ev.loss, ev.gmax, ev.step_len, tq_tool_now() - t0);
-        else if (ev.has_valid)
-            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %12.6g %10.6g %10.4g %8.3f%s",
-                        (long long)ev.epoch, (long long)ev.step, (long long)ev.examples,
-                        ev.train_loss, ev.valid_loss, ev.valid_metric, ev.lr, tq_tool_now() - t0,
-                        ev.improved ? " *" : "");
-        else
-            tq_tool_log(&t, TQ_LOG_INFO, "%6lld %9lld %10lld %12.6g %10.4g %8.3f", (long long)ev.epoch,
-                        (long long)ev.step, (long long)ev.examples, ev.train_loss, ev.lr,
-                        tq_tool_now() - t0);
-        if (ev.stopped && c.patience)
-            tq_tool_log(&t, TQ_LOG_INFO, "stopped early: no better %s for %lld epochs",
-                        tq_trainer_metric_name(tr), (long long)c.patience);
-        else if (ev.stopped)
-            tq_tool_log(&t, TQ_LOG_INFO, "stopped early: the %s did not improve by %g for %lld "
-                        "epochs%s", have_valid ? tq_trainer_metric_name(tr) : "training loss",
-                        c.tol, (long long)c.no_change,
-                        have_valid ? "; the best epoch's model kept" : "");
+        log_epoch(&t, c, &run, &ev, t0);
     }
     tq_tool_progress_done(&t);
     if (st == TQ_EOF && lbfgs)
-        report_solver(&t, tr, &c);
+        report_solver(&t, tr, c);
     if (st == TQ_EOF)
         st = writer ? tq_trainer_write_model(tr, w) : TQ_OK;
     curve.loss = tq_trainer_loss(tr);
@@ -600,16 +670,16 @@ int main(int argc, char **argv)
     tq_status cst = tq_writer_close(w, !st);
     if (!st)
         st = cst;
-    if (!st && c.precision == TQ_DTYPE_F16)
+    if (!st && c->precision == TQ_DTYPE_F16)
         tq_tool_log(&t, TQ_LOG_INFO, "f16 loss scale %g at the end, %lld step%s skipped on overflow",
                     scale, (long long)skipped, skipped == 1 ? "" : "s");
     if (!st)
         tq_tool_log(&t, TQ_LOG_INFO, "trained in %.3f s", tq_tool_now() - t0);
     tq_trainer_free(tr);
-    tq_train_data_free(&train);
-    if (have_valid)
-        tq_train_data_free(&valid);
-    tq_device_close(dev);
+    tq_train_data_free(&run.train);
+    if (run.have_valid)
+        tq_train_data_free(&run.valid);
+    tq_device_close(run.dev);
     if (st)
         fail(&t, st);
 #ifdef TQ_HAVE_MPI
