@@ -338,11 +338,9 @@ static tq_status write_all(state *s, tq_writer *w, const opts *o, const tq_atten
     return st;
 }
 
-int main(int argc, char **argv)
+/* The getopt loop into o, and the check that no file is named. */
+static void parse_args(tq_tool *t, int argc, char **argv, opts *o)
 {
-    tq_tool t;
-    tq_tool_init(&t, "tq-attend");
-    opts o = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 0, 0, 0, 0.0f};
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"q", required_argument, NULL, OPT_Q},
@@ -363,29 +361,145 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
-        if (tq_tool_option(&t, c, optarg, help))
+    while ((c = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS, longopts)) != -1) {
+        if (tq_tool_option(t, c, optarg, help))
             continue;
         switch (c) {
-        case OPT_Q: o.q = optarg; break;
-        case OPT_KV: o.kv = optarg; break;
-        case OPT_K: o.k = optarg; break;
-        case OPT_V: o.v = optarg; break;
-        case OPT_SELF: o.self = 1; break;
-        case OPT_HEADS: o.heads = count_arg(&t, "--heads", optarg, 65536); break;
-        case OPT_WEIGHTS: o.weights = optarg; break;
-        case OPT_CAUSAL: o.causal = 1; break;
-        case OPT_SCALE: o.scale = float_arg(&t, "--scale", optarg); break;
-        case OPT_KEY_LEN: o.key_len = optarg; break;
-        case OPT_KEY_MASK: o.key_mask = optarg; break;
-        case OPT_GROUP: o.group = optarg; break;
-        case OPT_CONSENSUS: o.consensus = 1; break;
-        case OPT_WEIGHTS_OUT: o.weights_out = 1; break;
-        default: tq_tool_usage(&t, "unknown option");
+        case OPT_Q: o->q = optarg; break;
+        case OPT_KV: o->kv = optarg; break;
+        case OPT_K: o->k = optarg; break;
+        case OPT_V: o->v = optarg; break;
+        case OPT_SELF: o->self = 1; break;
+        case OPT_HEADS: o->heads = count_arg(t, "--heads", optarg, 65536); break;
+        case OPT_WEIGHTS: o->weights = optarg; break;
+        case OPT_CAUSAL: o->causal = 1; break;
+        case OPT_SCALE: o->scale = float_arg(t, "--scale", optarg); break;
+        case OPT_KEY_LEN: o->key_len = optarg; break;
+        case OPT_KEY_MASK: o->key_mask = optarg; break;
+        case OPT_GROUP: o->group = optarg; break;
+        case OPT_CONSENSUS: o->consensus = 1; break;
+        case OPT_WEIGHTS_OUT: o->weights_out = 1; break;
+        default: tq_tool_usage(t, "unknown option");
         }
     }
     if (optind < argc)
-        tq_tool_usage(&t, "no file arguments: Q comes from standard input ('%s')", argv[optind]);
+        tq_tool_usage(t, "no file arguments: Q comes from standard input ('%s')", argv[optind]);
+}
+
+/* With --kv: 1 when the queries' stream is empty (its empty output written). */
+static int no_queries(tq_tool *t, tq_reader *in)
+{
+    tq_status st;
+    /* queries against keys of their own, as tq-simmat --db and tq-score:
+     * an empty stream of queries (no frame at all) asks nothing, and gets
+     * nothing, exit 0 */
+    char names[64];
+    size_t nf;
+    if ((st = tq_tool_frame_names(in, names, sizeof names, &nf)))
+        tq_tool_fail(t, st);
+    if (!nf) {
+        tq_writer *wr;
+        if ((st = tq_tool_open_output(t, &wr)) || (st = tq_writer_close(wr, 1)))
+            tq_tool_fail(t, st);
+        return 1;
+    }
+    return 0;
+}
+
+/* The shapes of Q, K and V checked against each other (and --weights, and
+ * --consensus), said, and set in j with the options of the run. */
+static void fill_job(tq_tool *t, const opts *o, tq_attend_weights *w, col *cq, col *pk, col *pv,
+                     tq_attend_job *j)
+{
+    tq_status st;
+    int64_t bk, bv, lv;
+    if ((st = seq_shape(cq, "queries", &j->B, &j->Lq, &j->dq)) ||
+        (st = seq_shape(pk, "keys", &bk, &j->Lk, &j->dk)) ||
+        (st = seq_shape(pv, "values", &bv, &lv, &j->dv)))
+        tq_tool_fail(t, st);
+    const char *qfrom = "standard input", *kfrom = o->kv ? tq_took_label(o->kv) : qfrom;
+    tq_took took_q = took_of(cq, "queries", qfrom), took_k = took_of(pk, "keys", kfrom),
+            took_v = took_of(pv, "values", kfrom);
+    if (pk->rank != cq->rank || pv->rank != cq->rank || bk != j->B || bv != j->B) {
+        char a[400], b[400], c3[400];
+        tq_took_say(&took_q, a, sizeof a), tq_took_say(&took_k, b, sizeof b);
+        tq_took_say(&took_v, c3, sizeof c3);
+        tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "the queries, keys and values differ in rank or "
+                                              "sequence count: %s; %s; %s", a, b, c3));
+    }
+    say_took(t, cq, pk, pv, qfrom, kfrom);
+    if (!o->weights && (st = tq_took_same_width(&took_q, &took_k)))
+        tq_tool_fail(t, st);
+    if (lv != j->Lk)
+        tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "\"%s\" has %lld rows, \"%s\" %lld", pk->name,
+                                 (long long)j->Lk, pv->name, (long long)lv));
+    if (o->consensus && j->Lk != j->Lq)
+        tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "--consensus needs keys that are the query rows "
+                                              "(%lld keys, %lld queries)",
+                                 (long long)j->Lk, (long long)j->Lq));
+    j->q = cq->data, j->k = pk->data, j->v = pv->data;
+    j->w = o->weights ? w : NULL;
+    if (o->weights && (w->in[0] != j->dq || w->in[1] != j->dk || w->in[2] != j->dv))
+        tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "--weights %s: wq, wk, wv take widths %lld, %lld, "
+                                              "%lld; the queries (%s), keys and values (%s) "
+                                              "have %lld, %lld, %lld",
+                                 o->weights, (long long)w->in[0], (long long)w->in[1],
+                                 (long long)w->in[2], qfrom, kfrom, (long long)j->dq,
+                                 (long long)j->dk, (long long)j->dv));
+    j->heads = o->heads, j->causal = o->causal, j->scale = o->scale;
+    j->want_received = o->consensus, j->want_weights = o->weights_out;
+}
+
+/* --key-len, and --group and --key-mask as the groups of the queries and keys
+ * in j (held in *qg_out and *kg_out for the caller to free). */
+static void set_groups(tq_tool *t, const opts *o, col *cg, col *ckg, col *cmask, col *clen,
+                       tq_attend_job *j, int rank3, int64_t **qg_out, int64_t **kg_out)
+{
+    tq_status st;
+    int64_t *qg = NULL, *kg = NULL;
+    if (o->key_len) {
+        if (!clen->seen || clen->rank != 1 || clen->dims[0] != j->B)
+            tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "\"%s\" must hold one length per sequence "
+                                                  "(%lld)", o->key_len, (long long)j->B));
+        j->key_len = clen->data;
+    }
+    if (o->group || o->key_mask) {
+        /* key masks ride on the groups: a masked key's group matches no query */
+        const int64_t *ug = NULL, *ukg = NULL;
+        if (o->group) {
+            col *kgc = o->kv ? ckg : cg;
+            if ((st = per_row(cg, j->B, j->Lq, rank3)) || (st = per_row(kgc, j->B, j->Lk, rank3)))
+                tq_tool_fail(t, st);
+            ug = cg->data;
+            ukg = kgc->data;
+        }
+        if (o->key_mask && (st = per_row(cmask, j->B, j->Lk, rank3)))
+            tq_tool_fail(t, st);
+        qg = malloc((size_t)(j->B * j->Lq) * 8 + 8);
+        kg = malloc((size_t)(j->B * j->Lk) * 8 + 8);
+        if (!qg || !kg) {
+            free(qg), free(kg); /* the one that came is held by no live variable */
+            tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+        }
+        for (int64_t i = 0; i < j->B * j->Lq; i++) {
+            qg[i] = ug ? ug[i] : 0;
+            if (qg[i] == INT64_MIN)
+                tq_tool_fail(t, tq_fail(TQ_ERR_DATA, "\"%s\": group -2^63 is reserved", o->group));
+        }
+        const int64_t *mk = cmask->data;
+        for (int64_t i = 0; i < j->B * j->Lk; i++)
+            kg[i] = mk && mk[i] == 0 ? INT64_MIN : ukg ? ukg[i] : 0;
+        j->qgroup = qg, j->kgroup = kg;
+        *qg_out = qg, *kg_out = kg;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-attend");
+    opts o = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 0, 0, 0, 0.0f};
+    parse_args(&t, argc, argv, &o);
     tq_tool_ready(&t); /* --list-devices needs no --self or --kv */
     if (!o.self == !o.kv)
         tq_tool_usage(&t, "give exactly one of --self and --kv FILE");
@@ -405,23 +519,11 @@ int main(int argc, char **argv)
     tq_reader *in = NULL, *kvr = NULL;
     if ((st = tq_reader_open_path(&in, "-")) || (o.kv && (st = tq_reader_open_path(&kvr, o.kv))))
         tq_tool_fail(&t, st);
-    if (o.kv) {
-        /* queries against keys of their own, as tq-simmat --db and tq-score:
-         * an empty stream of queries (no frame at all) asks nothing, and gets
-         * nothing, exit 0 */
-        char names[64];
-        size_t nf;
-        if ((st = tq_tool_frame_names(in, names, sizeof names, &nf)))
-            tq_tool_fail(&t, st);
-        if (!nf) {
-            tq_writer *wr;
-            if ((st = tq_tool_open_output(&t, &wr)) || (st = tq_writer_close(wr, 1)))
-                tq_tool_fail(&t, st);
-            tq_reader_close(in), tq_reader_close(kvr);
-            tq_attend_weights_free(&w);
-            tq_device_close(dev);
-            return 0;
-        }
+    if (o.kv && no_queries(&t, in)) {
+        tq_reader_close(in), tq_reader_close(kvr);
+        tq_attend_weights_free(&w);
+        tq_device_close(dev);
+        return 0;
     }
 #define SEQ_PICK(WHAT, OPT, GIVEN, DEF)                                                  \
     {.what = WHAT, .option = OPT, .given = GIVEN, .def = DEF, .rank_lo = 2, .rank_hi = 3,      \
@@ -468,78 +570,10 @@ int main(int argc, char **argv)
 
     tq_attend_job j;
     memset(&j, 0, sizeof j);
-    int64_t bk, bv, lv;
-    if ((st = seq_shape(&cq, "queries", &j.B, &j.Lq, &j.dq)) ||
-        (st = seq_shape(pk, "keys", &bk, &j.Lk, &j.dk)) ||
-        (st = seq_shape(pv, "values", &bv, &lv, &j.dv)))
-        tq_tool_fail(&t, st);
+    fill_job(&t, &o, &w, &cq, pk, pv, &j);
     int rank3 = cq.rank == 3;
-    const char *qfrom = "standard input", *kfrom = o.kv ? tq_took_label(o.kv) : qfrom;
-    tq_took took_q = took_of(&cq, "queries", qfrom), took_k = took_of(pk, "keys", kfrom),
-            took_v = took_of(pv, "values", kfrom);
-    if (pk->rank != cq.rank || pv->rank != cq.rank || bk != j.B || bv != j.B) {
-        char a[400], b[400], c3[400];
-        tq_took_say(&took_q, a, sizeof a), tq_took_say(&took_k, b, sizeof b);
-        tq_took_say(&took_v, c3, sizeof c3);
-        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "the queries, keys and values differ in rank or "
-                                              "sequence count: %s; %s; %s", a, b, c3));
-    }
-    say_took(&t, &cq, pk, pv, qfrom, kfrom);
-    if (!o.weights && (st = tq_took_same_width(&took_q, &took_k)))
-        tq_tool_fail(&t, st);
-    if (lv != j.Lk)
-        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "\"%s\" has %lld rows, \"%s\" %lld", pk->name,
-                                 (long long)j.Lk, pv->name, (long long)lv));
-    if (o.consensus && j.Lk != j.Lq)
-        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "--consensus needs keys that are the query rows "
-                                              "(%lld keys, %lld queries)",
-                                 (long long)j.Lk, (long long)j.Lq));
-    j.q = cq.data, j.k = pk->data, j.v = pv->data;
-    j.w = o.weights ? &w : NULL;
-    if (o.weights && (w.in[0] != j.dq || w.in[1] != j.dk || w.in[2] != j.dv))
-        tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "--weights %s: wq, wk, wv take widths %lld, %lld, "
-                                              "%lld; the queries (%s), keys and values (%s) "
-                                              "have %lld, %lld, %lld",
-                                 o.weights, (long long)w.in[0], (long long)w.in[1],
-                                 (long long)w.in[2], qfrom, kfrom, (long long)j.dq,
-                                 (long long)j.dk, (long long)j.dv));
-    j.heads = o.heads, j.causal = o.causal, j.scale = o.scale;
-    j.want_received = o.consensus, j.want_weights = o.weights_out;
     int64_t *qg = NULL, *kg = NULL;
-    if (o.key_len) {
-        if (!clen.seen || clen.rank != 1 || clen.dims[0] != j.B)
-            tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "\"%s\" must hold one length per sequence "
-                                                  "(%lld)", o.key_len, (long long)j.B));
-        j.key_len = clen.data;
-    }
-    if (o.group || o.key_mask) {
-        /* key masks ride on the groups: a masked key's group matches no query */
-        const int64_t *ug = NULL, *ukg = NULL;
-        if (o.group) {
-            col *kgc = o.kv ? &ckg : &cg;
-            if ((st = per_row(&cg, j.B, j.Lq, rank3)) || (st = per_row(kgc, j.B, j.Lk, rank3)))
-                tq_tool_fail(&t, st);
-            ug = cg.data;
-            ukg = kgc->data;
-        }
-        if (o.key_mask && (st = per_row(&cmask, j.B, j.Lk, rank3)))
-            tq_tool_fail(&t, st);
-        qg = malloc((size_t)(j.B * j.Lq) * 8 + 8);
-        kg = malloc((size_t)(j.B * j.Lk) * 8 + 8);
-        if (!qg || !kg) {
-            free(qg), free(kg); /* the one that came is held by no live variable */
-            tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
-        }
-        for (int64_t i = 0; i < j.B * j.Lq; i++) {
-            qg[i] = ug ? ug[i] : 0;
-            if (qg[i] == INT64_MIN)
-                tq_tool_fail(&t, tq_fail(TQ_ERR_DATA, "\"%s\": group -2^63 is reserved", o.group));
-        }
-        const int64_t *mk = cmask.data;
-        for (int64_t i = 0; i < j.B * j.Lk; i++)
-            kg[i] = mk && mk[i] == 0 ? INT64_MIN : ukg ? ukg[i] : 0;
-        j.qgroup = qg, j.kgroup = kg;
-    }
+    set_groups(&t, &o, &cg, &ckg, &cmask, &clen, &j, rank3, &qg, &kg);
     tq_tool_log(&t, TQ_LOG_INFO, "%lld sequence%s, %lld queries, %lld keys, %d heads, device %s",
                 (long long)j.B, j.B == 1 ? "" : "s", (long long)j.Lq, (long long)j.Lk, o.heads,
                 tq_device_name(dev));

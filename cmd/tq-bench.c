@@ -166,14 +166,17 @@ static tq_status compare_fn(FILE *f, const void *a)
     return tqb_compare(f, c->old_path, c->new_path, c->new_r, c->fail_pct, &c->slower);
 }
 
-int main(int argc, char **argv)
+/* The options, as parse_args leaves them. */
+typedef struct opts {
+    const char *op_list, *size_list, *devices, *svg;
+    const char *baseline;
+    int reps, ceilings_only, check, compare, tools;
+    double min_ms, fail_pct;
+} opts;
+
+/* The getopt loop: the options into o (the report format into report_format). */
+static void parse_args(tq_tool *t, int argc, char **argv, opts *o)
 {
-    tq_tool t;
-    tq_tool_init(&t, "tq-bench");
-    const char *op_list = NULL, *size_list = NULL, *devices = NULL, *svg = NULL;
-    const char *baseline = NULL;
-    int reps = 5, ceilings_only = 0, check = 0, compare = 0, tools = 0;
-    double min_ms = 10, fail_pct = -1;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"op", required_argument, NULL, OPT_OP},
@@ -192,25 +195,25 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int opt;
-    while ((opt = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "n:r:", longopts)) != -1) {
+    while ((opt = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS "n:r:", longopts)) != -1) {
         if (opt == TQ_OPT_DEVICE) { /* a list or all: checked here, not by tool.c */
-            devices = optarg;
+            o->devices = optarg;
             continue;
         }
-        if (tq_tool_option(&t, opt, optarg, help))
+        if (tq_tool_option(t, opt, optarg, help))
             continue;
         switch (opt) {
         case OPT_OP:
-            op_list = optarg;
+            o->op_list = optarg;
             break;
         case 'n':
-            size_list = optarg;
+            o->size_list = optarg;
             break;
         case 'r':
-            reps = (int)count_arg(&t, "-r", optarg, 1, 1000);
+            o->reps = (int)count_arg(t, "-r", optarg, 1, 1000);
             break;
         case OPT_MIN_TIME:
-            min_ms = number_arg(&t, "--min-time", optarg, 0, 60000);
+            o->min_ms = number_arg(t, "--min-time", optarg, 0, 60000);
             break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "md") || !strcmp(optarg, "markdown"))
@@ -222,118 +225,102 @@ int main(int argc, char **argv)
             else if (!strcmp(optarg, "jsonl"))
                 report_format = TQB_FMT_JSONL;
             else
-                tq_tool_usage(&t, "--format wants md, csv, json or jsonl, not '%s'", optarg);
+                tq_tool_usage(t, "--format wants md, csv, json or jsonl, not '%s'", optarg);
             break;
         case OPT_CEILINGS:
-            ceilings_only = 1;
+            o->ceilings_only = 1;
             break;
         case OPT_CHECK:
-            check = 1;
+            o->check = 1;
             break;
         case OPT_COMPARE:
-            compare = 1;
+            o->compare = 1;
             break;
         case OPT_BASELINE:
-            baseline = optarg;
+            o->baseline = optarg;
             break;
         case OPT_FAIL_SLOWER:
-            fail_pct = number_arg(&t, "--fail-slower", optarg, 0, 1e6);
+            o->fail_pct = number_arg(t, "--fail-slower", optarg, 0, 1e6);
             break;
         case OPT_SVG:
-            svg = optarg;
+            o->svg = optarg;
             break;
         case OPT_TOOLS:
-            tools = 1;
+            o->tools = 1;
             break;
         default:
-            tq_tool_usage(&t, "unknown option");
+            tq_tool_usage(t, "unknown option");
         }
     }
-    tq_tool_ready(&t);
-    /* the outputs are written at the end of a long run: found unwritable now */
-    tq_tool_check_output(&t, t.output);
-    tq_tool_check_output(&t, svg);
-    tq_status st;
+}
 
-    if (compare) {
-        if (argc - optind != 2)
-            tq_tool_usage(&t, "--compare wants two JSON reports, OLD and NEW");
-        cmp_args c = {argv[optind], argv[optind + 1], NULL, fail_pct, 0};
-        if ((st = write_text(&t, t.output, compare_fn, &c)))
-            tq_tool_fail(&t, st);
-        return c.slower ? 1 : 0;
-    }
-    if (optind < argc)
-        tq_tool_usage(&t, "unexpected argument '%s'", argv[optind]);
-    if (fail_pct >= 0 && !baseline)
-        tq_tool_usage(&t, "--fail-slower goes with --compare or --baseline");
-
-    /* the ops */
-    const tqb_opdef *ops[64];
+/* The ops of --op (a comma list, or all when none). */
+static int pick_ops(tq_tool *t, const char *op_list, const tqb_opdef **ops)
+{
     int nops = 0;
-    if (op_list && !strcmp(op_list, "list")) {
-        for (int i = 0; i < tqb_nops; i++)
-            printf("%-10s %s\n", tqb_ops[i].name, tqb_ops[i].what);
-        return fflush(stdout) ? 74 : 0;
-    }
     if (!op_list || !strcmp(op_list, "all")) {
         for (int i = 0; i < tqb_nops; i++)
             ops[nops++] = &tqb_ops[i];
     } else {
         char *list = strdup(op_list), *save = NULL;
         if (!list)
-            tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+            tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
         for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
             const tqb_opdef *op = tqb_op_find(w);
             if (!op)
-                tq_tool_usage(&t, "unknown op '%s' (tq-bench --op list)", w);
+                tq_tool_usage(t, "unknown op '%s' (tq-bench --op list)", w);
             if (nops < 64)
                 ops[nops++] = op;
         }
         free(list);
         if (!nops)
-            tq_tool_usage(&t, "--op wants a list of ops");
+            tq_tool_usage(t, "--op wants a list of ops");
     }
-    int64_t sizes[TQB_MAX_SIZES];
-    int nsizes = 0;
-    if (size_list && (st = tqb_sizes_parse(size_list, sizes, &nsizes)))
-        tq_tool_usage(&t, "%s", tq_errmsg());
+    return nops;
+}
 
-    tq_device **devs;
-    int ndev = open_devices(&t, devices, &devs);
+/* --check: each op on each device against the CPU; the exit status. */
+static int run_check(tq_tool *t, tq_device **devs, int ndev, const tqb_opdef **ops, int nops,
+                     const int64_t *sizes, int nsizes)
+{
+    tq_status st;
     tq_device *cpu = NULL;
-    int failed = 0;
-    if (check) {
-        /* the reference: the CPU device */
-        if ((st = tq_device_open("cpu", &cpu)))
-            tq_tool_fail(&t, st);
-        FILE *f;
-        char *tmp;
-        int bad = 0;
-        if ((st = tq_tool_open_text(&t, &f, &tmp)))
-            tq_tool_fail(&t, st);
-        for (int d = 0; d < ndev && !st; d++)
-            for (int o = 0; o < nops && !st; o++) {
-                const tqb_opdef *op = ops[o];
-                int64_t n = nsizes ? sizes[0] : op->small[1];
-                tq_tool_progress(&t, "check %s %s", tq_device_name(devs[d]), op->name);
-                st = tqb_check(f, op, devs[d], cpu, n, t.seed, &bad);
-            }
-        tq_tool_progress_done(&t);
-        tq_status cst = tq_tool_close_text(&t, f, tmp, !st);
-        st = st ? st : cst;
-        for (int d = 0; d < ndev; d++)
-            tq_device_close(devs[d]);
-        free(devs);
-        tq_device_close(cpu);
-        if (st)
-            tq_tool_fail(&t, st);
-        if (bad)
-            tq_tool_log(&t, TQ_LOG_ERROR, "error: %d op%s differ%s from the CPU", bad,
-                        bad == 1 ? "" : "s", bad == 1 ? "s" : "");
-        return bad ? 1 : 0;
-    }
+    /* the reference: the CPU device */
+    if ((st = tq_device_open("cpu", &cpu)))
+        tq_tool_fail(t, st);
+    FILE *f;
+    char *tmp;
+    int bad = 0;
+    if ((st = tq_tool_open_text(t, &f, &tmp)))
+        tq_tool_fail(t, st);
+    for (int d = 0; d < ndev && !st; d++)
+        for (int o = 0; o < nops && !st; o++) {
+            const tqb_opdef *op = ops[o];
+            int64_t n = nsizes ? sizes[0] : op->small[1];
+            tq_tool_progress(t, "check %s %s", tq_device_name(devs[d]), op->name);
+            st = tqb_check(f, op, devs[d], cpu, n, t->seed, &bad);
+        }
+    tq_tool_progress_done(t);
+    tq_status cst = tq_tool_close_text(t, f, tmp, !st);
+    st = st ? st : cst;
+    for (int d = 0; d < ndev; d++)
+        tq_device_close(devs[d]);
+    free(devs);
+    tq_device_close(cpu);
+    if (st)
+        tq_tool_fail(t, st);
+    if (bad)
+        tq_tool_log(t, TQ_LOG_ERROR, "error: %d op%s differ%s from the CPU", bad,
+                    bad == 1 ? "" : "s", bad == 1 ? "s" : "");
+    return bad ? 1 : 0;
+}
 
+/* The ceilings and the runs of the ops, the report and the baseline; the exit status. */
+static int run_bench(tq_tool *t, const opts *o, tq_device **devs, int ndev, const tqb_opdef **ops,
+                     int nops, int64_t *sizes, int nsizes)
+{
+    tq_status st;
+    int failed = 0;
     tqb_report r;
     memset(&r, 0, sizeof r);
     r.ctx.devs = devs;
@@ -344,11 +331,11 @@ int main(int argc, char **argv)
     char note_buf[8][256];
     r.notes = notes;
     if (!r.ceil)
-        tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+        tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
     for (int d = 0; d < ndev; d++) {
-        tq_tool_progress(&t, "ceilings of %s", tq_device_name(devs[d]));
-        if ((st = tqb_ceiling_measure(devs[d], min_ms / 1e3, &r.ceil[d])))
-            tq_tool_fail(&t, st);
+        tq_tool_progress(t, "ceilings of %s", tq_device_name(devs[d]));
+        if ((st = tqb_ceiling_measure(devs[d], o->min_ms / 1e3, &r.ceil[d])))
+            tq_tool_fail(t, st);
         if (tqb_device_small(devs[d]) && !nsizes && r.nnotes < 8) {
             snprintf(note_buf[r.nnotes], sizeof note_buf[0],
                      tqb_device_cpu_type(devs[d])
@@ -359,26 +346,26 @@ int main(int argc, char **argv)
             r.nnotes++;
         }
     }
-    if (!ceilings_only) {
-        tqb_plan plan = {ops, nops, nsizes ? sizes : NULL, nsizes, reps, min_ms / 1e3, t.seed,
-                         on_progress, on_failed, &t};
+    if (!o->ceilings_only) {
+        tqb_plan plan = {ops, nops, nsizes ? sizes : NULL, nsizes, o->reps, o->min_ms / 1e3,
+                         t->seed, on_progress, on_failed, t};
         if ((st = tqb_run(&plan, &r, &failed)))
-            tq_tool_fail(&t, st);
-        if (tools) {
+            tq_tool_fail(t, st);
+        if (o->tools) {
             char self[4096];
             ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
             self[l > 0 ? l : 0] = 0;
             char *slash = strrchr(self, '/');
             if (slash)
                 *slash = 0;
-            if ((st = tqb_tools_run(l > 0 ? self : ".", reps, &r.rows, &r.nrows, &failed,
-                                         t.log_level >= TQ_LOG_WARN ? stderr : NULL)))
-                tq_tool_fail(&t, st);
+            if ((st = tqb_tools_run(l > 0 ? self : ".", o->reps, &r.rows, &r.nrows, &failed,
+                                         t->log_level >= TQ_LOG_WARN ? stderr : NULL)))
+                tq_tool_fail(t, st);
         }
     }
-    tq_tool_progress_done(&t);
+    tq_tool_progress_done(t);
     /* ops a device has no kernel for ran on the host: their rows time that */
-    for (int d = 0; d < ndev && !ceilings_only; d++)
+    for (int d = 0; d < ndev && !o->ceilings_only; d++)
         if (tq_device_host_ops(devs[d])[0] && r.nnotes < 8) {
             snprintf(note_buf[r.nnotes], sizeof note_buf[0],
                      "%s ran these ops on the host (no kernel on this device): %s.",
@@ -388,20 +375,20 @@ int main(int argc, char **argv)
         }
     for (int i = 0; i < r.nrows; i++)
         if (r.rows[i].t.mad_pct > TQB_NOISY_PCT)
-            tq_tool_log(&t, TQ_LOG_WARN, "warning: %s %s %s: spread %.1f%% is too high to trust",
+            tq_tool_log(t, TQ_LOG_WARN, "warning: %s %s %s: spread %.1f%% is too high to trust",
                         r.rows[i].device, r.rows[i].op, r.rows[i].shape, r.rows[i].t.mad_pct);
-    if ((st = write_text(&t, t.output, report_fn, &r)))
-        tq_tool_fail(&t, st);
-    if (svg && (st = write_text(&t, svg, svg_fn, &r))) {
-        if (t.output && strcmp(t.output, "-"))
-            unlink(t.output); /* the run failed: not half its outputs */
-        tq_tool_fail(&t, st);
+    if ((st = write_text(t, t->output, report_fn, &r)))
+        tq_tool_fail(t, st);
+    if (o->svg && (st = write_text(t, o->svg, svg_fn, &r))) {
+        if (t->output && strcmp(t->output, "-"))
+            unlink(t->output); /* the run failed: not half its outputs */
+        tq_tool_fail(t, st);
     }
     int slower = 0;
-    if (baseline) {
-        tq_tool_progress_done(&t);
-        if ((st = tqb_compare(stderr, baseline, NULL, &r, fail_pct, &slower)))
-            tq_tool_fail(&t, st);
+    if (o->baseline) {
+        tq_tool_progress_done(t);
+        if ((st = tqb_compare(stderr, o->baseline, NULL, &r, o->fail_pct, &slower)))
+            tq_tool_fail(t, st);
     }
     tqb_report_free_rows(&r);
     free(r.ceil);
@@ -409,7 +396,52 @@ int main(int argc, char **argv)
         tq_device_close(devs[d]);
     free(devs);
     if (failed)
-        tq_tool_log(&t, TQ_LOG_ERROR, "error: %d measurement%s failed", failed,
+        tq_tool_log(t, TQ_LOG_ERROR, "error: %d measurement%s failed", failed,
                     failed == 1 ? "" : "s");
     return failed || slower ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-bench");
+    opts o = {NULL, NULL, NULL, NULL, NULL, 5, 0, 0, 0, 0, 10, -1};
+    parse_args(&t, argc, argv, &o);
+    tq_tool_ready(&t);
+    /* the outputs are written at the end of a long run: found unwritable now */
+    tq_tool_check_output(&t, t.output);
+    tq_tool_check_output(&t, o.svg);
+    tq_status st;
+
+    if (o.compare) {
+        if (argc - optind != 2)
+            tq_tool_usage(&t, "--compare wants two JSON reports, OLD and NEW");
+        cmp_args c = {argv[optind], argv[optind + 1], NULL, o.fail_pct, 0};
+        if ((st = write_text(&t, t.output, compare_fn, &c)))
+            tq_tool_fail(&t, st);
+        return c.slower ? 1 : 0;
+    }
+    if (optind < argc)
+        tq_tool_usage(&t, "unexpected argument '%s'", argv[optind]);
+    if (o.fail_pct >= 0 && !o.baseline)
+        tq_tool_usage(&t, "--fail-slower goes with --compare or --baseline");
+
+    /* the ops */
+    if (o.op_list && !strcmp(o.op_list, "list")) {
+        for (int i = 0; i < tqb_nops; i++)
+            printf("%-10s %s\n", tqb_ops[i].name, tqb_ops[i].what);
+        return fflush(stdout) ? 74 : 0;
+    }
+    const tqb_opdef *ops[64];
+    int nops = pick_ops(&t, o.op_list, ops);
+    int64_t sizes[TQB_MAX_SIZES];
+    int nsizes = 0;
+    if (o.size_list && (st = tqb_sizes_parse(o.size_list, sizes, &nsizes)))
+        tq_tool_usage(&t, "%s", tq_errmsg());
+
+    tq_device **devs;
+    int ndev = open_devices(&t, o.devices, &devs);
+    if (o.check)
+        return run_check(&t, devs, ndev, ops, nops, sizes, nsizes);
+    return run_bench(&t, &o, devs, ndev, ops, nops, sizes, nsizes);
 }

@@ -122,17 +122,17 @@ static tq_status self_path(const char *in, char *path, size_t n, int *tmp)
     return TQ_OK;
 }
 
-int main(int argc, char **argv)
+static const char *metrics[] = {"cosine", "dot", "l2", "hamming", NULL};
+
+/* The options that are not the similarity's own (those go into s). */
+typedef struct opts {
+    const char *db, *rescore;
+    int modes, merge, shard_set;
+} opts;
+
+/* The getopt loop, and the usage checks of the options together. */
+static void parse_args(tq_tool *t, int argc, char **argv, tq_sim *s, opts *o)
 {
-    static const char *metrics[] = {"cosine", "dot", "l2", "hamming", NULL};
-    tq_tool t;
-    tq_tool_init(&t, "tq-simmat");
-    tq_sim s;
-    memset(&s, 0, sizeof s);
-    s.shard_n = 1;
-    const char *db = NULL, *rescore = NULL;
-    s.rescore_m = 4;
-    int modes = 0, merge = 0, shard_set = 0;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"db", required_argument, NULL, OPT_DB},
@@ -149,12 +149,12 @@ int main(int argc, char **argv)
     };
     opterr = 0;
     int c;
-    while ((c = tq_tool_getopt(&t, argc, argv, TQ_COMMON_SHORTOPTS "k:", longopts)) != -1) {
-        if (tq_tool_option(&t, c, optarg, help))
+    while ((c = tq_tool_getopt(t, argc, argv, TQ_COMMON_SHORTOPTS "k:", longopts)) != -1) {
+        if (tq_tool_option(t, c, optarg, help))
             continue;
         switch (c) {
         case OPT_DB:
-            db = optarg;
+            o->db = optarg;
             break;
         case OPT_METRIC: {
             int m = -1;
@@ -162,8 +162,8 @@ int main(int argc, char **argv)
                 if (!strcmp(optarg, metrics[i]))
                     m = i;
             if (m < 0)
-                tq_tool_usage(&t, "--metric wants cosine, dot, l2 or hamming, not '%s'", optarg);
-            s.metric = (tq_sim_metric)m;
+                tq_tool_usage(t, "--metric wants cosine, dot, l2 or hamming, not '%s'", optarg);
+            s->metric = (tq_sim_metric)m;
             break;
         }
         case 'k': {
@@ -171,81 +171,174 @@ int main(int argc, char **argv)
             errno = 0;
             long long k = strtoll(optarg, &end, 10);
             if (errno || end == optarg || *end || k < 1 || k > (1 << 20))
-                tq_tool_usage(&t, "--topk wants a count 1..1048576, not '%s'", optarg);
-            s.mode = TQ_SIM_TOPK, s.k = k, modes++;
+                tq_tool_usage(t, "--topk wants a count 1..1048576, not '%s'", optarg);
+            s->mode = TQ_SIM_TOPK, s->k = k, o->modes++;
             break;
         }
         case OPT_THRESHOLD:
-            s.mode = TQ_SIM_THRESHOLD, s.threshold = num_arg(&t, "--threshold", optarg), modes++;
+            s->mode = TQ_SIM_THRESHOLD, s->threshold = num_arg(t, "--threshold", optarg), o->modes++;
             break;
         case OPT_DEDUP:
-            s.mode = TQ_SIM_DEDUP, s.threshold = num_arg(&t, "--dedup", optarg), modes++;
+            s->mode = TQ_SIM_DEDUP, s->threshold = num_arg(t, "--dedup", optarg), o->modes++;
             break;
         case OPT_SHARD: {
             int i, n, used = 0;
             if (sscanf(optarg, "%d/%d%n", &i, &n, &used) != 2 || optarg[used] || n < 1 ||
                 i < 0 || i >= n)
-                tq_tool_usage(&t, "--shard wants I/N with 0 <= I < N, not '%s'", optarg);
-            s.shard_i = i, s.shard_n = n, shard_set = 1;
+                tq_tool_usage(t, "--shard wants I/N with 0 <= I < N, not '%s'", optarg);
+            s->shard_i = i, s->shard_n = n, o->shard_set = 1;
             break;
         }
         case OPT_MERGE:
-            merge = 1, modes++;
+            o->merge = 1, o->modes++;
             break;
         case OPT_NAME:
-            s.vec_name = optarg;
+            s->vec_name = optarg;
             break;
         case OPT_RESCORE:
-            rescore = optarg;
+            o->rescore = optarg;
             break;
         case OPT_RESCORE_K: {
             char *end;
             errno = 0;
             long long m = strtoll(optarg, &end, 10);
             if (errno || end == optarg || *end || m < 1 || m > 1024)
-                tq_tool_usage(&t, "--rescore-k wants a count 1..1024, not '%s'", optarg);
-            s.rescore_m = m;
+                tq_tool_usage(t, "--rescore-k wants a count 1..1024, not '%s'", optarg);
+            s->rescore_m = m;
             break;
         }
         default:
-            tq_tool_usage(&t, "unknown option");
+            tq_tool_usage(t, "unknown option");
         }
     }
-    if (modes > 1)
-        tq_tool_usage(&t, "--topk, --threshold, --dedup and --merge exclude each other");
-    if (shard_set && s.mode != TQ_SIM_TOPK)
-        tq_tool_usage(&t, "--shard applies to --topk");
-    if (merge && (db || shard_set))
-        tq_tool_usage(&t, "--merge takes the shards' files only");
-    if (!merge && argc - optind > 1)
-        tq_tool_usage(&t, "one input at most, not %d (the database: --db)", argc - optind);
-    if (merge && optind == argc)
-        tq_tool_usage(&t, "--merge wants the shards' output files");
+    if (o->modes > 1)
+        tq_tool_usage(t, "--topk, --threshold, --dedup and --merge exclude each other");
+    if (o->shard_set && s->mode != TQ_SIM_TOPK)
+        tq_tool_usage(t, "--shard applies to --topk");
+    if (o->merge && (o->db || o->shard_set))
+        tq_tool_usage(t, "--merge takes the shards' files only");
+    if (!o->merge && argc - optind > 1)
+        tq_tool_usage(t, "one input at most, not %d (the database: --db)", argc - optind);
+    if (o->merge && optind == argc)
+        tq_tool_usage(t, "--merge wants the shards' output files");
+}
+
+/* --merge: the shards' --topk outputs named as files, merged. */
+static int run_merge(tq_tool *t, int argc, char **argv)
+{
+    tq_status st = TQ_OK;
+    tq_writer *w = NULL;
+    int n = argc - optind;
+    tq_reader **in = calloc((size_t)n, sizeof *in);
+    if (!in)
+        tq_tool_fail(t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
+    for (int i = 0; i < n && !st; i++)
+        st = tq_reader_open_path(&in[i], argv[optind + i]);
+    if (!st)
+        st = tq_tool_open_output(t, &w);
+    if (!st)
+        st = tq_sim_merge(in, n, w);
+    tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
+    for (int i = 0; i < n; i++)
+        if (in[i])
+            tq_reader_close(in[i]);
+    free(in);
+    if (st || cst)
+        tq_tool_fail(t, st ? st : cst);
+    return 0;
+}
+
+/* The database: its kind (floats or codes) probed, the checks that kind asks,
+ * then its rows loaded (and --rescore's), and prepared. */
+static tq_status load_db(tq_tool *t, tq_sim *s, const char *db, const char *dblabel,
+                         const char *rescore, tq_pick *pdb, tq_dtype *code)
+{
+    tq_status st = TQ_OK;
+    if (db && (st = tq_sim_codes_probe(db, dblabel, s->vec_name, code)))
+        tq_tool_fail(t, st);
+    if (rescore && s->mode != TQ_SIM_TOPK)
+        tq_tool_usage(t, "--rescore goes with --topk");
+    if ((*code == TQ_DTYPE_I8 || *code == TQ_DTYPE_Q8_0 || *code == TQ_DTYPE_Q4_0) &&
+        s->metric != TQ_SIM_DOT)
+        tq_tool_usage(t, "%s codes are searched with --metric dot (quantize normalized "
+                         "vectors for the cosine)", tq_dtype_name(*code));
+    if (*code == TQ_DTYPE_Q4_0 && s->mode == TQ_SIM_DEDUP)
+        tq_tool_usage(t, "--dedup against q4_0 rows: ggml pairs q4_0 rows with q8_0 queries "
+                         "only (dedup q8_0 codes, or floats)");
+    if (*code == TQ_DTYPE_BIT && s->metric != TQ_SIM_HAMMING)
+        tq_tool_usage(t, "bit codes are searched with --metric hamming");
+    if (!*code && s->metric == TQ_SIM_HAMMING && db)
+        tq_tool_usage(t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
+    if (rescore && !*code)
+        tq_tool_usage(t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
+    if (rescore && s->k * s->rescore_m > (1 << 20))
+        tq_tool_usage(t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
+                      (long long)s->rescore_m, (long long)s->k);
+    if (*code)
+        st = tq_sim_codes_load(s, db, dblabel, s->vec_name);
+    else if (db) {
+        tq_tool_pick(t, NULL, db, dblabel, pdb);
+        st = tq_sim_rows_load(&s->db, db, dblabel, pdb->name[0] ? pdb->name : NULL,
+                              s->metric == TQ_SIM_COSINE);
+    }
+    if (!st && rescore) {
+        st = tq_sim_rows_load(&s->rescore, rescore, rescore, s->vec_name ? s->vec_name : s->db.name, 0);
+        if (!st && (s->rescore.n != s->db.n || s->rescore.d != s->db.d))
+            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld "
+                         "from %s", rescore, (long long)s->rescore.n, (long long)s->rescore.d,
+                         (long long)s->db.n, (long long)s->db.d, s->db_label);
+    }
+    if (!st && db && !*code && (s->mode != TQ_SIM_DEDUP || s->db.n))
+        st = tq_sim_prepare(s);
+    return st;
+}
+
+/* The log of a run that went well: what came from where, and the counts. */
+static void report(tq_tool *t, tq_sim *s, tq_dtype code, double t0)
+{
+    /* what came from where: the rows each input gave, and their width */
+    const char *qn = tq_sim_query_name(s);
+    tq_took took[2] = {
+        {.what = s->self ? "vectors" : "query vectors", .name = qn ? qn : "", .from = s->q_label,
+         .rank = 2, .dims = {s->q_seen, s->db.d}},
+        {.what = "database vectors", .name = s->db.name, .from = s->db_label,
+         .rank = s->self ? 0 : 2, .dims = {s->db.n, s->db.d}},
+    };
+    tq_tool_took(t, took, 2);
+    tq_tool_log(t, TQ_LOG_INFO, "%lld query rows in %.3f s%s", (long long)s->q_seen,
+                tq_tool_now() - t0, "");
+    if (s->mode == TQ_SIM_THRESHOLD && !code && s->screen_dh)
+        tq_tool_log(t, TQ_LOG_INFO, "%lld pairs; an int8 screen of the first %lld values let "
+                    "%lld through to the exact score", (long long)s->pairs, (long long)s->screen_dh,
+                    (long long)s->screened);
+    else if (s->mode == TQ_SIM_THRESHOLD && !code)
+        tq_tool_log(t, TQ_LOG_INFO, "%lld pairs; the matrix product screened them", (long long)s->pairs);
+    if (s->mode == TQ_SIM_DEDUP)
+        tq_tool_log(t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s->kept,
+                    (long long)s->dropped);
+    if (s->mode == TQ_SIM_DEDUP && s->screen_dh)
+        tq_tool_log(t, TQ_LOG_INFO, "an int8 screen of the first %lld values let %lld pairs "
+                    "through to the exact score", (long long)s->screen_dh, (long long)s->screened);
+}
+
+int main(int argc, char **argv)
+{
+    tq_tool t;
+    tq_tool_init(&t, "tq-simmat");
+    tq_sim s;
+    memset(&s, 0, sizeof s);
+    s.shard_n = 1;
+    s.rescore_m = 4;
+    opts o = {NULL, NULL, 0, 0, 0};
+    parse_args(&t, argc, argv, &s, &o);
+    const char *db = o.db, *rescore = o.rescore;
     tq_tool_ready(&t);
+
+    if (o.merge)
+        return run_merge(&t, argc, argv);
 
     tq_status st = TQ_OK;
     tq_writer *w = NULL;
-    if (merge) {
-        int n = argc - optind;
-        tq_reader **in = calloc((size_t)n, sizeof *in);
-        if (!in)
-            tq_tool_fail(&t, tq_fail(TQ_ERR_NOMEM, "out of memory"));
-        for (int i = 0; i < n && !st; i++)
-            st = tq_reader_open_path(&in[i], argv[optind + i]);
-        if (!st)
-            st = tq_tool_open_output(&t, &w);
-        if (!st)
-            st = tq_sim_merge(in, n, w);
-        tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
-        for (int i = 0; i < n; i++)
-            if (in[i])
-                tq_reader_close(in[i]);
-        free(in);
-        if (st || cst)
-            tq_tool_fail(&t, st ? st : cst);
-        return 0;
-    }
-
     char tmp[4096] = "";
     int is_tmp = 0;
     /* the queries: the file argument, else standard input */
@@ -274,42 +367,7 @@ int main(int argc, char **argv)
      * hamming, in every mode (--dedup without --db learns the kind from its
      * input) */
     tq_dtype code = TQ_DTYPE_INVALID;
-    if (db && (st = tq_sim_codes_probe(db, dblabel, s.vec_name, &code)))
-        tq_tool_fail(&t, st);
-    if (rescore && s.mode != TQ_SIM_TOPK)
-        tq_tool_usage(&t, "--rescore goes with --topk");
-    if ((code == TQ_DTYPE_I8 || code == TQ_DTYPE_Q8_0 || code == TQ_DTYPE_Q4_0) &&
-        s.metric != TQ_SIM_DOT)
-        tq_tool_usage(&t, "%s codes are searched with --metric dot (quantize normalized "
-                          "vectors for the cosine)", tq_dtype_name(code));
-    if (code == TQ_DTYPE_Q4_0 && s.mode == TQ_SIM_DEDUP)
-        tq_tool_usage(&t, "--dedup against q4_0 rows: ggml pairs q4_0 rows with q8_0 queries "
-                          "only (dedup q8_0 codes, or floats)");
-    if (code == TQ_DTYPE_BIT && s.metric != TQ_SIM_HAMMING)
-        tq_tool_usage(&t, "bit codes are searched with --metric hamming");
-    if (!code && s.metric == TQ_SIM_HAMMING && db)
-        tq_tool_usage(&t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
-    if (rescore && !code)
-        tq_tool_usage(&t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
-    if (rescore && s.k * s.rescore_m > (1 << 20))
-        tq_tool_usage(&t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
-                      (long long)s.rescore_m, (long long)s.k);
-    if (code)
-        st = tq_sim_codes_load(&s, db, dblabel, s.vec_name);
-    else if (db) {
-        tq_tool_pick(&t, NULL, db, dblabel, &pdb);
-        st = tq_sim_rows_load(&s.db, db, dblabel, pdb.name[0] ? pdb.name : NULL,
-                              s.metric == TQ_SIM_COSINE);
-    }
-    if (!st && rescore) {
-        st = tq_sim_rows_load(&s.rescore, rescore, rescore, s.vec_name ? s.vec_name : s.db.name, 0);
-        if (!st && (s.rescore.n != s.db.n || s.rescore.d != s.db.d))
-            st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld "
-                         "from %s", rescore, (long long)s.rescore.n, (long long)s.rescore.d,
-                         (long long)s.db.n, (long long)s.db.d, s.db_label);
-    }
-    if (!st && db && !code && (s.mode != TQ_SIM_DEDUP || s.db.n))
-        st = tq_sim_prepare(&s);
+    st = load_db(&t, &s, db, dblabel, rescore, &pdb, &code);
     tq_reader *in = NULL;
     if (!st)
         st = tq_reader_open_path_as(&in, qpath, qpath == tmp ? qfile ? qfile : "stdin" : qpath);
@@ -333,31 +391,8 @@ int main(int argc, char **argv)
             st = tq_sim_check_queries(&s);
     }
     tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
-    if (!st && !cst) {
-        /* what came from where: the rows each input gave, and their width */
-        const char *qn = tq_sim_query_name(&s);
-        tq_took took[2] = {
-            {.what = s.self ? "vectors" : "query vectors", .name = qn ? qn : "", .from = s.q_label,
-             .rank = 2, .dims = {s.q_seen, s.db.d}},
-            {.what = "database vectors", .name = s.db.name, .from = s.db_label,
-             .rank = s.self ? 0 : 2, .dims = {s.db.n, s.db.d}},
-        };
-        tq_tool_took(&t, took, 2);
-        tq_tool_log(&t, TQ_LOG_INFO, "%lld query rows in %.3f s%s", (long long)s.q_seen,
-                    tq_tool_now() - t0, "");
-    }
-    if (!st && !cst && s.mode == TQ_SIM_THRESHOLD && !code && s.screen_dh)
-        tq_tool_log(&t, TQ_LOG_INFO, "%lld pairs; an int8 screen of the first %lld values let "
-                    "%lld through to the exact score", (long long)s.pairs, (long long)s.screen_dh,
-                    (long long)s.screened);
-    else if (!st && !cst && s.mode == TQ_SIM_THRESHOLD && !code)
-        tq_tool_log(&t, TQ_LOG_INFO, "%lld pairs; the matrix product screened them", (long long)s.pairs);
-    if (!st && !cst && s.mode == TQ_SIM_DEDUP)
-        tq_tool_log(&t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s.kept,
-                    (long long)s.dropped);
-    if (!st && !cst && s.mode == TQ_SIM_DEDUP && s.screen_dh)
-        tq_tool_log(&t, TQ_LOG_INFO, "an int8 screen of the first %lld values let %lld pairs "
-                    "through to the exact score", (long long)s.screen_dh, (long long)s.screened);
+    if (!st && !cst)
+        report(&t, &s, code, t0);
     tq_reader_close(in);
     tq_sim_free(&s);
     tq_tool_device_done(&t, s.dev);

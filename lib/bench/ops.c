@@ -235,13 +235,11 @@ static tq_status rows_inputs(tqb_inst *in, int64_t *r, int64_t *c, uint64_t *see
     return mk(in, 0, TQ_DTYPE_F32, 2, *r, *c, 1, seed);
 }
 
-static tq_status setup(tqb_inst *in, uint64_t seed)
+/* The matrix products and attention: their inputs, work, traffic and shape. */
+static tq_status setup_products(tqb_inst *in, uint64_t seed)
 {
-    int64_t n = in->n, r = 0, c = 0;
+    int64_t n = in->n;
     tq_status st;
-    in->dtype = "f32";
-    in->nout = 1;
-    in->out[0] = 1;
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
     case OP_MATMUL_F16: {
@@ -314,6 +312,28 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
     }
+    case OP_ATTENTION:
+    case OP_ATTENTION_BF16:
+        if (in->op == &tqb_ops[OP_ATTENTION_BF16])
+            in->dtype = "bf16>f32";
+        for (int i = 0; i < 4; i++)
+            if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
+                return st;
+        in->out[0] = 3;
+        in->flops = 4.0 * n * n * ATT_D;
+        in->bytes = 16.0 * n * ATT_D;
+        snprintf(in->shape, sizeof in->shape, "[%lld,%d] %d heads", (long long)n, ATT_D, ATT_H);
+        return TQ_OK;
+    }
+    return tq_fail(TQ_ERR_USAGE, "unknown op");
+}
+
+/* The searches of q[SIM_Q, SIM_D] against db[n, SIM_D], in f32 and in int8 codes. */
+static tq_status setup_search(tqb_inst *in, uint64_t seed)
+{
+    int64_t n = in->n;
+    tq_status st;
+    switch ((int)(in->op - tqb_ops)) {
     case OP_ROWPROD:
     case OP_SIMTOPK:
         if ((st = mk(in, 0, TQ_DTYPE_F32, 2, SIM_Q, SIM_D, 1, &seed)) ||
@@ -369,6 +389,16 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->out[0] = 4;
         in->out[1] = 5;
         return simtopk_reset(in);
+    }
+    return tq_fail(TQ_ERR_USAGE, "unknown op");
+}
+
+/* The row and elementwise ops: n values as rows of ROW_D (rows_inputs). */
+static tq_status setup_rows(tqb_inst *in, uint64_t seed)
+{
+    int64_t r = 0, c = 0;
+    tq_status st;
+    switch ((int)(in->op - tqb_ops)) {
     case OP_ACTIVATE_GRAD:
     case OP_GELU_GRAD:
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
@@ -378,18 +408,6 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
         in->out[0] = 2;
         in->bytes = 12.0 * r * c;
         break;
-    case OP_ATTENTION:
-    case OP_ATTENTION_BF16:
-        if (in->op == &tqb_ops[OP_ATTENTION_BF16])
-            in->dtype = "bf16>f32";
-        for (int i = 0; i < 4; i++)
-            if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
-                return st;
-        in->out[0] = 3;
-        in->flops = 4.0 * n * n * ATT_D;
-        in->bytes = 16.0 * n * ATT_D;
-        snprintf(in->shape, sizeof in->shape, "[%lld,%d] %d heads", (long long)n, ATT_D, ATT_H);
-        return TQ_OK;
     case OP_ROWNORM:
         if ((st = rows_inputs(in, &r, &c, &seed)) || (st = mk(in, 1, TQ_DTYPE_F32, 1, r, 0, 0, &seed)))
             return st;
@@ -474,6 +492,31 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     }
     shape2(in->shape, sizeof in->shape, in->t[0]);
     return TQ_OK;
+}
+
+/* The instance's tensors, seeded, and what one call of its op costs. */
+static tq_status setup(tqb_inst *in, uint64_t seed)
+{
+    in->dtype = "f32";
+    in->nout = 1;
+    in->out[0] = 1;
+    switch ((int)(in->op - tqb_ops)) {
+    case OP_MATMUL:
+    case OP_MATMUL_F16:
+    case OP_MATMUL_THEN:
+    case OP_MATMUL_I8:
+    case OP_MATMUL_I8_REST:
+    case OP_ATTENTION:
+    case OP_ATTENTION_BF16:
+        return setup_products(in, seed);
+    case OP_ROWPROD:
+    case OP_SIMTOPK:
+    case OP_CODESCREEN:
+    case OP_CODEMATRIX:
+    case OP_CODETOPK:
+        return setup_search(in, seed);
+    }
+    return setup_rows(in, seed);
 }
 
 tq_status tqb_inst_new(const tqb_opdef *op, tq_device *dev, int64_t n, uint64_t seed,
