@@ -29,3 +29,19 @@ needs_man() { command -v man >/dev/null || skip "man is not installed (make deps
     [[ "$output" == *"README.md names samples/no-such-file.tq, which is not in the tree"* ]] || fail "$output"
     [ "$(printf '%s\n' "$output" | wc -l)" -eq 4 ] || fail "more than the planted: $output"
 }
+
+# issue 35: small files, one job each. Hand-written C (not the generated
+# Unicode tables) stays under about 1,000 lines a file and 150 a function (a
+# function: from a "{" in column 0 to the "}" in column 0 that ends it).
+@test "no hand-written C file over 1,000 lines, no function over 150" {
+    cd "$ROOT_DIR"
+    big=$(find lib cmd kernels -name '*.c' -o -name '*.h' -o -name '*.cu' |
+        grep -v unicode_tables | xargs wc -l | awk '$2 != "total" && $1 > 1000')
+    [ -z "$big" ] || fail "files over 1,000 lines: $big"
+    long=$(find lib cmd -name '*.c' | sort | xargs awk '
+        FNR == 1 { s = 0 }
+        /^\{/ { s = FNR; name = prev }
+        /^\}/ { if (s && FNR - s > 150) print FILENAME ": " FNR - s " lines: " name; s = 0 }
+        { prev = $0 }')
+    [ -z "$long" ] || fail "functions over 150 lines: $long"
+}
