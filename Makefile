@@ -269,7 +269,7 @@ STANDIN_FLAGS := $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP -D_G
 # (the op suite ~15% faster, same bits: ISO C++ contracts nothing); off by
 # default, as a build dir carried to another CPU would then die of SIGILL.
 STANDIN_ARCH  ?=
-STANDIN_KFLAGS := -std=c++17 $(STANDIN_FLAGS) $(STANDIN_ARCH) -DTQ_EMU -I. -Itests/standin -Ikernels/cuda
+STANDIN_KFLAGS := -std=c++17 -ffp-contract=off $(STANDIN_FLAGS) $(STANDIN_ARCH) -DTQ_EMU -I. -Itests/standin -Ikernels/cuda
 STANDIN_LIB   := $(STANDIN_DIR)/libtqstandin.so
 # a CUDA driver that pads every launch's argument size to 8 bytes on its way
 # to the stand-in: the bug an H200 found, planted (tests/bats/gpu-faults.bats)

@@ -1,10 +1,13 @@
 /* simtopk.c: the fused similarity top-k on CUDA/HIP. lib/op/simtopk_dev.c drives
  * it as it drives Vulkan's (f32 score tiles by our matmul entry, candidates
- * kept on the device, exact rescoring and proofs on the host, so the lists
- * are the CPU's bit for bit); here are the two kernels it needs,
- * kernels/cuda/select.cu (each query's candidates, carried on from tile to
- * tile) and above.cu (the rows above a query's threshold), and the download
- * of scattered rows (the gather kernel, then one copy). */
+ * kept on the device, the proofs on the host, so the lists are the CPU's
+ * bit for bit); here are the kernels it needs, kernels/cuda/select.cu (each
+ * query's candidates, carried on from tile to tile, filtered by the k-th so
+ * far), rescore.cu (the candidates' exact scores, so that rows stay on the
+ * device) and above.cu (the rows above a query's threshold), and the
+ * download of scattered rows (the gather kernel, then one copy). Tiles of
+ * 1024 x 8192 (32 MiB: in an H100's 50 MB of L2, and a GEMM of 6.4 GFLOP at
+ * d = 384, long enough that launches do not count). */
 #include "gpu.h"
 #include "../op/hostpath.h"
 #include "../op/simtopk_dev.h"
@@ -21,16 +24,18 @@ static void row_grid(unsigned rows, unsigned *gx, unsigned *gy)
 }
 
 static tq_status gpu_select(void *ctx, const tq_tensor *x, int64_t kp, int64_t base, int kept,
-                            tq_tensor *vals, tq_tensor *idx)
+                            tq_tensor *vals, tq_tensor *idx, tq_tensor *thr)
 {
     tq_gpu_ctx *c = ctx;
-    gpu_ptr px = gpu_tensor_ptr(x), pv = gpu_tensor_ptr(vals), pi = gpu_tensor_ptr(idx);
+    gpu_ptr px = gpu_tensor_ptr(x), pv = gpu_tensor_ptr(vals), pi = gpu_tensor_ptr(idx),
+            pt = gpu_tensor_ptr(thr);
     unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], k = (unsigned)kp, gx, gy;
     long long b = base;
     gpu_args a = {.size = 0};
     ARG(&a, px);
     ARG(&a, pv);
     ARG(&a, pi);
+    ARG(&a, pt);
     ARG(&a, rows);
     ARG(&a, m);
     ARG(&a, k);
@@ -63,6 +68,34 @@ static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, 
     return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
 }
 
+/* The candidates' exact scores (kernels/cuda/rescore.cu): 8 threads each. */
+static tq_status gpu_rescore(void *ctx, const tq_tensor *q, const tq_tensor *db, const tq_tensor *ci,
+                             int64_t base, int metric, tq_tensor *out)
+{
+    tq_gpu_ctx *c = ctx;
+    gpu_ptr pq = gpu_tensor_ptr(q), px = gpu_tensor_ptr(db), pc = gpu_tensor_ptr(ci),
+            po = gpu_tensor_ptr(out);
+    unsigned long long n = (unsigned long long)(ci->dims[0] * ci->dims[1]),
+                       ndb = (unsigned long long)db->dims[0];
+    unsigned kp = (unsigned)ci->dims[1], d = (unsigned)q->dims[1], m = metric != 0;
+    long long b = base;
+    unsigned long long blocks = (n + SEL_BLOCK / 8 - 1) / (SEL_BLOCK / 8);
+    unsigned gx = (unsigned)(blocks < (1u << 20) ? (blocks ? blocks : 1) : (1u << 20));
+    gpu_args a = {.size = 0};
+    ARG(&a, pq);
+    ARG(&a, px);
+    ARG(&a, pc);
+    ARG(&a, po);
+    ARG(&a, n);
+    ARG(&a, kp);
+    ARG(&a, d);
+    ARG(&a, ndb);
+    ARG(&a, b);
+    ARG(&a, m);
+    c->api->set_current(c->dev, c->ctx);
+    return TQ_GPU(launch)(c, K_RESCORE, gx, 1, 1, SEL_BLOCK, 0, &a);
+}
+
 /* The rows gathered into one block on the device, then one download. */
 static tq_status gpu_rows(void *ctx, const tq_tensor *db, const int64_t *rows, size_t n, float *dst)
 {
@@ -85,11 +118,12 @@ tq_status TQ_GPU(simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq
 {
     static const tq_simdev_backend be = {.matmul = TQ_GPU(matmul), .add = TQ_GPU(add),
                                          .rownorm = TQ_GPU(rownorm), .select = gpu_select,
-                                         .above = gpu_above, .download_rows = gpu_rows};
+                                         .above = gpu_above, .download_rows = gpu_rows,
+                                         .rescore = gpu_rescore, .tile_q = 1024, .tile_d = 8192};
     tq_gpu_ctx *c = ctx;
     /* a kernel missing from the image: the whole op on the host, rather than
      * parts of it through other host paths */
-    if (!c->fn[K_SELECT] || !c->fn[K_ABOVE] || !c->fn[K_ROWNORM] || !c->fn[K_ADD_ROW] ||
+    if (!c->fn[K_SELECT] || !c->fn[K_ABOVE] || !c->fn[K_RESCORE] || !c->fn[K_ROWNORM] || !c->fn[K_ADD_ROW] ||
         !c->fn[K_ADD] || !c->fn[K_GATHER] || (!c->blas && !c->fn[K_MATMUL]))
         return tq_host_simtopk(q, db, metric, idx_base, vals, idx);
     return tq_simdev_simtopk(&be, ctx, q, db, metric, idx_base, vals, idx);

@@ -20,8 +20,9 @@
 
 #include <math.h>
 
-/* Score tiles of TILE_Q queries x TILE_D database rows: 16 MiB of f32 on the
- * device whatever the block. KP_MAX: the candidates a select kernel keeps. */
+/* Score tiles of TILE_Q queries x TILE_D database rows unless the backend
+ * asks for others: 16 MiB of f32 on the device whatever the block. KP_MAX:
+ * the candidates a select kernel keeps. */
 enum { TILE_Q = 512, TILE_D = 8192, KP_MAX = TQ_SIMDEV_KP_MAX };
 
 /* Rows [r0, r0 + n) of a tensor, as a view (no allocation: the struct only). */
@@ -47,7 +48,8 @@ static tq_status score_tiles(const tq_simdev_backend *be, void *c, const tq_tens
                              const tq_tensor *negsq, tile_fn fn, void *ctx)
 {
     int64_t nq = q->dims[0], ndb = db->dims[0];
-    int64_t tq = nq < TILE_Q ? nq : TILE_Q, td = ndb < TILE_D ? ndb : TILE_D, dims[2] = {tq, td};
+    int64_t tile_q = be->tile_q > 0 ? be->tile_q : TILE_Q, tile_d = be->tile_d > KP_MAX ? be->tile_d : TILE_D;
+    int64_t tq = nq < tile_q ? nq : tile_q, td = ndb < tile_d ? ndb : tile_d, dims[2] = {tq, td};
     tq_tensor *tile = NULL;
     tq_status st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, dims, &tile);
     for (int64_t q0 = 0; !st && q0 < nq; q0 += tq) {
@@ -74,7 +76,7 @@ static tq_status score_tiles(const tq_simdev_backend *be, void *c, const tq_tens
  * into cvt and cit. The first row tile holds at least kp rows (kp <= the
  * block and KP_MAX < TILE_D), as a select kernel needs. */
 typedef struct sel_ctx {
-    tq_tensor *cvt, *cit;
+    tq_tensor *cvt, *cit, *thr;
     int64_t kp, base;
 } sel_ctx;
 
@@ -83,8 +85,9 @@ static tq_status select_tile(const tq_simdev_backend *be, void *c, const tq_tens
 {
     sel_ctx *x = ctx;
     int64_t mq = sv->dims[0];
-    tq_tensor cv = rows_view(x->cvt, q0, mq), iv = rows_view(x->cit, q0, mq);
-    return be->select(c, sv, x->kp, x->base + j0, j0 > 0, &cv, &iv);
+    tq_tensor cv = rows_view(x->cvt, q0, mq), iv = rows_view(x->cit, q0, mq),
+              tv = rows_view(x->thr, q0, mq);
+    return be->select(c, sv, x->kp, x->base + j0, j0 > 0, &cv, &iv, &tv);
 }
 
 /* The rows above each query's threshold: counts in cnt [nu], their numbers
@@ -244,8 +247,8 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
              .base = idx_base};
     size_t nk = (size_t)(nq * k), nc = (size_t)(nq * kp), xbytes = (size_t)(ndb * d) * 4;
     int64_t cd[2] = {nq, kp};
-    tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL;
-    float *hn = malloc((size_t)ndb * 4), *hq = malloc((size_t)(nq * d) * 4);
+    tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL, *thrt = NULL, *cet = NULL;
+    float *hn = malloc((size_t)ndb * 4), *hq = malloc((size_t)(nq * d) * 4), *hce = NULL;
     float *hv = malloc(nk * 4), *ov = malloc(nk * 4), *hcv = malloc(nc * 4);
     int64_t *hi = malloc(nk * 8), *oi = malloc(nk * 8), *hci = malloc(nc * 8);
     int64_t *bad = NULL, *rows = NULL;
@@ -296,8 +299,9 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
 
     if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cvt)) ||
         (st = tq_tensor_new(q->dev, TQ_DTYPE_I64, 2, cd, &cit)) ||
+        (st = tq_tensor_new(q->dev, TQ_DTYPE_I32, 1, &nq, &thrt)) ||
         (st = score_tiles(be, c, q, db, s.metric, negsq, select_tile,
-                          &(sel_ctx){cvt, cit, kp, idx_base})) ||
+                          &(sel_ctx){cvt, cit, thrt, kp, idx_base})) ||
         (st = tq_tensor_download(cvt, hcv, nc * 4)) ||
         (st = tq_tensor_download(cit, hci, nc * 8)) ||
         (st = tq_tensor_download(q, hq, (size_t)(nq * d) * 4)) ||
@@ -305,6 +309,24 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
         goto done;
     s.q = hq, s.vals = hv, s.idx = hi, s.out_v = ov, s.out_i = oi, s.cv = hcv, s.ci = hci;
     s.undecided = und, s.thr = thr;
+
+    /* the candidates scored on the device: only their scores travel, and
+     * the host needs the rows without a bound alone */
+    if (be->rescore) {
+        if (!(hce = malloc(nc * 4 + 4)) || !(x = malloc((size_t)(nbad * d) * 4 + 4))) {
+            st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+            goto done;
+        }
+        if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cet)) ||
+            (st = be->rescore(c, q, db, cit, idx_base, s.metric, cet)) ||
+            (st = tq_tensor_download(cet, hce, nc * 4)) ||
+            (st = be->download_rows(c, db, bad, (size_t)nbad, x)))
+            goto done;
+        s.ce = hce, s.rows = bad, s.nrows = nbad, s.x = x;
+    }
+    int whole = 0;
+    if (be->rescore)
+        goto scored;
 
     /* the candidates' rows, each once; the whole block when they are most of it */
     if (!(rows = malloc((nc + (size_t)nbad) * 8))) {
@@ -319,7 +341,7 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
     for (size_t i = 0; i < nc + (size_t)nbad; i++)
         if (!nrows || rows[i] != rows[nrows - 1])
             rows[nrows++] = rows[i];
-    int whole = nrows * 2 > ndb;
+    whole = nrows * 2 > ndb;
     if (!(x = aligned_alloc(64, ((whole ? xbytes : (size_t)(nrows * d) * 4) + 63) & ~(size_t)63))) {
         st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
         goto done;
@@ -330,6 +352,7 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
         goto done;
     s.rows = whole ? NULL : rows, s.nrows = nrows, s.x = x;
 
+scored:
     tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), tq_simdev_rescore, &s);
     if ((st = settle_above(be, c, &s, db, negsq)))
         goto done;
@@ -356,6 +379,9 @@ done:
     tq_tensor_free(negsq);
     tq_tensor_free(cvt);
     tq_tensor_free(cit);
+    tq_tensor_free(thrt);
+    tq_tensor_free(cet);
+    free(hce);
     free(hn), free(hq), free(hv), free(ov), free(hcv), free(hi), free(oi), free(hci);
     free(bad), free(rows), free(x), free(und), free(thr);
     return st;

@@ -22,9 +22,12 @@ typedef struct tq_simdev_backend {
      * [rows, m] by f32 order (NaN lowest), into vals [rows, kp] (f32) and idx
      * (i64), in any order, column j as index base + j; with kept set, the kp
      * entries already in vals and idx compete too (m + kp >= kp always; m >=
-     * kp when not kept). Ties at the kp-th value may go either way. */
+     * kp when not kept). Ties at the kp-th value may go either way. thr (u32
+     * [rows], the device's own, never read by the host) may carry what the
+     * kernel wants to keep of a row from tile to tile (CUDA: the kp-th order
+     * key, so that later tiles are filtered by it). */
     tq_status (*select)(void *ctx, const tq_tensor *x, int64_t kp, int64_t base, int kept,
-                        tq_tensor *vals, tq_tensor *idx);
+                        tq_tensor *vals, tq_tensor *idx, tq_tensor *thr);
     /* For each row r of the score tile x [rows, m]: the columns j whose value
      * is >= thr[r] (f32 [rows]) added to row r's list in lst (i32 [rows,
      * TQ_SIMDEV_ABOVE_CAP]) as base + j, in any order, up to the cap; cnt[r]
@@ -35,6 +38,15 @@ typedef struct tq_simdev_backend {
      * into dst [n, d] on the host. */
     tq_status (*download_rows)(void *ctx, const tq_tensor *db, const int64_t *rows, size_t n,
                                float *dst);
+    /* Optional (NULL: the host scores the candidates from their rows): the
+     * exact score (simscore.h's tq_simscore, bit for bit) of each candidate
+     * ci [nq, kp] (i64, base + row of db) with its query, into out [nq, kp]
+     * (f32), so that only scores travel, not rows. */
+    tq_status (*rescore)(void *ctx, const tq_tensor *q, const tq_tensor *db, const tq_tensor *ci,
+                         int64_t base, int metric, tq_tensor *out);
+    /* The score tile's shape, queries x rows (0: 512 x 8192, 16 MiB): a
+     * large GPU wants more work a launch; the tile should stay in its L2. */
+    int64_t tile_q, tile_d;
 } tq_simdev_backend;
 
 /* The op's entry for such a backend (ctx its own), with the op API's

@@ -52,15 +52,34 @@ static const float *row_of(const tq_simdev_sim *s, int64_t j)
     return s->x + lo * s->d;
 }
 
+/* Whether block row j has no bound (s->bad is ascending). */
+static int is_bad(const tq_simdev_sim *s, int64_t j)
+{
+    int64_t lo = 0, hi = s->nbad;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s->bad[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nbad && s->bad[lo] == j;
+}
+
 /* Query qi's list from the caller's and the exact scores of the rows ci
- * (n0 indices, base + row) and of the rows without a bound: into mv, mi. */
-static void merge_rows(const tq_simdev_sim *s, int64_t qi, const int64_t *ci, int64_t n0,
-                       tq_simdev_cand *cs, float *mv, int64_t *mi)
+ * (n0 indices, base + row; their scores in ce when the device gave them)
+ * and of the rows without a bound: into mv, mi. A row without a bound is
+ * scored here even when the device scored it: its NaN's bits are the CPU's. */
+static void merge_rows(const tq_simdev_sim *s, int64_t qi, const int64_t *ci, const float *ce,
+                       int64_t n0, tq_simdev_cand *cs, float *mv, int64_t *mi)
 {
     const float *q = s->q + qi * s->d;
     int64_t n = 0;
-    for (int64_t r = 0; r < n0; r++)
-        cs[n++] = (tq_simdev_cand){tq_simscore(s->metric, q, row_of(s, ci[r] - s->base), s->d), ci[r]};
+    for (int64_t r = 0; r < n0; r++) {
+        int64_t j = ci[r] - s->base;
+        float v = ce && !is_bad(s, j) ? ce[r] : tq_simscore(s->metric, q, row_of(s, j), s->d);
+        cs[n++] = (tq_simdev_cand){v, ci[r]};
+    }
     for (int64_t b = 0; b < s->nbad; b++) {
         int64_t gi = s->base + s->bad[b], seen = 0;
         for (int64_t r = 0; r < n0 && !seen; r++)
@@ -88,8 +107,15 @@ static void merge_rows(const tq_simdev_sim *s, int64_t qi, const int64_t *ci, in
 static int rescore_one(const tq_simdev_sim *s, int64_t qi, tq_simdev_cand *cs, float *mv, int64_t *mi)
 {
     const float *q = s->q + qi * s->d;
-    merge_rows(s, qi, s->ci + qi * s->kp, s->kp, cs, mv, mi);
     s->thr[qi] = NAN;
+    /* a NaN from the device for a row with a bound comes of the query (NaN,
+     * or infinities times 0): the CPU op does it, whose NaN bits the output
+     * keeps */
+    for (int64_t r = 0; s->ce && r < s->kp; r++)
+        if (s->ce[qi * s->kp + r] != s->ce[qi * s->kp + r] &&
+            !is_bad(s, s->ci[qi * s->kp + r] - s->base))
+            return 0;
+    merge_rows(s, qi, s->ci + qi * s->kp, s->ce ? s->ce + qi * s->kp : NULL, s->kp, cs, mv, mi);
     if (s->kp < s->ndb) { /* rows were left out: may one of them still enter? */
         double qq = 0;
         for (int64_t p = 0; p < s->d; p++)
@@ -156,7 +182,7 @@ void tq_simdev_settle(void *ctx, int64_t begin, int64_t end)
         int64_t qi = a->qs[u], n = a->cnt[u];
         for (int64_t r = 0; r < n; r++)
             gi[r] = s->base + a->lst[u * TQ_SIMDEV_ABOVE_CAP + r];
-        merge_rows(s, qi, gi, n, cs, mv, mi);
+        merge_rows(s, qi, gi, NULL, n, cs, mv, mi);
         memcpy(s->out_v + qi * s->k, mv, (size_t)s->k * sizeof *mv);
         memcpy(s->out_i + qi * s->k, mi, (size_t)s->k * sizeof *mi);
         s->undecided[qi] = 0;

@@ -24,6 +24,7 @@ typedef struct tq_simdev_sim {
     int64_t *out_i;
     const float *cv;         /* [nq, kp] device values of the candidates (unordered) */
     const int64_t *ci;       /* [nq, kp] their indices (base + row) */
+    const float *ce;         /* [nq, kp] their exact scores, when the device gave them (else NULL) */
     const int64_t *rows;     /* the block rows on the host, ascending; NULL: all */
     int64_t nrows;
     const float *x;          /* their values [nrows, d] */

@@ -15,10 +15,11 @@ typedef struct sel_pc {
 
 /* select.comp over the score tile x: the kp best of each row (with the kp
  * already in vals and idx when kept) into vals and idx, column j as index
- * base + j. */
+ * base + j. The shader keeps nothing else from tile to tile: thr unused. */
 static tq_status vk_select(void *ctx, const tq_tensor *x, int64_t kp, int64_t base, int kept,
-                           tq_tensor *vals, tq_tensor *idx)
+                           tq_tensor *vals, tq_tensor *idx, tq_tensor *thr)
 {
+    (void)thr;
     tq_vk_ctx *c = ctx;
     sel_pc pc = {tq_vk_word(x), tq_vk_word(vals), tq_vk_word(idx), (uint32_t)x->dims[0],
                  (uint32_t)x->dims[1], (uint32_t)kp, (uint32_t)kept, (uint32_t)(uint64_t)base,

@@ -154,6 +154,17 @@ TQ_EMU_OR_AND(int)
 TQ_EMU_OR_AND(unsigned)
 
 /* ---- device math: <math.h> gives the float functions; these are CUDA's own ---- */
+/* CUDA's vector types that kernels load 16 bytes at a time with (aligned
+ * as the device aligns them). */
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+/* Double arithmetic rounded once per operation, never fused: the emulation
+ * is compiled without contraction of its own (see the Makefile's
+ * STANDIN_KFLAGS), so the plain operators round as these intrinsics do. */
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }

@@ -1733,7 +1733,10 @@ static void sim_data(float *p, int64_t n, int kind)
  * duplicates: the database repeats 40 rows and the queries are database rows
  * (equal exact scores across the k-th place, L2 +0 for a row with itself);
  * 5 the same with 8 rows, each repeated more often than the candidates a
- * device keeps; 4 a few rows of huge norm (f32 scores of them overflow). */
+ * device keeps; 4 a few rows of huge norm (f32 scores of them overflow); 6
+ * scores that grow along the database (first element 10 j / ndb, queries'
+ * first element 1): by dot, every score tile beats all of the one before,
+ * more than a CUDA select's filter holds, by L2 none does. */
 static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, int kind)
 {
     if (kind == 2 && ndb > 3) {
@@ -1748,6 +1751,12 @@ static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, in
             memcpy(x + j * d, x + (j % rows) * d, (size_t)d * 4);
         for (int64_t i = 0; i < nq; i++)
             memcpy(q + i * d, x + ((i * 7) % ndb) * d, (size_t)d * 4);
+    }
+    if (kind == 6) {
+        for (int64_t j = 0; j < ndb; j++)
+            x[j * d] = 10.0f * (float)j / (float)ndb;
+        for (int64_t i = 0; i < nq; i++)
+            q[i * d] = 1.0f;
     }
     if (kind == 4)
         for (int64_t j = 5; j < ndb; j += ndb / 3 + 1)
@@ -1826,6 +1835,11 @@ static void test_simtopk(void)
         simtopk_case(3, 1500, 8, 600, metric, 0, NULL, 0);
         /* a shape with several query blocks and database slices (tiles) */
         simtopk_case(600, 20000, 24, 7, metric, 0, NULL, 0);
+        /* two query tiles of CUDA's 1024 and two row tiles of its 8192 */
+        simtopk_case(1100, 9000, 8, 5, metric, 0, NULL, 0);
+        /* every row tile better than the one before (dot), or none (L2) */
+        simtopk_case(6, 17000, 8, 10, metric, 6, NULL, 0);
+        simtopk_case(6, 17000, 8, 300, metric, 6, NULL, 0);
     }
 }
 
