@@ -9,6 +9,11 @@
 #              (tq_op_simtopk through scripts/gpu-topk.c, the database on the
 #              device) as a fraction of tq's sgemm rate (target >= 0.8), and
 #              against torch.mm + torch.topk
+#   dedup      tq-simmat --dedup 0.9 of DD rows of 384 (a quarter of them
+#              planted near-copies, cosine about 0.995 to their originals) on
+#              the GPU against tq on this machine's CPU cores: compute time
+#              (-v) and whole process, and whether the outputs are the same
+#              bytes (they must be)
 #   attention  tq-bench's attention op at n = ATT (8 heads of 64, f32) against
 #              scaled_dot_product_attention
 #   BERT       tq-embed all-MiniLM-L6-v2 sentences/s on the GPU, with graphs
@@ -16,7 +21,8 @@
 #              then --precision bf16 and f16 (tensor-core products on CUDA/HIP)
 #              with the smallest cosine of their rows to the f32 ones
 # Sizes: TQ_BENCH_GPU_N (4096), TQ_BENCH_GPU_Q (10000), TQ_BENCH_GPU_DB
-# (1000000), TQ_BENCH_GPU_ATT (16384), TQ_BENCH_GPU_SENTENCES (2000).
+# (1000000), TQ_BENCH_GPU_ATT (16384), TQ_BENCH_GPU_SENTENCES (2000),
+# TQ_BENCH_GPU_DEDUP (40000).
 # TQ_BENCH_GPU_PY: a Python whose PyTorch runs on the GPU (default
 # .venv-bench/bin/python; Debian's PyTorch has no GPU support). The rest of
 # the Python here is the standard library's (csv, arithmetic) under
@@ -31,7 +37,7 @@ BIN=${1:?usage: bench-gpu.sh BINDIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/bench-peer.sh"
 N=${TQ_BENCH_GPU_N:-4096} Q=${TQ_BENCH_GPU_Q:-10000} DB=${TQ_BENCH_GPU_DB:-1000000}
-ATT=${TQ_BENCH_GPU_ATT:-16384} NSENT=${TQ_BENCH_GPU_SENTENCES:-2000}
+ATT=${TQ_BENCH_GPU_ATT:-16384} NSENT=${TQ_BENCH_GPU_SENTENCES:-2000} DD=${TQ_BENCH_GPU_DEDUP:-40000}
 PY=${TQ_BENCH_GPU_PY:-$root/.venv-bench/bin/python}
 TORCH="$root/scripts/bench-gpu-torch.py"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tq-bench-gpu.XXXXXX")
@@ -41,7 +47,7 @@ devs=${TQ_BENCH_GPU_DEVICES:-$("$BIN/tq-cat" --list-devices | awk '$1 ~ /^(cuda|
 devs=$(printf '%s\n' "$devs" | tr ', ' '\n\n' | grep . || true)
 if [ -z "$devs" ]; then
     why=$("$BIN/tq-cat" --list-devices | awk '$1 == "cuda" || $1 == "hip"' | sed 's/  */ /' | paste -sd ';')
-    not_measured "GPU benchmarks (GEMM, top-10, attention, tq-embed against PyTorch on the GPU)" \
+    not_measured "GPU benchmarks (GEMM, top-10, dedup, attention, tq-embed against PyTorch on the GPU)" \
         "no CUDA or HIP device: ${why:-not built into this binary}"
     bench_summary
     exit 0
@@ -55,8 +61,14 @@ print(rows[0][sys.argv[1]] if rows else "")' "$1" "$2"
 }
 ratio() { /usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (a / b) if b else "-")' "$1" "$2"; }
 
-cc -O2 -I"$root/lib" "$root/scripts/gpu-topk.c" "$root/lib/libtq.a" -lz -ldl -lm -pthread \
-    -o "$work/gpu-topk"
+# TQ_GPU_TOPK: gpu-topk built elsewhere (scripts/gpu-lease.sh carries one to a
+# machine that may lack zlib's headers)
+if [ -n "${TQ_GPU_TOPK:-}" ]; then
+    cp "$TQ_GPU_TOPK" "$work/gpu-topk"
+else
+    cc -O2 -I"$root/lib" "$root/scripts/gpu-topk.c" "$root/lib/libtq.a" -lz -ldl -lm -pthread \
+        -o "$work/gpu-topk"
+fi
 # the Python with NumPy for the BERT cosines (see the top), empty if none
 NPY=""
 for p in "$root/.venv/bin/python" "$PY" /usr/bin/python3; do
@@ -97,6 +109,33 @@ for dev in $devs; do
         line="$line; torch.mm + topk $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
     fi
     echo "$line"
+
+    # ---- near-duplicates: the GPU against the CPU beside it ----
+    if [ -z "$NPY" ]; then
+        not_measured "dedup on $dev" "no Python with NumPy to make its data"
+    else
+        [ -f "$work/dd.tq" ] || { "$NPY" -c 'import sys, numpy as np
+n = int(sys.argv[1]); m = n // 4; r = np.random.default_rng(7)
+x = r.standard_normal((n - m, 384)).astype(np.float32)
+x /= np.linalg.norm(x, axis=1, keepdims=True)
+y = x[r.integers(0, n - m, m)] + 0.005 * r.standard_normal((m, 384)).astype(np.float32)
+np.save(sys.argv[2], np.concatenate([x, y])[r.permutation(n)])' "$DD" "$work/dd.npy" &&
+            "$BIN/tq-cat" --from npy --as emb "$work/dd.npy" > "$work/dd.tq"; }
+        line="GPU $dev dedup 0.9 of ${DD}x384:"
+        for d in "$dev" cpu; do
+            t0=$(date +%s.%N)
+            "$BIN/tq-simmat" --device "$d" --dedup 0.9 -v "$work/dd.tq" > "$work/dd-$d.tq" 2> "$work/dd-$d.log"
+            t1=$(date +%s.%N)
+            c=$(sed -n 's/.* query rows in \([0-9.]*\) s.*/\1/p' "$work/dd-$d.log" | tail -n 1)
+            k=$(sed -n 's/.*: \([0-9]*\) rows kept.*/\1/p' "$work/dd-$d.log" | tail -n 1)
+            w=$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$t0" "$t1")
+            line="$line $d ${c:-?} s compute, $w s whole, $k kept;"
+            eval "dd_$( [ "$d" = cpu ] && echo cpu || echo gpu )=\${c:-0}"
+        done
+        same=no
+        cmp -s "$work/dd-$dev.tq" "$work/dd-cpu.tq" && same=yes
+        echo "$line GPU/CPU compute ratio $(ratio "$dd_cpu" "$dd_gpu") (target >= 5 on an H100), same bytes: $same"
+    fi
 
     # ---- attention ----
     "$BIN/tq-bench" --device "$dev" --op attention -n "$ATT" --format csv --progress never \

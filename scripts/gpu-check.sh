@@ -196,7 +196,7 @@ judge() {
         [ "$f" = 0 ] && [ "$p" -gt 0 ] || st=FAIL
         ;;
     bench)
-        counts="$(grep -cE '^GPU [^ ]+ (GEMM|top-10|attention|BERT) ' "$log") figures, $(grep -E '^bench: .* not measured: ' "$log" | grep -cvE '^bench: [0-9]+ peer') peers not measured"
+        counts="$(grep -cE '^GPU [^ ]+ (GEMM|top-10|dedup|attention|BERT) ' "$log") figures, $(grep -E '^bench: .* not measured: ' "$log" | grep -cvE '^bench: [0-9]+ peer') peers not measured"
         ;;
     esac
     [ "$rc" = 0 ] || [ "$st" = FAIL ] || { st=FAIL; note=${note:-exited $rc}; }

