@@ -109,6 +109,10 @@ for dev in $devs; do
         line="$line; torch.mm + topk $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
     fi
     echo "$line"
+    # where its time goes: the score GEMMs alone, the rest is selection,
+    # rescoring and transfers
+    g=$(printf '%s\n' "$out" | sed -n 's/.*score GEMMs alone in \(.*\)/\1/p')
+    [ -z "$g" ] || echo "GPU $dev top-10 ${Q}x${DB}x384: its score GEMMs alone in $g"
 
     # ---- near-duplicates: the GPU against the CPU beside it ----
     if [ -z "$NPY" ]; then
