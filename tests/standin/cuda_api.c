@@ -204,6 +204,7 @@ TQ_SD_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx) { LOCKED(tq_sd_pop_current
 TQ_SD_API CUresult cuCtxSynchronize(void)
 {
     TQ_SD_FAULT(SYNC, CUDA_ERROR_ILLEGAL_ADDRESS);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(cur() ? tq_sd_device_sync(cur()) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
@@ -229,6 +230,7 @@ TQ_SD_API CUresult cuStreamDestroy(CUstream s) { LOCKED(tq_sd_stream_destroy(s))
 TQ_SD_API CUresult cuStreamSynchronize(CUstream s)
 {
     TQ_SD_FAULT(SYNC, CUDA_ERROR_ILLEGAL_ADDRESS);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(stream(s) ? tq_sd_stream_sync(stream(s)) : CUDA_ERROR_INVALID_CONTEXT);
 }
 
@@ -310,6 +312,7 @@ static CUresult mem_free(CUdeviceptr p)
     if (!cur())
         return CUDA_ERROR_INVALID_CONTEXT;
     /* freeing waits for the work that may still use the memory */
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     CUresult r = tq_sd_ctx_sync(cur());
     CUresult f = tq_sd_mem_free((void *)(uintptr_t)p); /* even after a sticky error */
     return r ? r : f;
@@ -343,6 +346,9 @@ TQ_SD_API CUresult cuMemAllocHost_v2(void **p, size_t bytes)
 TQ_SD_API CUresult cuMemFreeHost(void *p)
 {
     CUresult r;
+    /* counted as a free: a driver may wait for the device here as in
+     * cuMemFree (the stand-in needs not: nothing runs at this call) */
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     tq_sd_lock();
     r = tq_sd_host_free(p); /* even after a sticky error */
     return tq_sd_unlock(tq_sd_poisoned() ? tq_sd_poisoned() : r);
@@ -414,6 +420,7 @@ TQ_SD_API CUresult cuEventRecord(CUevent ev, CUstream s)
 TQ_SD_API CUresult cuEventSynchronize(CUevent ev)
 {
     TQ_SD_FAULT(EVENT, CUDA_ERROR_ILLEGAL_ADDRESS);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(tq_sd_event_sync(ev));
 }
 TQ_SD_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)

@@ -4,7 +4,8 @@
  *                                  process) fails with the error the driver
  *                                  gives there, or with CODE
  *   TQ_STANDIN_COUNTS=FILE         at exit, one line "KIND COUNT" a kind,
- *                                  appended to FILE
+ *                                  appended to FILE (counts.c writes them,
+ *                                  with the counters of the work)
  * A code the CUDA documentation calls sticky (an illegal address, a failed
  * launch...: "the context cannot be used") poisons the process's contexts, as
  * on a GPU: every later call that uses one returns it, work still queued is
@@ -34,18 +35,13 @@ static int fail_kind = -1;
 static unsigned long long fail_n;
 static int fail_code = -1; /* -1: the call's own */
 static int poison;         /* the sticky error, once there is one */
-static const char *counts_file;
 
-static void write_counts(void)
+void tq_sd_fault_write(FILE *f)
 {
-    FILE *f = fopen(counts_file, "a");
-    if (!f) {
-        tq_sd_log("TQ_STANDIN_COUNTS=%s: cannot open it", counts_file);
-        return;
-    }
+    pthread_mutex_lock(&lock);
     for (int k = 0; k < TQ_SD_FAULT_KINDS; k++)
         fprintf(f, "%s %llu\n", kind_names[k], counts[k]);
-    fclose(f);
+    pthread_mutex_unlock(&lock);
 }
 
 static void read_env(void)
@@ -68,9 +64,6 @@ static void read_env(void)
             fail_kind = -1;
         }
     }
-    counts_file = getenv("TQ_STANDIN_COUNTS");
-    if (counts_file && *counts_file)
-        atexit(write_counts);
 }
 
 int tq_sd_sticky(int code)

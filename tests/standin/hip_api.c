@@ -157,6 +157,7 @@ TQ_SD_API hipError_t hipGetDevice(int *dev)
 TQ_SD_API hipError_t hipDeviceSynchronize(void)
 {
     TQ_SD_FAULT(SYNC, 700 /* hipErrorIllegalAddress */);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(cur() ? tq_sd_device_sync(cur()) : hipErrorOutOfMemory);
 }
 
@@ -179,6 +180,7 @@ TQ_SD_API hipError_t hipStreamDestroy(hipStream_t s) { LOCKED(tq_sd_stream_destr
 TQ_SD_API hipError_t hipStreamSynchronize(hipStream_t s)
 {
     TQ_SD_FAULT(SYNC, 700 /* hipErrorIllegalAddress */);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(stream(s) ? tq_sd_stream_sync(stream(s)) : hipErrorOutOfMemory);
 }
 
@@ -237,6 +239,7 @@ static hipError_t mem_free(void *p)
 {
     if (!p)
         return hipSuccess;
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1); /* freeing waits for the work that may use it */
     hipError_t r = cur() ? tq_sd_ctx_sync(cur()) : hipSuccess;
     hipError_t f = tq_sd_mem_free(p);
     return r ? r : f;
@@ -267,6 +270,8 @@ TQ_SD_API hipError_t hipHostMalloc(void **p, size_t bytes, unsigned flags)
 
 TQ_SD_API hipError_t hipHostFree(void *p)
 {
+    if (p) /* counted as a free: a driver may wait here, as in hipFree */
+        tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     tq_sd_lock();
     hipError_t r = p ? tq_sd_host_free(p) : hipSuccess; /* even after a sticky error */
     return tq_sd_unlock(tq_sd_poisoned() ? tq_sd_poisoned() : r);
@@ -330,6 +335,7 @@ TQ_SD_API hipError_t hipEventRecord(hipEvent_t ev, hipStream_t s)
 TQ_SD_API hipError_t hipEventSynchronize(hipEvent_t ev)
 {
     TQ_SD_FAULT(EVENT, 700 /* hipErrorIllegalAddress */);
+    tq_sd_count(TQ_SD_WORK_SYNCS, 1);
     LOCKED(tq_sd_event_sync(ev));
 }
 

@@ -85,6 +85,7 @@ CUresult tq_sd_mem_alloc(int dev, size_t bytes, void **p)
     }
     used[dev] += bytes;
     *p = m;
+    tq_sd_count(TQ_SD_WORK_ALLOCS, 1);
     return CUDA_SUCCESS;
 }
 
@@ -121,6 +122,7 @@ CUresult tq_sd_host_alloc(size_t bytes, void **p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *p = m;
+    tq_sd_count(TQ_SD_WORK_PINNED, 1);
     return CUDA_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "abi.h"
 #include "emu_state.h"
@@ -50,6 +51,9 @@ CUresult tq_sd_fault(int kind, int code);
 CUresult tq_sd_poisoned(void);
 void tq_sd_poison(CUresult code);
 int tq_sd_sticky(int code);
+/* The "KIND COUNT" lines of the calls counted so far, into f (counts.c
+ * writes them at exit, with the work's counters). */
+void tq_sd_fault_write(FILE *f);
 /* The entry points' first line: `return` the fault when there is one. */
 #define TQ_SD_FAULT(kind, code)                                                            \
     do {                                                                                   \
@@ -63,6 +67,18 @@ int tq_sd_sticky(int code);
         if (f_)                                                                            \
             return f_;                                                                     \
     } while (0)
+
+/* ---- counters of the work asked of the device (counts.c) ---- */
+enum { TQ_SD_WORK_LAUNCHES, TQ_SD_WORK_BLAS, TQ_SD_WORK_SYNCS, TQ_SD_WORK_H2D, TQ_SD_WORK_D2H,
+       TQ_SD_WORK_D2D, TQ_SD_WORK_ALLOCS, TQ_SD_WORK_PINNED, TQ_SD_WORK_GRAPHS,
+       TQ_SD_WORK_KINDS };
+/* Adds n to a counter (thread-safe, with or without the lock). syncs: each
+ * call that makes the host wait for the device's work on a GPU. */
+void tq_sd_count(int kind, unsigned long long n);
+/* Counts an op that is queued to run on a stream (not one captured into a
+ * graph: its replays count): a launch, a BLAS product, a copy's bytes. */
+struct tq_sd_op;
+void tq_sd_count_op(const struct tq_sd_op *op);
 
 /* ---- devices and contexts (device.c) ---- */
 struct tq_sd_ctx {
@@ -147,7 +163,7 @@ struct tq_sd_op {
     int kind;
     union {
         struct tq_sd_launch *launch;
-        struct { void *dst; const void *src; size_t n; void *staged; } copy;
+        struct { void *dst; const void *src; size_t n; void *staged; int dir; } copy;
         struct { void *dst; uint32_t value; size_t n; int width; } set;
         struct tq_sd_event *event;
         struct tq_sd_gemm *gemm;

@@ -182,6 +182,8 @@ CUresult tq_sd_enqueue(struct tq_sd_stream *s, struct tq_sd_op *op)
             op->u.event->recorded = 1;
         }
         bad = push_op(&s->ops, &s->n, &s->cap, op);
+        if (!bad)
+            tq_sd_count_op(&s->ops[s->n - 1]);
     }
     if (bad) {
         tq_sd_op_free(op);
@@ -270,12 +272,16 @@ CUresult tq_sd_copy(int api, void *dst, const void *src, size_t n, struct tq_sd_
         return r;
     if (!async || (dir == 2 && !tq_sd_host_pinned(dst, n) && !s->capture)) {
         /* synchronous; so is a download to pageable memory on a GPU */
+        tq_sd_count(TQ_SD_WORK_SYNCS, 1);
         r = async ? tq_sd_stream_sync(s) : tq_sd_ctx_sync(s->ctx);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS) {
             memmove(dst, src, n);
+            struct tq_sd_op done = {.kind = TQ_SD_OP_COPY, .u.copy = {.n = n, .dir = dir}};
+            tq_sd_count_op(&done);
+        }
         return r;
     }
-    struct tq_sd_op op = {.kind = TQ_SD_OP_COPY, .u.copy = {dst, src, n, NULL}};
+    struct tq_sd_op op = {.kind = TQ_SD_OP_COPY, .u.copy = {dst, src, n, NULL, dir}};
     if (dir == 1 && !tq_sd_host_pinned(src, n) && !s->capture) {
         /* an upload from pageable memory is staged before the call returns */
         if (!(op.u.copy.staged = malloc(n)))
@@ -388,6 +394,8 @@ CUresult tq_sd_graph_launch(struct tq_sd_graph *exec, struct tq_sd_stream *s)
 {
     if (!exec)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (!s->capture)
+        tq_sd_count(TQ_SD_WORK_GRAPHS, 1);
     for (size_t i = 0; i < exec->n; i++) {
         struct tq_sd_op op;
         if (op_clone(&exec->ops[i], &op))

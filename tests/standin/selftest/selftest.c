@@ -116,6 +116,7 @@ int main(void)
     st_kernels();
     st_api();
     st_blas();
+    st_counts();
     printf("%d passed, %d failed\n", st_pass, st_fail);
     return st_fail ? 1 : 0;
 }

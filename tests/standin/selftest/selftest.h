@@ -30,9 +30,13 @@ void st_download(void *dst, const void *src, size_t n);
 void st_setseed(unsigned long long seed);
 /* The stand-in's own (fault.c): clears a sticky error a test caused. */
 void tq_standin_clear_sticky(void);
+/* The stand-in's own (counts.c): its counters of the work, in the order of
+ * the TQ_STANDIN_COUNTS line. */
+void tq_standin_counts(unsigned long long *out, int n);
 
 void st_kernels(void);  /* selftest_kernels.c */
 void st_api(void);      /* selftest_api.c */
 void st_blas(void);     /* selftest_blas.c */
+void st_counts(void);   /* selftest_counts.c */
 
 #endif
