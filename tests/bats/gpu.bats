@@ -247,6 +247,36 @@ open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_fra
     done
 }
 
+# dedup.c: within a batch, each row's 16 best partners come from one search
+# of the batch with itself, and a row with more partners than that (the 30
+# copies of 10 rows here) is decided by the exact loop; 20 more rows have 3
+# copies each (decided by their lists), 40 are distinct. The kept rows are
+# the CPU's bytes and as many as a float64 greedy dedup keeps.
+@test "tq-simmat --device cuda/hip --dedup: duplicates inside one batch, lists and their overflow" {
+    needs_gpu
+    needs_numpy
+    cd "$BATS_TEST_TMPDIR"
+    py -c "
+import numpy as np, tqstream as t
+r = np.random.default_rng(11)
+a, b, c = (r.standard_normal((n, 24)).astype(np.float32) for n in (10, 20, 40))
+x = np.concatenate([np.tile(a, (30, 1)), np.tile(b, (4, 1)), c])[r.permutation(420)]
+open('one.tq', 'wb').write(t.array_frame('emb', x))
+u = x.astype(np.float64) / np.linalg.norm(x.astype(np.float64), axis=1, keepdims=True)
+kept = []
+for i in range(len(u)):
+    if not any(u[i] @ u[j] >= 0.95 for j in kept):
+        kept.append(i)
+print(len(kept))" > want
+    [ "$(cat want)" -eq 70 ]
+    tq-simmat --device cpu --dedup 0.95 < one.tq > cpu.tq
+    for b in $(built_backends); do
+        tq-simmat --device "$b" --dedup 0.95 < one.tq > "$b.tq"
+        cmp cpu.tq "$b.tq" || fail "$b: --dedup differs from the CPU"
+        [ "$(tq-cat --name emb -t tsv < "$b.tq" | tail -n +2 | wc -l)" -eq 70 ] || fail "$b: not 70 rows kept"
+    done
+}
+
 # The full matrix is each device's f32 product (tq-simmat.1: within
 # d 2^-24 |q||x| of the exact score; L2 within d 2^-24 (|q| + |x|)^2): two
 # devices lie within twice that of each other; a wrong operand misses by far.
