@@ -1,10 +1,12 @@
 /* dedup.c: near-duplicate removal, a filter. Rows pass in order, with their
  * keys and every frame of their batch that has one row per row, except those
  * whose score with an earlier kept row (or a row of --db) is >= the
- * threshold. The kept rows stay on the device, one tensor per batch, and each
- * new batch is searched against them all (simtopk, k = 1); inside a batch the
- * rows are decided in order against the batch's kept rows by exact scores.
- * Both use the exact scores, so the decisions do not depend on batch sizes.
+ * threshold. The kept rows stay on the device, in chunks merged as they grow
+ * (O(log batches) of them), and each new batch is searched against them all
+ * (simtopk, k = 1); inside a batch the rows are decided in order against the
+ * batch's kept rows, by the int8 screen where the device has it, else by
+ * each row's partners in the batch (simtopk of the batch with itself). All
+ * use the exact scores, so the decisions do not depend on batch sizes.
  * Codes (tq-quantize's int8 with scales, bits, or ggml's q8_0) are compared
  * as codes, by codetopk and the same scores, and pass as codes (with their
  * scales).
