@@ -32,6 +32,8 @@ typedef struct tq_backend_ops {
     tq_status (*normalize)(void *ctx, const tq_tensor *x, float eps, tq_tensor *y);
     tq_status (*topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals,
                       tq_tensor *idx);
+    tq_status (*above)(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                       tq_tensor *lst);
     tq_status (*softmax)(void *ctx, const tq_tensor *x, tq_tensor *y);
     tq_status (*layernorm)(void *ctx, const tq_tensor *x, const tq_tensor *gamma,
                            const tq_tensor *beta, float eps, tq_tensor *y);

@@ -117,6 +117,7 @@ const tq_backend tq_backend_cpu = {
             .rownorm = tq_cpu_rownorm,
             .normalize = tq_cpu_normalize,
             .topk = tq_cpu_topk,
+            .above = tq_cpu_above,
             .softmax = tq_cpu_softmax,
             .layernorm = tq_cpu_layernorm,
             .layernorm_low = tq_cpu_layernorm_low,

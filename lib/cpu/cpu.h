@@ -129,6 +129,8 @@ tq_status tq_cpu_scale(void *ctx, const tq_tensor *x, float alpha, tq_tensor *y)
 tq_status tq_cpu_gather(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status tq_cpu_convert(void *ctx, const tq_tensor *x, tq_tensor *y);
 /* simtopk.c */
+tq_status tq_cpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                       tq_tensor *lst);
 tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                          int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 /* codetopk.c */

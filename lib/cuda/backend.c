@@ -334,6 +334,7 @@ const tq_backend TQ_GPU_BACKEND = {
             .rownorm = TQ_GPU(rownorm),
             .normalize = TQ_GPU(normalize),
             .topk = TQ_GPU(topk),
+            .above = TQ_GPU(above),
             .softmax = TQ_GPU(softmax),
             .layernorm = TQ_GPU(layernorm),
             .gelu = TQ_GPU(gelu),

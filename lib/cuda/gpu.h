@@ -199,6 +199,8 @@ tq_status TQ_GPU(layernorm)(void *ctx, const tq_tensor *x, const tq_tensor *g, c
 tq_status TQ_GPU(gather)(void *ctx, const tq_tensor *x, const tq_tensor *idx, tq_tensor *y);
 tq_status TQ_GPU(convert)(void *ctx, const tq_tensor *x, tq_tensor *y);
 tq_status TQ_GPU(topk)(void *ctx, const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx);
+tq_status TQ_GPU(above)(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                        tq_tensor *lst);
 tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                             const tq_attention_args *a, tq_tensor *out);
 tq_status TQ_GPU(simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_metric metric,

@@ -68,6 +68,37 @@ static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, 
     return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
 }
 
+/* tq_op_above: the count zeroed on the stream, then the above kernel over
+ * the whole matrix (base 0). */
+tq_status TQ_GPU(above)(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                        tq_tensor *lst)
+{
+    tq_gpu_ctx *c = ctx;
+    if (!c->fn[K_ABOVE])
+        return tq_host_above(x, thr, cnt, lst);
+    if (!x->dims[0])
+        return TQ_OK;
+    c->api->set_current(c->dev, c->ctx);
+    gpu_res r = c->api->memset8(gpu_tensor_ptr(cnt), 0, cnt->nbytes, c->stream);
+    if (r)
+        return TQ_GPU(fail)(c, r, GPU_CALL("cuMemsetD8Async", "hipMemsetAsync"), "above");
+    gpu_ptr px = gpu_tensor_ptr(x), pt = gpu_tensor_ptr(thr), pc = gpu_tensor_ptr(cnt),
+            pl = gpu_tensor_ptr(lst);
+    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], cap = (unsigned)lst->dims[1],
+             b = 0, gx, gy;
+    gpu_args a = {.size = 0};
+    ARG(&a, px);
+    ARG(&a, pt);
+    ARG(&a, pc);
+    ARG(&a, pl);
+    ARG(&a, rows);
+    ARG(&a, m);
+    ARG(&a, cap);
+    ARG(&a, b);
+    row_grid(rows, &gx, &gy);
+    return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
+}
+
 /* The candidates' exact scores (kernels/cuda/rescore.cu): 8 threads each. */
 static tq_status gpu_rescore(void *ctx, const tq_tensor *q, const tq_tensor *db, const tq_tensor *ci,
                              int64_t base, int metric, tq_tensor *out)

@@ -245,6 +245,15 @@ tq_status tq_host_attention(const tq_tensor *q, const tq_tensor *k, const tq_ten
     return RUN(h, tq_op_attention(hq, hk, hv, &a, ho));
 }
 
+tq_status tq_host_above(const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt, tq_tensor *lst)
+{
+    tq_hostpath h;
+    tq_hostpath_begin(&h, x->dev, "above");
+    const tq_tensor *hx = tq_hostpath_in(&h, x), *ht = tq_hostpath_in(&h, thr);
+    tq_tensor *hc = tq_hostpath_out(&h, cnt, 0), *hl = tq_hostpath_out(&h, lst, 0);
+    return RUN(h, tq_op_above(hx, ht, hc, hl));
+}
+
 tq_status tq_host_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                           int64_t idx_base, tq_tensor *vals, tq_tensor *idx)
 {

@@ -55,6 +55,7 @@ tq_status tq_host_gather(const tq_tensor *x, const tq_tensor *idx, tq_tensor *y)
 tq_status tq_host_convert(const tq_tensor *x, tq_tensor *y);
 tq_status tq_host_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                             const tq_attention_args *args, tq_tensor *out);
+tq_status tq_host_above(const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt, tq_tensor *lst);
 tq_status tq_host_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metric,
                           int64_t idx_base, tq_tensor *vals, tq_tensor *idx);
 tq_status tq_host_codetopk(const tq_tensor *q, const tq_tensor *qscale, const tq_tensor *db,

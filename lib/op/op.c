@@ -402,6 +402,23 @@ tq_status tq_op_simtopk(const tq_tensor *q, const tq_tensor *db, tq_metric metri
     return CALL(q, simtopk, q, db, metric, idx_base, vals, idx);
 }
 
+tq_status tq_op_above(const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt, tq_tensor *lst)
+{
+    F32(x, "above x");
+    F32(thr, "above thr");
+    CHECK(cnt->dtype == TQ_DTYPE_I32 && lst->dtype == TQ_DTYPE_I32, "above: cnt and lst must be i32");
+    SAME_DEV(x, thr);
+    SAME_DEV(x, cnt);
+    SAME_DEV(x, lst);
+    CHECK(x->rank == 2 && thr->rank == 1 && cnt->rank == 1 && lst->rank == 2,
+          "above takes x [rows, m], thr [rows], cnt [rows] and lst [rows, cap]");
+    CHECK(thr->dims[0] == x->dims[0] && cnt->dims[0] == x->dims[0] && lst->dims[0] == x->dims[0],
+          "above: thr, cnt and lst must have x's %lld rows", (long long)x->dims[0]);
+    LIMIT(x->dims[0] <= INT32_MAX && x->dims[1] <= INT32_MAX && lst->dims[1] <= INT32_MAX,
+          "above: dims over 2^31");
+    return CALL(x, above, x, thr, cnt, lst);
+}
+
 /* What codetopk and codematrix ask of their codes, scales and metric. */
 static tq_status check_codes(const char *op, const tq_tensor *q, const tq_tensor *qscale,
                              const tq_tensor *db, const tq_tensor *dbscale, tq_metric metric)

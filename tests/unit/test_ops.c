@@ -1656,6 +1656,66 @@ static void test_topk(void)
     }
 }
 
+/* ------------------------------------------------------------ above */
+
+/* Each row's columns at or above its threshold, against a plain scan: the
+ * counts equal, and where a count fits the cap the listed columns are the
+ * scan's (in any order); past the cap, cap distinct columns that qualify.
+ * Rows of numbers, ties at the threshold, NaN values, NaN and -inf
+ * thresholds, and a cap below some counts. */
+static void above_case(int64_t rows, int64_t m, int64_t cap)
+{
+    int64_t xd[2] = {rows, m}, ld[2] = {rows, cap};
+    float *x = malloc((size_t)(rows * m + 1) * 4), *thr = malloc((size_t)(rows + 1) * 4);
+    int32_t *cnt = malloc((size_t)(rows + 1) * 4), *lst = malloc((size_t)(rows * cap + 1) * 4);
+    unsigned char *seen = malloc((size_t)m + 1);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < m; j++)
+            x[r * m + j] = r % 4 == 1 ? (float)(rnd() % 4) : randf(-1, 1);
+        if (m > 2)
+            x[r * m + rnd() % m] = NAN;
+        thr[r] = r % 7 == 3 ? NAN : r % 7 == 5 ? -INFINITY : r % 4 == 1 ? 2.0f : randf(0.5f, 1);
+    }
+    gt *gx = gt_new(TQ_DTYPE_F32, 2, xd, x), *gth = gt_new(TQ_DTYPE_F32, 1, &rows, thr);
+    gt *gc = gt_new(TQ_DTYPE_I32, 1, &rows, NULL), *gl = gt_new(TQ_DTYPE_I32, 2, ld, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "above [%lld,%lld] cap %lld", (long long)rows, (long long)m,
+             (long long)cap);
+    tq_status st = tq_op_above(gx->t, gth->t, gc->t, gl->t);
+    CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
+    gt_get(gc, cnt, what);
+    gt_get(gl, lst, what);
+    int64_t bad = 0, first = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t want = 0, ok = 1;
+        memset(seen, 0, (size_t)m);
+        for (int64_t j = 0; j < m; j++)
+            want += x[r * m + j] >= thr[r];
+        int64_t listed = want < cap ? want : cap;
+        ok = cnt[r] == want;
+        for (int64_t e = 0; ok && e < listed; e++) {
+            int32_t j = lst[r * cap + e];
+            ok = j >= 0 && j < m && !seen[j] && x[r * m + j] >= thr[r];
+            if (ok)
+                seen[j] = 1;
+        }
+        if (!ok && !bad++)
+            first = r;
+    }
+    CHECK(bad == 0, "%s: %s: %lld rows differ from the scan, first %lld (count %d)", dev_name,
+          what, (long long)bad, (long long)first, first < 0 ? 0 : cnt[first]);
+    gt_free(gx), gt_free(gth), gt_free(gc), gt_free(gl);
+    free(x), free(thr), free(cnt), free(lst), free(seen);
+}
+
+static void test_above(void)
+{
+    above_case(1, 1, 1);
+    above_case(37, 300, 64);  /* counts of the tied rows past the cap */
+    above_case(9, 5000, 8);
+    above_case(0, 10, 4);
+}
+
 /* ------------------------------------------------------------ simtopk */
 
 /* The float64 reference: every score of q against db, brute force, in plain
@@ -3755,6 +3815,8 @@ int main(void)
             test_gather();
         if (group("convert"))
             test_convert();
+        if (group("above"))
+            test_above();
         if (group("simtopk"))
             test_simtopk();
         if (group("simtopk_same_bits"))
