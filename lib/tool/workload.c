@@ -170,7 +170,7 @@ int tq_tool_census(tq_tool *t, const char *path, tq_census *c)
     int large, fd = count_fd(path, &large);
     if (fd < 0)
         return large ? 1 : -1;
-    off_t at, end = span(fd, &at);
+    off_t at, end = span(fd, &at), start = at;
     c->bytes = (double)(end - at);
     int frames = 0;
     while (at < end && frames < CENSUS_FRAMES) {
@@ -194,8 +194,8 @@ int tq_tool_census(tq_tool *t, const char *path, tq_census *c)
         at += (off_t)(hlen + ((stored + 63) & ~(uint64_t)63));
         frames++;
     }
-    if (at < end && at > 0) /* the rest, by the bytes read so far */
-        c->elems *= (double)end / (double)at;
+    if (at < end && at > start) /* the rest, by the bytes read so far */
+        c->elems *= (double)(end - start) / (double)(at - start);
     close(fd);
     return 0;
 }
