@@ -227,7 +227,7 @@ tq_status tq_device_open_for(const char *spec, double flops, tq_device **dev)
         return open_auto(flops, dev);
     int idx, n = 0;
     char why[160] = "";
-    /* cuda, hip, vulkan without an index: the rank's device; cuda:N: N */
+    /* cuda or hip without an index: the local rank's device; cuda:N: N */
     if (index < 0 && (named->kind == TQ_BACKEND_CUDA || named->kind == TQ_BACKEND_HIP) &&
         !named->probe(&n) && n > 0)
         index = rank_pick(n, why, sizeof why);
