@@ -494,6 +494,17 @@ static void set_groups(tq_tool *t, const opts *o, col *cg, col *ckg, col *cmask,
     }
 }
 
+/* The work, for auto (tq(7)): each query value against the keys' length (of
+ * the first key frame: --kv FILE's, else the queries'); -1 when not known. */
+static double attend_work(tq_tool *t, const char *kv)
+{
+    tq_census q, k;
+    int a = tq_tool_census(t, "-", &q), b = kv ? tq_tool_census(t, kv, &k) : a;
+    if (a > 0 || b > 0)
+        return TQ_WORK_LARGE;
+    return a || b ? -1 : tq_work_attend(q.elems, kv ? k.rows : q.rows);
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -509,7 +520,7 @@ int main(int argc, char **argv)
     tq_attend_weights w;
     memset(&w, 0, sizeof w);
     tq_device *dev = NULL;
-    tq_status st = tq_device_open(t.device, &dev);
+    tq_status st = tq_tool_device_open(&t, attend_work(&t, o.kv), &dev);
     if (!st && o.weights)
         st = tq_attend_weights_load(o.weights, &w);
     if (st)

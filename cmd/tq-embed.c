@@ -386,6 +386,26 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
     tq_tool_ready(t);
 }
 
+/* The work, for auto (tq(7)): a BERT folder's weights (model.safetensors's
+ * bytes / 4) for each token of the texts; 0 for the other embedders, which
+ * run on the CPU whatever the device; -1 when the texts' size is not known. */
+static double embed_work(tq_tool *t, const char *model, char **files, int nfiles)
+{
+    struct stat sb;
+    char path[4096];
+    if (!model || (size_t)snprintf(path, sizeof path, "%s/model.safetensors", model) >= sizeof path ||
+        stat(model, &sb) || !S_ISDIR(sb.st_mode) || stat(path, &sb))
+        return 0;
+    double bytes = 0;
+    for (int i = 0; i < nfiles; i++) {
+        double b = tq_tool_bytes(t, files[i]);
+        if (b < 0 || b >= TQ_WORK_LARGE)
+            return b;
+        bytes += b;
+    }
+    return tq_work_embed((double)sb.st_size / 4, bytes);
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -415,7 +435,7 @@ int main(int argc, char **argv)
     char hub[4096];
     model = model_path(&t, model, hub, sizeof hub);
     tq_device *dev = NULL;
-    tq_status st = tq_device_open(t.device, &dev);
+    tq_status st = tq_tool_device_open(&t, embed_work(&t, model, files, nfiles), &dev);
     char note[256];
     if (!st)
         st = tq_embedder_open_prec(model, dev, precision, note, sizeof note, &s.e);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,25 @@ static int parse_weights(tq_tool *t, const char *arg, double *w)
             return n;
         p = end + 1;
     }
+}
+
+/* The work, for auto (tq(7)): the candidates' values, and a model's weights
+ * (its file's bytes / 4) for each row; -1 when not known, huge for a long pipe. */
+static double score_work(tq_tool *t, char **files, int n, const char *model)
+{
+    double elems = 0, d = 0, weights = 0;
+    struct stat sb;
+    for (int i = 0; i < (n ? n : 1); i++) {
+        tq_census c;
+        int k = tq_tool_census(t, n ? files[i] : "-", &c);
+        if (k)
+            return k > 0 ? TQ_WORK_LARGE : -1;
+        elems += c.elems;
+        d = d ? d : c.cols;
+    }
+    if (model && !stat(model, &sb))
+        weights = (double)sb.st_size / 4;
+    return tq_work_score(elems, d, weights);
 }
 
 /* Opens the inputs into one reader, every file before any output. */
@@ -236,7 +256,8 @@ int main(int argc, char **argv)
     tq_score_model *model = NULL;
     tq_reader *r = NULL;
     tq_writer *w = NULL;
-    tq_status st = tq_device_open(t.device, &dev);
+    tq_status st = tq_tool_device_open(&t, score_work(&t, argv + optind, argc - optind, model_path),
+                                       &dev);
     if (!st)
         st = open_inputs(argv + optind, argc - optind, &r);
     if (st)

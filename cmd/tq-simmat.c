@@ -321,6 +321,19 @@ static void report(tq_tool *t, tq_sim *s, tq_dtype code, double t0)
                     "through to the exact score", (long long)s->screen_dh, (long long)s->screened);
 }
 
+/* The work, for auto (tq(7)): every query row against every database row
+ * (the input against itself without --db); -1 when not known. */
+static double simmat_work(tq_tool *t, const char *qpath, const char *db)
+{
+    tq_census q, d;
+    int a = tq_tool_census(t, qpath, &q), b = db ? tq_tool_census(t, db, &d) : a;
+    if (a > 0 || b > 0)
+        return TQ_WORK_LARGE;
+    if (a || b)
+        return -1;
+    return db ? tq_work_simmat(q.elems, d.elems, d.cols) : tq_work_simmat(q.elems, q.elems, q.cols);
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -349,7 +362,7 @@ int main(int argc, char **argv)
      * database from --db FILE (or from QUERIES too, without it) */
     s.q_label = tq_took_label(qpath);
     s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : s.q_label;
-    if ((st = tq_device_open(t.device, &s.dev)))
+    if ((st = tq_tool_device_open(&t, simmat_work(&t, qpath, db), &s.dev)))
         tq_tool_fail(&t, st);
     double t0 = tq_tool_now();
     if (!db && s.mode != TQ_SIM_DEDUP) { /* the input is the database too */

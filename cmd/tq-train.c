@@ -468,14 +468,27 @@ struct run {
     tq_trainer *tr;
 };
 
-/* Opens the device, loads the training (and validation) data, makes the trainer. */
+/* The model's weights for d features: an MLP's layers, else one layer. */
+static double train_weights(const tq_train_cfg *c, int64_t d)
+{
+    double w = 0, in = (double)d;
+    if (c->kind == TQ_TRAIN_MLP && !c->nhidden) /* the default: one layer of 64 */
+        w += in * 64, in = 64;
+    for (int i = 0; c->kind == TQ_TRAIN_MLP && i < c->nhidden; i++)
+        w += in * (double)c->hidden[i], in = (double)c->hidden[i];
+    return w + in * (double)(c->classes > 1 ? c->classes : 1);
+}
+
+/* Loads the training (and validation) data, opens the device, makes the trainer. */
 static void load(tq_tool *t, struct opts *o, const char *in, struct run *r)
 {
     r->dev = NULL;
     r->have_valid = 0;
-    tq_status st = tq_device_open(t->device, &r->dev);
-    if (!st)
-        st = tq_train_data_load(in, &o->nm, &r->train);
+    tq_status st = tq_train_data_load(in, &o->nm, &r->train);
+    if (!st) /* the device for the work: rows x weights x epochs (tq(7)) */
+        st = tq_tool_device_open(t, tq_work_train((double)r->train.n,
+                                                  train_weights(&o->c, r->train.d),
+                                                  (double)o->c.epochs), &r->dev);
     if (st)
         fail(t, st);
     if (o->valid_path) {

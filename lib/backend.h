@@ -82,6 +82,9 @@ typedef struct tq_backend {
     int (*may_have_gpu)(void);
     tq_status (*info)(int index, tq_device_info *info);
     tq_status (*open)(int index, void **ctx);
+    /* What starting the device took, one line ("" or NULL: nothing to say):
+     * loading the runtime, making the context, loading the kernels. */
+    void (*startup)(void *ctx, char *out, size_t n);
     void (*close)(void *ctx);
     tq_status (*alloc)(void *ctx, size_t nbytes, void **buf);
     void (*free)(void *ctx, void *buf);
@@ -132,6 +135,8 @@ struct tq_device {
     int recording;      /* between tq_graph_begin and tq_graph_end */
     long graphs, replays; /* graphs recorded, and launched, on this device */
     char timer_why[192];  /* why its timer failed to start; "" while it has not */
+    char why[320];        /* how it was chosen: "auto: cpu (work ... < ...)" */
+    char startup[192];    /* what its start took, "" when nothing to say */
 };
 
 /* The backends compiled into this build; the CPU one always is. */

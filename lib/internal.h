@@ -85,6 +85,10 @@ int tq_device_plain_forced(void);
  * host path (hostpath.h), so that the cross-backend suite checks that path on
  * every op; 0 restores native kernels. Not a user setting. */
 void tq_device_force_host(int on);
+/* lib/op/autopick.c: auto's rule by the size of the work (1: the CPU, with
+ * why), and this process's local rank under a launcher (-1: none) */
+int tq_autopick_cpu(double flops, char *why, size_t n);
+int tq_local_rank(const char **var);
 int tq_device_host_forced(void);
 
 /* ---- device timers (timer.c), for tq-bench ---- */

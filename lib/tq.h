@@ -211,6 +211,32 @@ typedef struct tq_device tq_device;
  * prefers CUDA, then HIP, then a Vulkan GPU (never a CPU-type Vulkan device),
  * then the CPU. A named device that is unavailable fails with the reason. */
 tq_status tq_device_open(const char *spec, tq_device **dev);
+/* As tq_device_open, for work of about FLOPS (< 0: not known). auto takes the
+ * CPU, without loading a GPU runtime, for work under tq_auto_min_flops() (a
+ * GPU's start would cost more), and otherwise a GPU as above; under mpirun or
+ * srun, auto and a bare "cuda" or "hip" take the device numbered by the
+ * process's local rank modulo the devices there are (tq(7) "DEVICES"). */
+tq_status tq_device_open_for(const char *spec, double flops, tq_device **dev);
+/* How the device was chosen, one line: "auto: cpu (work 3.1e+07 flop < ...)" */
+const char *tq_device_why(const tq_device *dev);
+/* What its start took, one line ("" for the CPU): on CUDA and HIP, loading
+ * the runtime, the context, the kernels and the BLAS library. */
+const char *tq_device_startup(const tq_device *dev);
+/* Whether SPEC (NULL: TQ_DEVICE, else auto) is auto on a machine where it
+ * might take a GPU, and so weighs the work: a tool then estimates it. */
+int tq_device_auto_weighs(const char *spec);
+/* The work below which auto keeps to the CPU, in flop: TQ_AUTO_MIN_FLOPS,
+ * else 1e10 a thread; *from (may be NULL) says which. */
+double tq_auto_min_flops(const char **from);
+/* Each tool's work in flop (lib/op/autopick.c), from what it knows before
+ * it opens a device; < 0 when that is not enough; TQ_WORK_LARGE for an input
+ * on a pipe longer than a tool reads ahead. */
+#define TQ_WORK_LARGE 1e300
+double tq_work_simmat(double q_elems, double db_elems, double d);
+double tq_work_attend(double q_elems, double lk);
+double tq_work_embed(double params, double text_bytes);
+double tq_work_score(double elems, double d, double model_params);
+double tq_work_train(double rows, double params, double epochs);
 /* Checks a spec as tq_device_open would, without opening the device: TQ_ERR_USAGE
  * for a malformed spec, TQ_ERR_RUNTIME (with the reason) for a named device
  * that is not available. */

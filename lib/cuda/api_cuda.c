@@ -323,14 +323,24 @@ static void load(void)
     api.error_name = error_name;
     api.blas_error_name = blas_error_name;
     api.launch_end = (void *)0;
+    double t0 = TQ_GPU(clock)();
     load_blas();
+    api.blas_load_s = TQ_GPU(clock)() - t0;
+}
+
+/* The runtime's load and start, timed (tq_device_startup reports it). */
+static void load_timed(void)
+{
+    double t0 = TQ_GPU(clock)();
+    load();
+    api.load_s = TQ_GPU(clock)() - t0 - api.blas_load_s;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 const tq_gpu_api *TQ_GPU(api)(void)
 {
-    pthread_once(&once, load);
+    pthread_once(&once, load_timed);
     return &api;
 }
 #endif

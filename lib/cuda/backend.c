@@ -5,6 +5,7 @@
  * sync) waits for it, never an op. */
 #include "gpu.h"
 
+#include <time.h>
 #include <unistd.h>
 
 tq_status TQ_GPU(fail)(const tq_gpu_ctx *c, gpu_res r, const char *call, const char *doing)
@@ -74,6 +75,13 @@ static tq_status info(int index, tq_device_info *out)
     return TQ_OK;
 }
 
+double TQ_GPU(clock)(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void ctx_close(tq_gpu_ctx *c)
 {
     const tq_gpu_api *api = c->api;
@@ -118,6 +126,7 @@ static tq_status gpu_open(int index, void **out)
     char looking[64];
     const char *call = GPU_CALL("cuDevicePrimaryCtxRetain", "hipSetDevice"),
                *doing = "opening the device";
+    double t0 = TQ_GPU(clock)(), t1;
     if ((r = api->enter(index, &c->ctx)))
         goto fail;
     api->device_attr(&c->warp, GPU_ATTR_WARP, index);
@@ -127,6 +136,7 @@ static tq_status gpu_open(int index, void **out)
     call = GPU_CALL("cuStreamCreate", "hipStreamCreate"), doing = "creating a stream";
     if ((r = api->stream_create(&c->stream)))
         goto fail;
+    c->ctx_s = (t1 = TQ_GPU(clock)()) - t0;
     /* A driver too old for this build's code, or a device no image fits,
      * fails here: say so rather than name the error code alone. */
     call = GPU_CALL("cuModuleLoadData", "hipModuleLoadData");
@@ -143,6 +153,7 @@ static tq_status gpu_open(int index, void **out)
             doing = looking;
             goto fail;
         }
+    c->module_s = (t0 = TQ_GPU(clock)()) - t1;
     call = GPU_CALL("cuMemAllocHost", "hipHostMalloc"), doing = "allocating pinned memory";
     if ((r = api->host_alloc(&c->stage, GPU_STAGE_BYTES)))
         goto fail;
@@ -153,6 +164,7 @@ static tq_status gpu_open(int index, void **out)
      * installation or a device out of memory: said, not hidden behind
      * slower kernels. */
     int b = api->has_blas ? api->blas_create(&c->blas, c->stream) : 0;
+    c->blas_s = TQ_GPU(clock)() - t0;
     if (b) {
         c->blas = NULL;
         st = tq_fail(TQ_ERR_RUNTIME, "%s: %s (starting %s)",
@@ -175,6 +187,19 @@ fail: /* device_make puts the device's name before the message */
 }
 
 static void gpu_close(void *ctx) { ctx_close(ctx); }
+
+/* What the start took, each part on the monotonic clock: the runtime's
+ * load (dlopen, entry points, cuInit / hipInit), the context (and stream),
+ * the kernels (module load and lookups), the BLAS library (load, handle). */
+static void gpu_startup(void *ctx, char *out, size_t n)
+{
+    const tq_gpu_ctx *c = ctx;
+    const tq_gpu_api *api = c->api;
+    double blas = api->has_blas ? api->blas_load_s + c->blas_s : 0;
+    snprintf(out, n, "start %.3f s: driver %.3f s, context %.3f s, kernels %.3f s, %s %.3f s",
+             api->load_s + c->ctx_s + c->module_s + blas, api->load_s, c->ctx_s, c->module_s,
+             GPU_CALL("cuBLAS", "rocBLAS"), blas);
+}
 
 static tq_status gpu_alloc(void *ctx, size_t n, void **buf)
 {
@@ -313,6 +338,7 @@ const tq_backend TQ_GPU_BACKEND = {
     .may_have_gpu = may_have_gpu,
     .info = info,
     .open = gpu_open,
+    .startup = gpu_startup,
     .close = gpu_close,
     .alloc = gpu_alloc,
     .free = gpu_free,

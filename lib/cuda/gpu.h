@@ -37,6 +37,7 @@ typedef struct tq_gpu_api {
     int driver_version;     /* as the runtime reports it */
     char blas_name[96];     /* "cuBLAS 13.0.2" / "rocBLAS 2.45" / "" when none */
     int has_blas;
+    double load_s, blas_load_s; /* seconds to load and start the runtime, the BLAS library */
     gpu_res (*device_count)(int *n);
     gpu_res (*device_name)(char *name, int len, int dev);
     gpu_res (*device_attr)(int *v, int attr, int dev); /* attr: GPU_ATTR_* */
@@ -138,7 +139,11 @@ typedef struct tq_gpu_ctx {
     int recording;              /* the stream is being captured into a graph */
     gpu_block *graph_owned;     /* blocks freed while recording: the graph's */
     gpu_handle timer[2];        /* tq_device_timer's start and end events, made on first use */
+    double ctx_s, module_s, blas_s; /* seconds its open took for each (monotonic clock) */
 } tq_gpu_ctx;
+
+/* The monotonic clock in seconds, for the start-up's parts. */
+double TQ_GPU(clock)(void);
 
 /* The driver's name of a call, in the API this build speaks. */
 #ifdef TQ_GPU_HIP

@@ -53,6 +53,8 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
     }
     d->backend = b;
     d->index = index;
+    if (b->startup)
+        b->startup(d->ctx, d->startup, sizeof d->startup);
     if (b->kind == TQ_BACKEND_CPU)
         snprintf(d->name, sizeof d->name, "cpu");
     else
@@ -61,19 +63,35 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
     return TQ_OK;
 }
 
-/* For auto: the first device of b that is not a CPU-type device. */
-static int first_real_device(const tq_backend *b)
+/* For auto: the devices of b that are not CPU-type, into real[] (up to 64);
+ * their number, 0 when none (or the machine cannot have one). */
+static int real_devices(const tq_backend *b, int *real)
 {
-    int n = 0;
+    int n = 0, m = 0;
     if ((b->may_have_gpu && !b->may_have_gpu()) || b->probe(&n) || n <= 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
+        return 0;
+    for (int i = 0; i < n && m < 64; i++) {
         tq_device_info info;
         memset(&info, 0, sizeof info);
         if (b->info(i, &info) == TQ_OK && !info.cpu_type)
-            return i;
+            real[m++] = i;
     }
-    return -1;
+    return m;
+}
+
+/* Which of n devices this process takes: under a launcher (mpirun, srun)
+ * its local rank modulo n, so that the ranks of a node spread over its
+ * GPUs; else the first. Says so in why. */
+static int rank_pick(int n, char *why, size_t len)
+{
+    const char *var = NULL;
+    int r = tq_local_rank(&var);
+    if (r < 0 || n <= 0)
+        return 0;
+    size_t at = strlen(why);
+    snprintf(why + at, len - at, "%slocal rank %s=%d mod %d device%s", at ? "; " : "", var, r,
+             n, n == 1 ? "" : "s");
+    return r % n;
 }
 
 /* Splits "word[:N]" and finds the backend; *b = NULL for auto. */
@@ -145,7 +163,59 @@ tq_status tq_device_check(const char *spec)
     return named_index(b, index, &idx);
 }
 
-tq_status tq_device_open(const char *spec, tq_device **dev)
+/* Whether auto on this machine might take a GPU, known without loading any
+ * runtime (a device node, or a runtime named by the environment). */
+static int auto_may_gpu(void)
+{
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        const tq_backend *b = registry[i].backend;
+        if (b && b->kind != TQ_BACKEND_CPU && (!b->may_have_gpu || b->may_have_gpu()))
+            return 1;
+    }
+    return 0;
+}
+
+int tq_device_auto_weighs(const char *spec)
+{
+    const tq_backend *b;
+    int index = -1, is_auto;
+    if (spec_parse(spec_or_env(spec), &b, &index, &is_auto) || !is_auto)
+        return 0;
+    return auto_may_gpu() && tq_auto_min_flops(NULL) > 0;
+}
+
+static tq_status open_auto(double flops, tq_device **dev)
+{
+    char why[256] = "";
+    tq_status st = TQ_OK;
+    int may = auto_may_gpu();
+    if (!may)
+        snprintf(why, sizeof why, "no GPU device node");
+    else if (tq_autopick_cpu(flops, why, sizeof why))
+        goto cpu;
+    for (size_t i = 0; i < N_REGISTRY; i++) {
+        const tq_backend *b = registry[i].backend;
+        int real[64], m;
+        if (!b || b->kind == TQ_BACKEND_CPU || !(m = real_devices(b, real)))
+            continue;
+        int idx = real[rank_pick(m, why, sizeof why)];
+        if ((st = device_make(b, idx, dev)) == TQ_OK) {
+            snprintf((*dev)->why, sizeof (*dev)->why, "auto: %s (%s)", (*dev)->name, why);
+            return TQ_OK;
+        }
+    }
+    if (may) {
+        size_t at = strlen(why);
+        snprintf(why + at, sizeof why - at, "; no GPU opened");
+    }
+cpu:
+    if ((st = device_make(&tq_backend_cpu, 0, dev)))
+        return st == TQ_ERR_NOMEM ? st : tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
+    snprintf((*dev)->why, sizeof (*dev)->why, "auto: cpu (%s)", why);
+    return TQ_OK;
+}
+
+tq_status tq_device_open_for(const char *spec, double flops, tq_device **dev)
 {
     const tq_backend *named;
     int index = -1, is_auto;
@@ -153,23 +223,32 @@ tq_status tq_device_open(const char *spec, tq_device **dev)
     tq_status st = spec_parse(spec, &named, &index, &is_auto);
     if (st)
         return st;
-    if (is_auto) {
-        for (size_t i = 0; i < N_REGISTRY; i++) {
-            const tq_backend *b = registry[i].backend;
-            if (!b)
-                continue;
-            int idx = b->kind == TQ_BACKEND_CPU ? 0 : first_real_device(b);
-            if (idx >= 0 && (st = device_make(b, idx, dev)) == TQ_OK)
-                return TQ_OK;
-        }
-        /* the last tried is the CPU: out of memory says so */
-        return st == TQ_ERR_NOMEM ? st : tq_fail(TQ_ERR_RUNTIME, "no device could be opened");
-    }
-    int idx;
-    if ((st = named_index(named, index, &idx)))
+    if (is_auto)
+        return open_auto(flops, dev);
+    int idx, n = 0;
+    char why[160] = "";
+    /* cuda or hip without an index: the local rank's device; cuda:N: N */
+    if (index < 0 && (named->kind == TQ_BACKEND_CUDA || named->kind == TQ_BACKEND_HIP) &&
+        !named->probe(&n) && n > 0)
+        index = rank_pick(n, why, sizeof why);
+    if ((st = named_index(named, index, &idx)) || (st = device_make(named, idx, dev)))
         return st;
-    return device_make(named, idx, dev);
+    if (!strcmp(spec, (*dev)->name)) /* as named */
+        snprintf((*dev)->why, sizeof (*dev)->why, "%s", spec);
+    else
+        snprintf((*dev)->why, sizeof (*dev)->why, "%s: %s%s%s%s", spec, (*dev)->name,
+                 why[0] ? " (" : "", why, why[0] ? ")" : "");
+    return TQ_OK;
 }
+
+tq_status tq_device_open(const char *spec, tq_device **dev)
+{
+    return tq_device_open_for(spec, -1, dev);
+}
+
+const char *tq_device_why(const tq_device *dev) { return dev->why; }
+
+const char *tq_device_startup(const tq_device *dev) { return dev->startup; }
 
 void tq_device_close(tq_device *dev)
 {

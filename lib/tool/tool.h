@@ -89,6 +89,23 @@ _Noreturn void tq_tool_usage(tq_tool *t, const char *fmt, ...)
 void tq_tool_log(tq_tool *t, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* What a tool knows of its work before it opens a device (lib/tool/workload.c),
+ * asked only when auto weighs it (tq_device_auto_weighs): an input's
+ * elements in tensors of rank 2 and more, from the frame headers (a pipe on
+ * standard input is read ahead, up to 16 MiB, and made a file), with the
+ * last two dims of the first such tensor. 0 counted, 1 a pipe longer than
+ * the read-ahead (large work), -1 not known. */
+typedef struct tq_census {
+    double elems, rows, cols, bytes;
+} tq_census;
+int tq_tool_census(tq_tool *t, const char *path, tq_census *c);
+/* The bytes of a text input the same way: -1 not known, TQ_WORK_LARGE a pipe
+ * past the read-ahead. */
+double tq_tool_bytes(tq_tool *t, const char *path);
+/* Opens the device for work of about flops (< 0: not known), saying under -v
+ * which device and why, and what its start took. */
+tq_status tq_tool_device_open(tq_tool *t, double flops, tq_device **dev);
+
 /* Under -v, names the ops that ran on the host because dev has no kernel for
  * them (tq_device_host_ops), and the graphs recorded and launched; call it
  * before closing the device. */

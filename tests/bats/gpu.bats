@@ -10,7 +10,10 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 # use_standin: points the backends at the stand-in driver, or skips saying why.
+# auto takes the GPU for any work (TQ_AUTO_MIN_FLOPS=0): these tests' work is
+# small, and what they hold auto to is its GPU (device-choice.bats tests the rule).
 use_standin() {
+    export TQ_AUTO_MIN_FLOPS=0
     if [ "${TQ_GPU_REAL:-}" = 1 ]; then
         return 0
     fi

@@ -13,7 +13,8 @@ export PATH="$TQ_BIN:$PATH"
 PY=${TQ_TEST_PY:-/usr/bin/python3}
 export PYTHONPATH="$TESTS_DIR/lib${PYTHONPATH:+:$PYTHONPATH}"
 # Tests must not depend on the caller's environment.
-unset TQ_DEVICE TQ_THREADS TQ_LOG TQ_CUDA_DRIVER TQ_CUBLAS TQ_HIP_RUNTIME TQ_ROCBLAS
+unset TQ_DEVICE TQ_THREADS TQ_LOG TQ_CUDA_DRIVER TQ_CUBLAS TQ_HIP_RUNTIME TQ_ROCBLAS TQ_AUTO_MIN_FLOPS
+unset OMPI_COMM_WORLD_LOCAL_RANK MPI_LOCALRANKID MV2_COMM_WORLD_LOCAL_RANK SLURM_LOCALID
 
 # py SCRIPT ARGS...: runs inline Python with the test library on the path.
 py() { "$PY" "$@"; }
@@ -69,7 +70,10 @@ open('q.tq', 'wb').write(t.array_frame('emb', q[:30]) + t.array_frame('emb', q[3
 # that hold every device to one behaviour: the CPU, Vulkan where a driver is
 # installed (lavapipe here), CUDA and HIP on the tests' stand-in driver when
 # make standin built it (pointed at it as gpu.bats does), or on a real GPU.
+# auto takes the GPU for any work here (TQ_AUTO_MIN_FLOPS=0): the tests' work
+# is small, and what they hold auto to is its GPU.
 all_devices() {
+    export TQ_AUTO_MIN_FLOPS=0
     if [ "${TQ_GPU_REAL:-}" != 1 ] && [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ]; then
         export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
         export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"

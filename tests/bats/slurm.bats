@@ -344,3 +344,21 @@ with open("train.tq", "wb") as f:
     cmp lb1.tq lb2.tq
     cmp lb0.tq lb2.tq
 }
+
+@test "srun -n 3 on a node with 2 GPUs (the stand-in's): each task takes cuda:SLURM_LOCALID mod 2, said under -v" {
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (make standin builds it; it needs g++)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB" TQ_STANDIN_DEVICES=2
+    tq-cat --list-devices | grep -q '^cuda:1 ' || skip "this build has no CUDA backend (nvcc was missing)"
+    printf 'the cat sat\non the mat\na dog ran\n' | tq-embed -m hash:8 -o e.tq
+    tq-simmat --device cpu --topk 2 e.tq -o cpu.tq
+    run --separate-stderr timeout 60 srun --overcommit -n 3 sh -c \
+        'tq-simmat -v --device cuda --topk 2 e.tq -o r$SLURM_PROCID.tq 2>&1 | grep ": device cuda" | sed "s/^/$SLURM_PROCID /"'
+    [ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+    [ "$(sort <<< "$output")" = "$(printf '%s\n' \
+        "0 tq-simmat: device cuda: cuda:0 (local rank SLURM_LOCALID=0 mod 2 devices)" \
+        "1 tq-simmat: device cuda: cuda:1 (local rank SLURM_LOCALID=1 mod 2 devices)" \
+        "2 tq-simmat: device cuda: cuda:0 (local rank SLURM_LOCALID=2 mod 2 devices)")" ] ||
+        fail "$output"
+    for r in 0 1 2; do cmp "r$r.tq" cpu.tq; done
+}

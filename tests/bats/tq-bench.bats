@@ -357,6 +357,7 @@ standin_env() {
         skip "no stand-in driver (TQ_STANDIN_LIB; see tests/bats/gpu.bats)"
     export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
     export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB" TQ_BENCH_SMALL=1
+    export TQ_AUTO_MIN_FLOPS=0 # auto takes the GPU for the tests' small work
 }
 
 @test "timers: every format says which clock timed each device: the host's on the CPU, timestamp queries on Vulkan; TQ_BENCH_TIMER=host forces the host's" {

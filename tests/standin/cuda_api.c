@@ -27,7 +27,7 @@ TQ_SD_API CUresult cuInit(unsigned flags)
     TQ_SD_FAULT(CONTEXT, CUDA_ERROR_NO_DEVICE);
     tq_sd_lock();
     initialized = 1;
-    return tq_sd_unlock(tq_sd_cfg()->devices ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE);
+    return tq_sd_unlock(tq_sd_visible(TQ_SD_CUDA) ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE);
 }
 
 TQ_SD_API CUresult cuDriverGetVersion(int *version)
@@ -110,14 +110,14 @@ TQ_SD_API CUresult cuDeviceGetCount(int *count)
 {
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    LOCKED((*count = tq_sd_cfg()->devices, CUDA_SUCCESS));
+    LOCKED((*count = tq_sd_visible(TQ_SD_CUDA), CUDA_SUCCESS));
 }
 
 TQ_SD_API CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
-    LOCKED(tq_sd_check_device(ordinal) ? CUDA_ERROR_INVALID_DEVICE
+    LOCKED(ordinal < 0 || ordinal >= tq_sd_visible(TQ_SD_CUDA) ? CUDA_ERROR_INVALID_DEVICE
                                        : (*dev = ordinal, CUDA_SUCCESS));
 }
 

@@ -96,6 +96,48 @@ int tq_sd_hidden(const char *symbol)
     return 0;
 }
 
+/* How many of n devices a list of visible devices leaves (NULL: all), read
+ * as the drivers read it (CUDA C++ Programming Guide, "CUDA Environment
+ * Variables"): a comma list of indices; only those are visible, numbered
+ * from 0 in the list's order; an invalid index (or one repeated) hides
+ * itself and every index after it; set but empty, none. */
+static int visible_of(const char *list, int n)
+{
+    int seen[MAX_DEVICES] = {0}, m = 0;
+    if (!list)
+        return n;
+    for (const char *p = list; *p; p += *p == ',') {
+        char *end;
+        long i = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || i < 0 || i >= n || seen[i])
+            break;
+        seen[i] = 1;
+        m++;
+        p = end;
+    }
+    return m;
+}
+
+/* The devices an API shows. CUDA: CUDA_VISIBLE_DEVICES. HIP (ROCm's "HIP
+ * environment variables", GPU isolation): ROCR_VISIBLE_DEVICES first, then
+ * HIP_VISIBLE_DEVICES or else CUDA_VISIBLE_DEVICES among those left. The
+ * stand-in's devices being alike, visible device i is the i-th: only the
+ * count is modelled. */
+int tq_sd_visible(int api)
+{
+    int n = tq_sd_cfg()->devices;
+    if (api != TQ_SD_HIP)
+        return visible_of(getenv("CUDA_VISIBLE_DEVICES"), n);
+    const char *hip = getenv("HIP_VISIBLE_DEVICES");
+    n = visible_of(getenv("ROCR_VISIBLE_DEVICES"), n);
+    return visible_of(hip ? hip : getenv("CUDA_VISIBLE_DEVICES"), n);
+}
+
+CUresult tq_sd_check_hip(int dev)
+{
+    return dev >= 0 && dev < tq_sd_visible(TQ_SD_HIP) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
 CUresult tq_sd_check_device(int dev)
 {
     return dev >= 0 && dev < tq_sd_cfg()->devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
@@ -169,7 +211,7 @@ int tq_sd_hip_device(void) { return hip_device; }
 
 CUresult tq_sd_hip_set_device(int dev)
 {
-    CUresult r = tq_sd_check_device(dev);
+    CUresult r = tq_sd_check_hip(dev);
     if (r == CUDA_SUCCESS)
         hip_device = dev;
     return r;

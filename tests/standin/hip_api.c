@@ -20,7 +20,7 @@ static struct tq_sd_stream *stream(hipStream_t s) { return tq_sd_stream_resolve(
 TQ_SD_API hipError_t hipInit(unsigned flags)
 {
     TQ_SD_FAULT(CONTEXT, hipErrorNoDevice);
-    return flags ? hipErrorInvalidValue : tq_sd_cfg()->devices ? hipSuccess : hipErrorNoDevice;
+    return flags ? hipErrorInvalidValue : tq_sd_visible(TQ_SD_HIP) ? hipSuccess : hipErrorNoDevice;
 }
 
 /* ROCm 6.2-like numbers: major*10^7 + minor*10^5 + patch */
@@ -68,7 +68,7 @@ TQ_SD_API hipError_t hipGetDeviceCount(int *n)
 {
     if (!n)
         return hipErrorInvalidValue;
-    *n = tq_sd_cfg()->devices;
+    *n = tq_sd_visible(TQ_SD_HIP);
     return *n ? hipSuccess : hipErrorNoDevice;
 }
 
@@ -76,14 +76,14 @@ TQ_SD_API hipError_t hipDeviceGet(hipDevice_t *dev, int ordinal)
 {
     if (!dev)
         return hipErrorInvalidValue;
-    return tq_sd_check_device(ordinal) ? hipErrorInvalidDevice : (*dev = ordinal, hipSuccess);
+    return tq_sd_check_hip(ordinal) ? hipErrorInvalidDevice : (*dev = ordinal, hipSuccess);
 }
 
 TQ_SD_API hipError_t hipDeviceGetName(char *name, int len, hipDevice_t dev)
 {
     if (!name || len <= 0)
         return hipErrorInvalidValue;
-    if (tq_sd_check_device(dev))
+    if (tq_sd_check_hip(dev))
         return hipErrorInvalidDevice;
     strncpy(name, tq_sd_device_name, (size_t)len - 1);
     name[len - 1] = 0;
@@ -94,7 +94,7 @@ TQ_SD_API hipError_t hipDeviceGetAttribute(int *v, int attr, int dev)
 {
     if (!v)
         return hipErrorInvalidValue;
-    if (tq_sd_check_device(dev))
+    if (tq_sd_check_hip(dev))
         return hipErrorInvalidDevice;
     return tq_sd_attribute(TQ_SD_HIP, attr, v) ? hipErrorInvalidValue : hipSuccess;
 }
@@ -103,7 +103,7 @@ TQ_SD_API hipError_t hipDeviceTotalMem(size_t *bytes, hipDevice_t dev)
 {
     if (!bytes)
         return hipErrorInvalidValue;
-    if (tq_sd_check_device(dev))
+    if (tq_sd_check_hip(dev))
         return hipErrorInvalidDevice;
     *bytes = tq_sd_cfg()->memory;
     return hipSuccess;
@@ -115,7 +115,7 @@ static hipError_t props(void *prop, int dev, size_t size, size_t name, size_t me
 {
     if (!prop)
         return hipErrorInvalidValue;
-    if (tq_sd_check_device(dev))
+    if (tq_sd_check_hip(dev))
         return hipErrorInvalidDevice;
     char *p = prop;
     int ws = 64, n = 132;

@@ -89,6 +89,9 @@ struct tq_sd_ctx {
     int nstreams, cap_streams;
 };
 CUresult tq_sd_check_device(int dev);
+/* devices the API shows under CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES */
+int tq_sd_visible(int api);
+CUresult tq_sd_check_hip(int dev); /* a HIP ordinal among those visible */
 struct tq_sd_ctx *tq_sd_primary(int dev); /* created on first use */
 /* The calling thread's current context for `api` (CUDA: the context stack;
  * HIP: the current device's primary context). */
