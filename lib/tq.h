@@ -404,12 +404,13 @@ tq_status tq_op_normalize(const tq_tensor *x, float eps, tq_tensor *y);
 /* The k largest of each row of x [n, m]: vals f32 [n, k] descending, idx i64
  * [n, k]. Ties go to the lower index; NaN ranks below every number. k <= m. */
 tq_status tq_op_topk(const tq_tensor *x, int64_t k, tq_tensor *vals, tq_tensor *idx);
-/* The columns of each row of x [rows, m] (f32) that reach the row's
- * threshold: for row r, every j with x[r,j] >= thr[r] (thr f32 [rows]; a NaN
- * in either lists nothing) goes to lst[r, :] (i32 [rows, cap]), in any
- * order, and cnt[r] (i32 [rows]) counts them; past cap the count goes on
- * and the list holds cap of them. A GPU's way to find the few pairs of a
- * score tile worth an exact score without the tile leaving the device. */
+/* The columns of each row of x [rows, m] (f32) not below the row's
+ * threshold: for row r, every j with !(x[r,j] < thr[r]) (thr f32 [rows]: a
+ * NaN value is listed, and a NaN threshold lists the whole row: neither
+ * proves the column out) goes to lst[r, :] (i32 [rows, cap]), in any order,
+ * and cnt[r] (i32 [rows]) counts them; past cap the count goes on and the
+ * list holds cap of them. A GPU's way to find the few pairs of a score tile
+ * worth an exact score without the tile leaving the device. */
 tq_status tq_op_above(const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt, tq_tensor *lst);
 /* Softmax over the last dim, max-subtracted; y may be x. */
 tq_status tq_op_softmax(const tq_tensor *x, tq_tensor *y);

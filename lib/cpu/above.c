@@ -1,7 +1,7 @@
 /* above.c: tq_op_above on the CPU, the reference the device kernels
- * (kernels/cuda/above.cu) are held to: each row's columns that reach its
- * threshold, in column order (the op promises no order; the CPU's is the
- * simplest), counted past the list's cap. */
+ * (kernels/cuda/above.cu) are held to: each row's columns not below its
+ * threshold (NaN listed), in column order (the op promises no order; the
+ * CPU's is the simplest), counted past the list's cap. */
 #include "../internal.h"
 #include "cpu.h"
 
@@ -19,7 +19,7 @@ static void above_rows(void *ctx, int64_t begin, int64_t end)
         float th = a->thr[r];
         int64_t n = 0;
         for (int64_t j = 0; j < a->m; j++)
-            if (xr[j] >= th) {
+            if (!(xr[j] < th)) {
                 if (n < a->cap)
                     a->lst[r * a->cap + n] = (int32_t)j;
                 n++;

@@ -29,7 +29,8 @@ typedef struct tq_simdev_backend {
     tq_status (*select)(void *ctx, const tq_tensor *x, int64_t kp, int64_t base, int kept,
                         tq_tensor *vals, tq_tensor *idx, tq_tensor *thr);
     /* For each row r of the score tile x [rows, m]: the columns j whose value
-     * is >= thr[r] (f32 [rows]) added to row r's list in lst (i32 [rows,
+     * is >= thr[r] (f32 [rows]; CUDA's kernel lists a NaN value too, which
+     * the host then scores exactly) added to row r's list in lst (i32 [rows,
      * TQ_SIMDEV_ABOVE_CAP]) as base + j, in any order, up to the cap; cnt[r]
      * (i32 [rows]) counts them all, past the cap too. */
     tq_status (*above)(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,

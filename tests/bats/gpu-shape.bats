@@ -205,13 +205,11 @@ common_bounds() {
 
 @test "tq-simmat --threshold on the stand-in: host waits do not grow with tiles or rows" {
     needs_counts
-    skip "waits for issue 36's device threshold: each slice of queries downloads its whole score matrix through the 8 MiB stage, a wait per 8 MiB of it (9 host waits at the small size, 15 at the large)"
     common_bounds thr 1 "$(tiles $NQ_S $NDB_S)" "$(tiles $NQ_L $NDB_L)"
 }
 
 @test "tq-simmat --threshold on the stand-in: only the pairs that can reach it leave the device" {
     needs_counts
-    skip "waits for issue 36's device threshold: the [nq, ndb] f32 score matrix comes back to the host (4 x nq x ndb bytes)"
     local z nq ndb dev p
     for dev in $(shape_backends); do
         for z in s l; do
@@ -220,13 +218,16 @@ common_bounds() {
             p=$(pairs "thr-$z")
             [ "$p" -gt 100 ] || fail "thr-$z: only $p pairs: the test needs more"
             counts "thr-$z" "$dev"
-            # per query a count (8 bytes); per candidate pair an index and
-            # its f32 score (12), the candidates at most twice the pairs
-            # (those within the f32 score's proven error of the threshold:
-            # few, for random rows); the rows are in host memory already
-            check $d2h $((nq * 8 + 2 * p * 12 + C_BLOCK)) "device-to-host bytes"
-            # the database and the queries once, a threshold a query
-            check $h2d $((ndb * D * 4 + nq * D * 4 + nq * 8 + C_BLOCK)) "host-to-device bytes"
+            # per query its count and its list of candidate rows, a fixed
+            # 256 of them (tq_op_above's lists, search.c's ABOVE_CAP: 1,028
+            # bytes a query, whatever the rows of the database; none here
+            # has more candidates, which would bring its row back); the
+            # rows are in host memory already and the exact scores are the
+            # host's. Not the [nq, ndb] scores (4 x ndb bytes a query)
+            check $d2h $((nq * (4 + 4 * 256) + C_BLOCK)) "device-to-host bytes"
+            # the database and the queries once, a threshold a query (and
+            # for L2 the rows' -||x||^2 once)
+            check $h2d $((ndb * D * 4 + nq * D * 4 + nq * 8 + ndb * 4 + C_BLOCK)) "host-to-device bytes"
         done
     done
 }

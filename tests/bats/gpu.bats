@@ -244,8 +244,15 @@ open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_fra
         for dev in cpu "$b"; do
             tq-simmat --device "$dev" --db db.tq --metric cosine --threshold 0.5 < q.tq > "$dev.tq"
             tq-simmat --device "$dev" --dedup 0.95 < db.tq > "$dev-dd.tq"
+            # the device lists each query's candidate rows (search.c): past
+            # 256 of them (a low threshold) the row comes back whole; L2's
+            # lists are of 2 q.x - ||x||^2; the input with itself
+            tq-simmat --device "$dev" --db db.tq --metric cosine --threshold -0.5 < q.tq > "$dev-low.tq"
+            tq-simmat --device "$dev" --metric l2 --threshold -30 < db.tq > "$dev-l2.tq"
         done
         cmp cpu.tq "$b.tq" || fail "$b: --threshold differs"
+        cmp cpu-low.tq "$b-low.tq" || fail "$b: --threshold -0.5 differs"
+        cmp cpu-l2.tq "$b-l2.tq" || fail "$b: --metric l2 --threshold -30 differs"
         cmp cpu-dd.tq "$b-dd.tq" || fail "$b: --dedup differs"
     done
 }

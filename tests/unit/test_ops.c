@@ -1658,7 +1658,7 @@ static void test_topk(void)
 
 /* ------------------------------------------------------------ above */
 
-/* Each row's columns at or above its threshold, against a plain scan: the
+/* Each row's columns not below its threshold, against a plain scan: the
  * counts equal, and where a count fits the cap the listed columns are the
  * scan's (in any order); past the cap, cap distinct columns that qualify.
  * Rows of numbers, ties at the threshold, NaN values, NaN and -inf
@@ -1690,12 +1690,12 @@ static void above_case(int64_t rows, int64_t m, int64_t cap)
         int64_t want = 0, ok = 1;
         memset(seen, 0, (size_t)m);
         for (int64_t j = 0; j < m; j++)
-            want += x[r * m + j] >= thr[r];
+            want += !(x[r * m + j] < thr[r]);
         int64_t listed = want < cap ? want : cap;
         ok = cnt[r] == want;
         for (int64_t e = 0; ok && e < listed; e++) {
             int32_t j = lst[r * cap + e];
-            ok = j >= 0 && j < m && !seen[j] && x[r * m + j] >= thr[r];
+            ok = j >= 0 && j < m && !seen[j] && !(x[r * m + j] < thr[r]);
             if (ok)
                 seen[j] = 1;
         }
