@@ -227,6 +227,28 @@ static tq_status host_rest(tq_simdev_sim *s, const float *x)
     return st;
 }
 
+/* The candidates cit [nq, kp] scored exactly on the device: only their
+ * scores travel (into *ce), and the host needs the rows without a bound
+ * alone (into *x, s->bad's rows). */
+static tq_status device_scores(const tq_simdev_backend *be, void *c, const tq_tensor *q,
+                               const tq_tensor *db, const tq_tensor *cit, tq_simdev_sim *s,
+                               float **ce, float **x)
+{
+    size_t nc = (size_t)(s->nq * s->kp);
+    int64_t cd[2] = {s->nq, s->kp};
+    tq_tensor *cet = NULL;
+    tq_status st = TQ_OK;
+    if (!(*ce = malloc(nc * 4 + 4)) || !(*x = malloc((size_t)(s->nbad * s->d) * 4 + 4)))
+        return tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
+    if (!(st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cet)) &&
+        !(st = be->rescore(c, q, db, cit, s->base, s->metric, cet)) &&
+        !(st = tq_tensor_download(cet, *ce, nc * 4)) &&
+        !(st = be->download_rows(c, db, s->bad, (size_t)s->nbad, *x)))
+        s->ce = *ce, s->rows = s->bad, s->nrows = s->nbad, s->x = *x;
+    tq_tensor_free(cet);
+    return st;
+}
+
 tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tensor *q,
                             const tq_tensor *db, tq_metric metric, int64_t idx_base,
                             tq_tensor *vals, tq_tensor *idx)
@@ -247,7 +269,7 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
              .base = idx_base};
     size_t nk = (size_t)(nq * k), nc = (size_t)(nq * kp), xbytes = (size_t)(ndb * d) * 4;
     int64_t cd[2] = {nq, kp};
-    tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL, *thrt = NULL, *cet = NULL;
+    tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL, *thrt = NULL;
     float *hn = malloc((size_t)ndb * 4), *hq = malloc((size_t)(nq * d) * 4), *hce = NULL;
     float *hv = malloc(nk * 4), *ov = malloc(nk * 4), *hcv = malloc(nc * 4);
     int64_t *hi = malloc(nk * 8), *oi = malloc(nk * 8), *hci = malloc(nc * 8);
@@ -310,23 +332,12 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
     s.q = hq, s.vals = hv, s.idx = hi, s.out_v = ov, s.out_i = oi, s.cv = hcv, s.ci = hci;
     s.undecided = und, s.thr = thr;
 
-    /* the candidates scored on the device: only their scores travel, and
-     * the host needs the rows without a bound alone */
-    if (be->rescore) {
-        if (!(hce = malloc(nc * 4 + 4)) || !(x = malloc((size_t)(nbad * d) * 4 + 4))) {
-            st = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
-            goto done;
-        }
-        if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cet)) ||
-            (st = be->rescore(c, q, db, cit, idx_base, s.metric, cet)) ||
-            (st = tq_tensor_download(cet, hce, nc * 4)) ||
-            (st = be->download_rows(c, db, bad, (size_t)nbad, x)))
-            goto done;
-        s.ce = hce, s.rows = bad, s.nrows = nbad, s.x = x;
-    }
     int whole = 0;
-    if (be->rescore)
+    if (be->rescore) {
+        if ((st = device_scores(be, c, q, db, cit, &s, &hce, &x)))
+            goto done;
         goto scored;
+    }
 
     /* the candidates' rows, each once; the whole block when they are most of it */
     if (!(rows = malloc((nc + (size_t)nbad) * 8))) {
@@ -380,7 +391,6 @@ done:
     tq_tensor_free(cvt);
     tq_tensor_free(cit);
     tq_tensor_free(thrt);
-    tq_tensor_free(cet);
     free(hce);
     free(hn), free(hq), free(hv), free(ov), free(hcv), free(hi), free(oi), free(hci);
     free(bad), free(rows), free(x), free(und), free(thr);
