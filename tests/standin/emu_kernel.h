@@ -32,6 +32,12 @@
 #define TQ_DYN_SHARED(T, name) T *name = (T *)tq_emu_blk.dyn_shared
 
 typedef tq_emu_uint3 uint3;
+/* CUDA's vector type of four floats, 16-byte aligned as there: a float4 load
+ * from an address that is not is undefined (UBSan reports it under SAN=1) */
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
