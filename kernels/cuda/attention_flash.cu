@@ -265,12 +265,14 @@ extern "C" __global__ void tq_k_attention_flash(const float *q, const float *k, 
     const unsigned long long rows = (unsigned long long)B * H * Lq, bh = (unsigned long long)B * H;
     const unsigned nqt = (Lq + FL_BQ - 1) / FL_BQ;
     /* every row start 16-byte aligned: float4 loads */
-    const unsigned vec = ((((unsigned long long)q | (unsigned long long)k | (unsigned long long)v) & 15) == 0) &&
-                         Dk % 4 == 0 && Dv % 4 == 0 && dq % 4 == 0 && dv % 4 == 0;
+    const unsigned long long base =
+        (unsigned long long)q | (unsigned long long)k | (unsigned long long)v;
+    const unsigned vec =
+        (base & 15) == 0 && Dk % 4 == 0 && Dv % 4 == 0 && dq % 4 == 0 && dv % 4 == 0;
     const int wide = Dv > 32;
     /* the unit depends on the block only: the barriers are reached by all */
-    for (unsigned long long g = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x; g < bh * nqt;
-         g += (unsigned long long)gridDim.x * gridDim.y) {
+    for (unsigned long long g = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x;
+         g < bh * nqt; g += (unsigned long long)gridDim.x * gridDim.y) {
         unsigned long long bhi = g % bh, b = bhi / H;
         unsigned h = (unsigned)(bhi % H), qt = nqt - 1 - (unsigned)(g / bh); /* last tiles first */
         fl_job J;
@@ -284,12 +286,13 @@ extern "C" __global__ void tq_k_attention_flash(const float *q, const float *k, 
         unsigned last = min(J.i0 + FL_BQ, Lq) - 1; /* the tile's last query */
         unsigned jend = causal ? min(J.kend, last + 1) : J.kend;
         long long qg[4] = {0, 0, 0, 0};
-        if (has_groups)
+        if (has_groups) {
 TQ_UNROLL
             for (int r = 0; r < 4; r++) {
                 unsigned i = J.i0 + ty + 16 * r;
                 qg[r] = i < Lq ? qgrp[b * Lq + i] : 0;
             }
+        }
         float m[4], l[4], acc[4][8];
 TQ_UNROLL
         for (int r = 0; r < 4; r++) {

@@ -49,7 +49,9 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
     /* the same list for the three kernels, but for the output pointer */
     gpu_ptr outs[3] = {gpu_tensor_ptr(out), a->weights ? gpu_tensor_ptr(a->weights) : 0,
                        a->received ? gpu_tensor_ptr(a->received) : 0};
-    int flash = c->fn[K_ATTENTION_FLASH] && Dk >= 1 && Dk <= FLASH_D && Dv <= FLASH_D;
+    /* (its tile loops count in 32 bits: lengths well below 2^32) */
+    int flash = c->fn[K_ATTENTION_FLASH] && Dk >= 1 && Dk <= FLASH_D && Dv <= FLASH_D &&
+                Lq <= INT32_MAX && Lk <= INT32_MAX;
     const int kern[3] = {flash ? K_ATTENTION_FLASH : K_ATTENTION, K_ATTENTION_WEIGHTS,
                          K_ATTENTION_RECEIVED};
     /* the flash kernel's units: (b, h, tile of FLASH_BQ queries) */
