@@ -43,6 +43,8 @@
  *   and barriers.
  * - Causal: key tiles past the block's last query are never loaded; tiles
  *   wholly below the diagonal and inside the key length skip the mask tests.
+ *   With groups, tiles of keys in no group of the block's queries (by the
+ *   range of their ids, as the CPU does) are skipped too.
  *   Query tiles are taken last-first, so the longest (causal) go out first.
  * - A score is sum_p q_p k_p by fused multiply-adds in order of p, then times
  *   scale: the bits of tq_att_score, so the stats match what the weights
@@ -218,6 +220,23 @@ TQ_UNROLL
         }
 }
 
+/* The range [lo, hi] of group ids g[0, n), n <= 64: lane x of each 32 reads
+ * g[x] and g[x + 32] (where they exist), a butterfly gives every lane the
+ * range, so every thread of the block has the same. All threads call it. */
+static __device__ __forceinline__ void fl_group_range(const long long *g, unsigned n,
+                                                      long long *lo, long long *hi)
+{
+    unsigned x = threadIdx.x % 32;
+    long long a = g[x < n ? x : 0], c = g[x + 32 < n ? x + 32 : 0];
+    long long l = a < c ? a : c, h = a < c ? c : a;
+    for (int d = 1; d < 32; d <<= 1) {
+        long long u = tq_shfl_xor(l, d), w = tq_shfl_xor(h, d);
+        l = u < l ? u : l;
+        h = w > h ? w : h;
+    }
+    *lo = l, *hi = h;
+}
+
 /* out and stats of the thread's rows: l's parts added over the 8 lanes
  * (a butterfly: every lane gets the same sum). */
 static __device__ __forceinline__ void fl_store(const fl_job *J, float *o_head, float *stats,
@@ -303,7 +322,15 @@ TQ_UNROLL
         }
         __syncthreads(); /* the previous unit's last reads of Qs are done */
         fl_load(Qs, FL_QP, FL_BQ, J.q, dq, J.i0, Lq, Dk, vec);
+        long long qlo = 0, qhi = 0, klo, khi; /* the block's query groups */
+        if (has_groups)
+            fl_group_range(qgrp + b * Lq + J.i0, min((unsigned)FL_BQ, Lq - J.i0), &qlo, &qhi);
         for (unsigned j0 = 0; j0 < jend; j0 += FL_BK) {
+            if (has_groups) { /* keys in no group of the block's queries: skipped */
+                fl_group_range(kgrp + b * Lk + j0, min((unsigned)FL_BK, jend - j0), &klo, &khi);
+                if (khi < qlo || klo > qhi)
+                    continue;
+            }
             __syncthreads(); /* the previous tile's Ks, Vs, Ps read by all */
             fl_load(Ks, FL_QP, FL_BK, J.k, dq, j0, J.kend, Dk, vec);
             fl_load(Vs, FL_D, FL_BK, J.v, dv, j0, J.kend, Dv, vec);
