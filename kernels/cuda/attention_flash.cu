@@ -18,8 +18,10 @@
  *   float4 reads per 128 multiply-adds (4 keys).
  * - Shared memory returns one register per lane a cycle (128 bytes), so a
  *   float4 read costs 4 cycles, or 2 when lanes n and n^1, or n and n^2,
- *   read the same address (NVIDIA, CC >= 7). A warp's lanes are therefore
- *   laid out as ty = lane bits 0, 2 and tx = bits 1, 3, 4 (FL_TY, FL_TX):
+ *   read the same address (NVIDIA's rule for CC 7.x; taken to hold on
+ *   Hopper too: Nsight Compute's shared wavefronts would tell). A warp's
+ *   lanes are therefore laid out as ty = lane bits 0, 2 and tx = bits 1, 3,
+ *   4 (FL_TY, FL_TX):
  *   n^1 keeps tx (same K and V rows), n^2 keeps ty (same Q and P rows), and
  *   every read costs 2: 16 cycles of reads per 64 warp FMAs (16 cycles of
  *   the SM's 4 FMA pipes) for the scores, 24 per 128 (32) for P V. A plain
