@@ -11,8 +11,9 @@ warm-up.
   topk INDEX Q DB D         seconds of the exact top-10 of Q queries against DB
                             rows of D by dot product: torch.mm + torch.topk over
                             slices of the rows, the slices' lists merged
-  sdpa INDEX N H D          seconds of scaled_dot_product_attention, f32
-                            [1, H, N, D], no mask
+  sdpa INDEX N H D [causal] seconds of scaled_dot_product_attention, f32
+                            [1, H, N, D], no mask (is_causal=True with
+                            causal: key j > query i masked, as tq's --causal)
   st INDEX MODEL FILE       sentences/s of sentence-transformers' encode() of
                             FILE's lines on the GPU (batch 32)"""
 import sys
@@ -86,12 +87,13 @@ def topk(index, q, db, d):
     print("%.6f" % timed(run))
 
 
-def sdpa(index, n, h, d):
+def sdpa(index, n, h, d, mask="none"):
     import torch
     dev = "cuda:%s" % index
     q, k, v = (torch.rand(1, int(h), int(n), int(d), device=dev) for _ in range(3))
     f = torch.nn.functional.scaled_dot_product_attention
-    print("%.6f" % timed(lambda: f(q, k, v)))
+    causal = mask == "causal"
+    print("%.6f" % timed(lambda: f(q, k, v, is_causal=causal)))
 
 
 def st(index, model, path):

@@ -14,8 +14,9 @@
 #              the GPU against tq on this machine's CPU cores: compute time
 #              (-v) and whole process, and whether the outputs are the same
 #              bytes (they must be)
-#   attention  tq-bench's attention op at n = ATT (8 heads of 64, f32) against
-#              scaled_dot_product_attention
+#   attention  tq-bench's attention and attention_causal ops at n = ATT (8
+#              heads of 64, f32) against scaled_dot_product_attention f32,
+#              without a mask and with is_causal
 #   BERT       tq-embed all-MiniLM-L6-v2 sentences/s on the GPU, with graphs
 #              and with TQ_GRAPHS=0, against sentence-transformers' encode();
 #              then --precision bf16 and f16 (tensor-core products on CUDA/HIP)
@@ -141,16 +142,20 @@ np.save(sys.argv[2], np.concatenate([x, y])[r.permutation(n)])' "$DD" "$work/dd.
         echo "$line GPU/CPU compute ratio $(ratio "$dd_cpu" "$dd_gpu") (target >= 5 on an H100), same bytes: $same"
     fi
 
-    # ---- attention ----
-    "$BIN/tq-bench" --device "$dev" --op attention -n "$ATT" --format csv --progress never \
-        > "$work/att.csv"
-    t_tq=$(column median_s attention < "$work/att.csv")
-    line="GPU $dev attention n=$ATT, 8 heads of 64: tq $t_tq s"
-    if [ "$torch_ok" = 1 ]; then
-        t_pt=$("$PY" "$TORCH" sdpa "$index" "$ATT" 8 64)
-        line="$line; scaled_dot_product_attention $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
-    fi
-    echo "$line"
+    # ---- attention, without a mask and causal ----
+    "$BIN/tq-bench" --device "$dev" --op attention,attention_causal -n "$ATT" --format csv \
+        --progress never > "$work/att.csv"
+    for mask in none causal; do
+        op=attention what=""
+        [ "$mask" = causal ] && op=attention_causal what=", causal"
+        t_tq=$(column median_s "$op" < "$work/att.csv")
+        line="GPU $dev attention n=$ATT, 8 heads of 64$what: tq $t_tq s"
+        if [ "$torch_ok" = 1 ]; then
+            t_pt=$("$PY" "$TORCH" sdpa "$index" "$ATT" 8 64 "$mask")
+            line="$line; scaled_dot_product_attention $t_pt s (ratio $(ratio "$t_pt" "$t_tq"))"
+        fi
+        echo "$line"
+    done
 
     # ---- tq-embed with and without graphs ----
     if [ -z "$model" ] || [ ! -d "$model" ]; then

