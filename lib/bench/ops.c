@@ -13,7 +13,7 @@ enum {
     OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_MATMUL_I8_REST,
     OP_ROWPROD,
     OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_CAUSAL, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
-    OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK,
+    OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK, OP_ABOVE,
     OP_ACTIVATE_GRAD, OP_GELU_GRAD, OP_CODETOPK, OP_CODEMATRIX, OP_CODESCREEN
 };
 
@@ -25,6 +25,7 @@ enum {
 #define ATT_H 8
 #define ROW_D 1024  /* row ops: rows of 1024 values (fewer when n is smaller) */
 #define TOPK_K 10
+#define ABOVE_LIST 64 /* above: the listed values a row */
 
 /* Tolerances (NMSE against the CPU), those of the cross-backend suite
  * (tests/unit/test_ops.c), which holds every device to a float64 reference:
@@ -107,6 +108,9 @@ const tqb_opdef tqb_ops[] = {
                     TQB_CMP_BITS, 0},
     [OP_TOPK] = {"topk", "top-10 of each row of 1024 of n values", {1 << 16, 1 << 22},
                  {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
+    /* the counts compared, bit for bit (the lists' order is the device's) */
+    [OP_ABOVE] = {"above", "the values of each row of 1024 of n not below 0.9, 64 listed a row",
+                  {1 << 16, 1 << 22}, {1 << 12, 1 << 16}, TQB_CMP_BITS, 0},
     [OP_ACTIVATE_GRAD] = {"activate_grad", "tanh's backward over n values", {1 << 16, 1 << 22},
                           {1 << 12, 1 << 16}, TQB_CMP_NMSE, TOL_EW},
     [OP_GELU_GRAD] = {"gelu_grad", "GELU's backward over n values", {1 << 16, 1 << 22},
@@ -430,6 +434,22 @@ static tq_status setup_rows(tqb_inst *in, uint64_t seed)
         in->out[1] = 2;
         in->bytes = 4.0 * r * c + 12.0 * r * in->k;
         break;
+    case OP_ABOVE: {
+        if ((st = rows_inputs(in, &r, &c, &seed)) || (st = mk(in, 1, TQ_DTYPE_F32, 1, r, 0, 0, &seed)) ||
+            (st = mk(in, 2, TQ_DTYPE_I32, 1, r, 0, 0, &seed)) ||
+            (st = mk(in, 3, TQ_DTYPE_I32, 2, r, ABOVE_LIST, 0, &seed)))
+            return st;
+        float *th = malloc((size_t)(r ? r : 1) * sizeof *th);
+        if (!th)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < r; i++)
+            th[i] = 0.9f; /* 5% of the uniform values: about 51 a row */
+        st = tq_tensor_upload(in->t[1], th, (size_t)r * sizeof *th);
+        free(th);
+        in->out[0] = 2;
+        in->bytes = 4.0 * r * c + 8.0 * r + 4.0 * r * ABOVE_LIST;
+        return st;
+    }
     case OP_GATHER: {
         if ((st = rows_inputs(in, &r, &c, &seed)) ||
             (st = mk(in, 1, TQ_DTYPE_F32, 2, r, c, 0, &seed)) ||
@@ -607,6 +627,8 @@ tq_status tqb_inst_run(tqb_inst *in)
         return tq_op_convert(t[0], t[1]);
     case OP_TOPK:
         return tq_op_topk(t[0], in->k, t[1], t[2]);
+    case OP_ABOVE:
+        return tq_op_above(t[0], t[1], t[2], t[3]);
     case OP_ACTIVATE_GRAD:
         return tq_op_activate_grad(t[0], TQ_ACT_TANH, t[1], t[2]);
     case OP_GELU_GRAD:
