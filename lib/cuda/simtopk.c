@@ -46,14 +46,13 @@ static tq_status gpu_select(void *ctx, const tq_tensor *x, int64_t kp, int64_t b
     return TQ_GPU(launch)(c, K_SELECT, gx, gy, 1, SEL_BLOCK, 0, &a);
 }
 
-static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
-                           tq_tensor *lst, int64_t base)
+/* The above kernel over the rows of x: lists of cap, columns as base + j. */
+static tq_status launch_above(tq_gpu_ctx *c, const tq_tensor *x, const tq_tensor *thr,
+                              tq_tensor *cnt, tq_tensor *lst, unsigned cap, unsigned b)
 {
-    tq_gpu_ctx *c = ctx;
     gpu_ptr px = gpu_tensor_ptr(x), pt = gpu_tensor_ptr(thr), pc = gpu_tensor_ptr(cnt),
             pl = gpu_tensor_ptr(lst);
-    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], cap = TQ_SIMDEV_ABOVE_CAP,
-             b = (unsigned)base, gx, gy;
+    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], gx, gy;
     gpu_args a = {.size = 0};
     ARG(&a, px);
     ARG(&a, pt);
@@ -66,6 +65,12 @@ static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, 
     row_grid(rows, &gx, &gy);
     c->api->set_current(c->dev, c->ctx);
     return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
+}
+
+static tq_status gpu_above(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_tensor *cnt,
+                           tq_tensor *lst, int64_t base)
+{
+    return launch_above(ctx, x, thr, cnt, lst, TQ_SIMDEV_ABOVE_CAP, (unsigned)base);
 }
 
 /* tq_op_above: the count zeroed on the stream, then the above kernel over
@@ -82,21 +87,7 @@ tq_status TQ_GPU(above)(void *ctx, const tq_tensor *x, const tq_tensor *thr, tq_
     gpu_res r = c->api->memset8(gpu_tensor_ptr(cnt), 0, cnt->nbytes, c->stream);
     if (r)
         return TQ_GPU(fail)(c, r, GPU_CALL("cuMemsetD8Async", "hipMemsetAsync"), "above");
-    gpu_ptr px = gpu_tensor_ptr(x), pt = gpu_tensor_ptr(thr), pc = gpu_tensor_ptr(cnt),
-            pl = gpu_tensor_ptr(lst);
-    unsigned rows = (unsigned)x->dims[0], m = (unsigned)x->dims[1], cap = (unsigned)lst->dims[1],
-             b = 0, gx, gy;
-    gpu_args a = {.size = 0};
-    ARG(&a, px);
-    ARG(&a, pt);
-    ARG(&a, pc);
-    ARG(&a, pl);
-    ARG(&a, rows);
-    ARG(&a, m);
-    ARG(&a, cap);
-    ARG(&a, b);
-    row_grid(rows, &gx, &gy);
-    return TQ_GPU(launch)(c, K_ABOVE, gx, gy, 1, SEL_BLOCK, 0, &a);
+    return launch_above(c, x, thr, cnt, lst, (unsigned)lst->dims[1], 0);
 }
 
 /* The candidates' exact scores (kernels/cuda/rescore.cu): 8 threads each. */

@@ -37,33 +37,33 @@ static int cand_cmp(const void *pa, const void *pb)
     return tq_simscore_better(b->v, b->i, a->v, a->i);
 }
 
-static const float *row_of(const tq_simdev_sim *s, int64_t j)
+/* The first place of the ascending a[0..n) whose value is not below j. */
+static int64_t lower_bound(const int64_t *a, int64_t n, int64_t j)
 {
-    if (!s->rows)
-        return s->x + j * s->d;
-    int64_t lo = 0, hi = s->nrows - 1;
+    int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (s->rows[mid] < j)
+        if (a[mid] < j)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return s->x + lo * s->d;
+    return lo;
+}
+
+static const float *row_of(const tq_simdev_sim *s, int64_t j)
+{
+    if (!s->rows)
+        return s->x + j * s->d;
+    int64_t at = lower_bound(s->rows, s->nrows, j);
+    return s->x + (at < s->nrows || !s->nrows ? at : s->nrows - 1) * s->d;
 }
 
 /* Whether block row j has no bound (s->bad is ascending). */
 static int is_bad(const tq_simdev_sim *s, int64_t j)
 {
-    int64_t lo = 0, hi = s->nbad;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s->bad[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->nbad && s->bad[lo] == j;
+    int64_t at = lower_bound(s->bad, s->nbad, j);
+    return at < s->nbad && s->bad[at] == j;
 }
 
 /* Query qi's list from the caller's and the exact scores of the rows ci

@@ -10,10 +10,7 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
-        skip "no stand-in driver (make standin builds it; it needs g++)"
-    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
-    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+    use_standin_driver
     unset TQ_AUTO_MIN_FLOPS OMPI_COMM_WORLD_LOCAL_RANK MPI_LOCALRANKID MV2_COMM_WORLD_LOCAL_RANK \
         SLURM_LOCALID CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES
     tq-cat --list-devices | grep -q '^cuda:0 ' || skip "this build has no CUDA backend (nvcc was missing)"

@@ -10,10 +10,8 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
-        skip "no stand-in driver (make standin builds it; it needs g++)"
-    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
-    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB" TQ_AUTO_MIN_FLOPS=0
+    use_standin_driver
+    export TQ_AUTO_MIN_FLOPS=0
     cd "$BATS_TEST_TMPDIR"
 }
 

@@ -81,3 +81,12 @@ all_devices() {
     devices="cpu $(tq-cat --list-devices | sed -n 's/^\(vulkan\|cuda\|hip\):0 .*/\1/p')"
     echo "devices: $devices"
 }
+
+# use_standin_driver: the CUDA and HIP backends on the tests' stand-in driver
+# (tests/standin, TQ_STANDIN_LIB), or the test skips saying why.
+use_standin_driver() {
+    [ -n "${TQ_STANDIN_LIB:-}" ] && [ -f "$TQ_STANDIN_LIB" ] ||
+        skip "no stand-in driver (make standin builds it; it needs g++)"
+    export TQ_CUDA_DRIVER="$TQ_STANDIN_LIB" TQ_CUBLAS="$TQ_STANDIN_LIB"
+    export TQ_HIP_RUNTIME="$TQ_STANDIN_LIB" TQ_ROCBLAS="$TQ_STANDIN_LIB"
+}
