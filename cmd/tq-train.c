@@ -66,7 +66,7 @@ static void help(void)
         "      --valid FILE      a validation stream: loss and metric each epoch\n\n"
         "Model:\n"
         "      --model KIND      linear, logistic, softmax or mlp (default: logistic)\n"
-        "      --hidden LIST     mlp hidden layer sizes, e.g. 128,64 (default: 64)\n"
+        "      --hidden LIST     mlp hidden layer sizes, e.g. 128,64 (default: 100)\n"
         "      --activation A    relu, tanh, sigmoid or gelu (default: relu)\n"
         "      --loss L          mse, logistic, softmax or listwise (default: the model's;\n"
         "                        mlp: softmax for integer targets, else mse)\n"
@@ -89,7 +89,7 @@ static void help(void)
         "      --beta1 X, --beta2 X, --eps X   Adam's (default: 0.9, 0.999, 1e-8)\n"
         "      --l2 X            L2 penalty X/2 |w|^2 on the weights beside the mean loss\n"
         "                        (default: lbfgs, but for mse, 1/n: scikit-learn's C = 1;\n"
-        "                        else 0)\n"
+        "                        mlp 1e-4/batch: MLPClassifier's alpha; else 0)\n"
         "      --C X             the penalty as scikit-learn's C: --l2 1/(X n)\n"
         "      --weight-decay X  adamw's decoupled decay (default: 0.01)\n"
         "      --schedule S      constant, linear or cosine (default: constant)\n"
@@ -472,8 +472,8 @@ struct run {
 static double train_weights(const tq_train_cfg *c, int64_t d)
 {
     double w = 0, in = (double)d;
-    if (c->kind == TQ_TRAIN_MLP && !c->nhidden) /* the default: one layer of 64 */
-        w += in * 64, in = 64;
+    if (c->kind == TQ_TRAIN_MLP && !c->nhidden) /* the default: one layer */
+        w += in * TQ_TRAIN_MLP_HIDDEN, in = TQ_TRAIN_MLP_HIDDEN;
     for (int i = 0; c->kind == TQ_TRAIN_MLP && i < c->nhidden; i++)
         w += in * (double)c->hidden[i], in = (double)c->hidden[i];
     return w + in * (double)(c->classes > 1 ? c->classes : 1);

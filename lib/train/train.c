@@ -109,11 +109,16 @@ static tq_status resolve(tq_trainer *t)
             wsum += tr->w ? tr->w[i] : 1.0;
     if (c->C > 0)
         c->l2 = wsum > 0 ? 1 / (c->C * wsum) : 0;
-    else if (c->l2 < 0)
-        c->l2 = lbfgs && t->loss != TQ_LOSS_MSE && wsum > 0 ? 1 / wsum : 0;
+    else if (c->l2 < 0 && lbfgs)
+        c->l2 = t->loss != TQ_LOSS_MSE && wsum > 0 ? 1 / wsum : 0;
+    else if (c->l2 < 0) /* an MLP: MLPClassifier's alpha = 1e-4, which it
+                         * divides by the batch's rows, as a step's penalty */
+        c->l2 = c->kind == TQ_TRAIN_MLP && c->batch > 0
+                    ? TQ_TRAIN_MLP_ALPHA / (double)(c->batch < tr->n ? c->batch : tr->n)
+                    : 0;
     t->dims[0] = tr->d;
     t->nl = 0;
-    int64_t hidden_default = 64;
+    int64_t hidden_default = TQ_TRAIN_MLP_HIDDEN;
     int nh = c->kind == TQ_TRAIN_MLP ? (c->nhidden ? c->nhidden : 1) : 0;
     for (int i = 0; i < nh; i++)
         t->dims[++t->nl] = c->nhidden ? c->hidden[i] : hidden_default;

@@ -9,6 +9,11 @@
 #include "tq.h"
 
 #define TQ_TRAIN_MAX_LAYERS 16
+/* An MLP's defaults, scikit-learn's MLPClassifier's: one hidden layer of 100,
+ * and its L2 penalty alpha (tq-train's --l2 alpha / batch: MLPClassifier
+ * divides it by the rows of the batch) */
+#define TQ_TRAIN_MLP_HIDDEN 100
+#define TQ_TRAIN_MLP_ALPHA 1e-4
 
 enum { TQ_TRAIN_LINEAR, TQ_TRAIN_LOGISTIC, TQ_TRAIN_SOFTMAX, TQ_TRAIN_MLP };
 enum { TQ_LOSS_MSE, TQ_LOSS_LOGISTIC, TQ_LOSS_SOFTMAX, TQ_LOSS_LISTWISE };
