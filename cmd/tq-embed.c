@@ -81,17 +81,6 @@ static int pick(tq_tool *t, const char *opt, const char *arg, const char *const 
     tq_tool_usage(t, "%s does not know '%s'", opt, arg);
 }
 
-static int64_t count_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(arg, &end, 10);
-    if (errno || end == arg || *end || v < lo || v > hi)
-        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
-                      (long long)hi, arg);
-    return v;
-}
-
 typedef struct cfg {
     enum input in;
     const char *field, *id_field;
@@ -355,7 +344,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
             c->id_field = optarg, field_set = 1;
             break;
         case OPT_BATCH:
-            c->batch = count_arg(t, "--batch", optarg, 1, 1 << 24);
+            c->batch = tq_tool_int_arg(t, "--batch", optarg, 1, 1 << 24);
             break;
         case OPT_DTYPE:
             c->dtype = dtypes[pick(t, "--dtype", optarg, dtype_names)];
@@ -364,7 +353,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
             *precision = precs[pick(t, "--precision", optarg, prec_names)];
             break;
         case OPT_MAX_LINE:
-            c->max_line = (size_t)count_arg(t, "--max-line", optarg, 1, (int64_t)1 << 30);
+            c->max_line = (size_t)tq_tool_int_arg(t, "--max-line", optarg, 1, (int64_t)1 << 30);
             break;
         case OPT_ON_EMPTY:
             c->on_empty = pick(t, "--on-empty", optarg, empty_names);

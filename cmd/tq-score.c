@@ -55,17 +55,6 @@ static void help(void)
         stdout);
 }
 
-static int64_t count_arg(tq_tool *t, const char *opt, const char *arg, int64_t lo, int64_t hi)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(arg, &end, 10);
-    if (errno || end == arg || *end || v < lo || v > hi)
-        tq_tool_usage(t, "%s wants a number %lld..%lld, not '%s'", opt, (long long)lo,
-                      (long long)hi, arg);
-    return v;
-}
-
 static int parse_weights(tq_tool *t, const char *arg, double *w)
 {
     int n = 0;
@@ -176,7 +165,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
             a->nweights = parse_weights(t, optarg, a->weights);
             break;
         case OPT_TOP:
-            o->top = count_arg(t, "--top", optarg, 1, INT64_MAX);
+            o->top = tq_tool_int_arg(t, "--top", optarg, 1, INT64_MAX);
             break;
         case OPT_SORT:
             o->sort = 1;
@@ -188,7 +177,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
             o->group = optarg;
             break;
         case OPT_BATCH:
-            o->batch = count_arg(t, "--batch", optarg, 1, 1 << 24);
+            o->batch = tq_tool_int_arg(t, "--batch", optarg, 1, 1 << 24);
             break;
         default:
             tq_tool_usage(t, "unknown option");
