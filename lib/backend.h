@@ -83,7 +83,8 @@ typedef struct tq_backend {
     tq_status (*info)(int index, tq_device_info *info);
     tq_status (*open)(int index, void **ctx);
     /* What starting the device took, one line ("" or NULL: nothing to say):
-     * loading the runtime, making the context, loading the kernels. */
+     * loading the runtime, making the context, loading the kernels; on the
+     * CPU, whether its AMX tiles are used. */
     void (*startup)(void *ctx, char *out, size_t n);
     void (*close)(void *ctx);
     tq_status (*alloc)(void *ctx, size_t nbytes, void **buf);

@@ -39,9 +39,16 @@ static tq_status cpu_info(int index, tq_device_info *info)
     cpu_model(info->name, sizeof info->name);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     info->memory = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    char blas[256];
+    char blas[256], amx[200] = "";
     tq_cpu_blas_describe(blas, sizeof blas);
-    snprintf(info->detail, sizeof info->detail, "%d thread%s, %.220s", tq_threads_get(), tq_threads_get() == 1 ? "" : "s", blas);
+    /* the AMX line only where the CPU has the tiles: whether they are used */
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("amx-tile"))
+        tq_cpu_amx_describe(amx, sizeof amx);
+#endif
+    snprintf(info->detail, sizeof info->detail, "%d thread%s, %.140s%s%.80s", tq_threads_get(),
+             tq_threads_get() == 1 ? "" : "s", blas, *amx ? "; " : "", amx);
     return TQ_OK;
 }
 
@@ -50,6 +57,19 @@ static tq_status cpu_open(int index, void **ctx)
     (void)index;
     *ctx = NULL;
     return TQ_OK;
+}
+
+/* -v's line on the CPU's start: where the CPU has AMX tiles, whether its
+ * products use them (the permission asked here) or why not */
+static void cpu_startup(void *ctx, char *out, size_t n)
+{
+    (void)ctx;
+    out[0] = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("amx-tile"))
+        tq_cpu_amx_describe(out, n);
+#endif
 }
 
 static void cpu_close(void *ctx) { (void)ctx; }
@@ -99,6 +119,7 @@ const tq_backend tq_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
     .info = cpu_info,
+    .startup = cpu_startup,
     .open = cpu_open,
     .close = cpu_close,
     .alloc = cpu_alloc,

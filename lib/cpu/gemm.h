@@ -3,6 +3,7 @@
 #ifndef TQ_CPU_GEMM_H
 #define TQ_CPU_GEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* C[0..mr_eff, 0..nr_eff] = alpha * acc + beta * C (beta == 0: alpha * acc,
@@ -144,5 +145,42 @@ void tq_cpu_gemm_i8_ref(int m, int n, const int8_t *a, int lda, const float *asc
                         const int8_t *b, int ldb, int k, const float *bscale,
                         const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c,
                         int ldc);
+
+/* ---- AMX tiles (amx.c): the bf16 and int8 products' engine where the CPU
+ * has it and Linux permits it ---- */
+#define TQ_AMX_BF16 1
+#define TQ_AMX_INT8 2
+/* Whether every kind asked for (TQ_AMX_*) is there and permitted (the
+ * permission asked once, here); _use: and not disabled (tq_cpu_amx_disable:
+ * the tests' and tq-bench's switch, to run the AVX-512 kernels on such a
+ * CPU too). */
+int tq_cpu_amx_supported(int kinds);
+int tq_cpu_amx_use(int kinds);
+void tq_cpu_amx_disable(int off);
+/* "AMX bf16 and int8 tiles", or why none: "no AMX", "AMX tiles refused by
+ * the kernel (...): AVX-512". */
+void tq_cpu_amx_describe(char *out, size_t n);
+/* The thread's tiles configured for tq_cpu_amx_sums, and released after. */
+void tq_cpu_amx_begin(void);
+void tq_cpu_amx_end(void);
+/* A's rows (rows of kbytes at lda bytes) copied as tq_cpu_amx_sums reads
+ * them: tiles of 16 rows, each a KiB a step of 64 bytes of k, zeros past
+ * kbytes and past rows up to a multiple of 32; dst holds ((rows + 31) & ~31)
+ * * steps * 64 bytes, the tiles of rows r.. r + 32 at r * steps * 64. */
+void tq_cpu_amx_pack_a(unsigned char *dst, const unsigned char *a, long lda, int rows,
+                       size_t kbytes, int steps);
+/* sums[rows][32] (f32 for TQ_AMX_BF16, int32 for TQ_AMX_INT8; rows 32
+ * apart: the buffer holds (rows + 31) & ~31 of them) = rows of A so packed
+ * times a packed strip of B (tq_cpu_gemm_bf16_pack_b's or
+ * tq_cpu_gemm_i8_pack_b's, kpad a multiple of 32 pairs or 64 quads: steps
+ * of 64 bytes of k), over the whole k in order; int8: A signed, B's b + 128
+ * unsigned, as VPDPBUSD takes them. Between tq_cpu_amx_begin and _end,
+ * where tq_cpu_amx_supported(kind). */
+void tq_cpu_amx_sums(int kind, int steps, const unsigned char *a, int rows,
+                     const unsigned char *strip, void *sums);
+/* tq-bench's ceiling: rounds of 4 tile products of kind from registers
+ * alone, on this thread; returns the multiply-adds done (0 without AMX).
+ * Only where tq_cpu_amx_supported(kind). */
+double tq_cpu_amx_peak(int kind, int64_t rounds);
 
 #endif

@@ -72,9 +72,11 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
     tq_cpu_packed_b *pb = tq_cpu_gemm_packed_new(tb, k, n, NR);
     if (!pb)
         return NULL;
-    pb->kpad = (k + 1) & ~1;
+    /* k padded to whole AMX steps of 32 (zero pairs add nothing): the
+     * tiles read 16 pairs of a strip at a time */
+    pb->kpad = (k + 31) & ~31;
     size_t strip = (size_t)NR * (size_t)pb->kpad;
-    if (!(pb->pairs = malloc((size_t)(pb->npad / NR) * strip * sizeof *pb->pairs))) {
+    if (!(pb->pairs = calloc((size_t)(pb->npad / NR) * strip, sizeof *pb->pairs))) {
         free(pb);
         return NULL;
     }
@@ -83,6 +85,17 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
     pack_job j = {pb, tb, ldb, b};
     tq_parallel_for(pb->npad / NR, 4, pack_strips, &j);
     return pb;
+}
+
+/* A tile's f32 rows (at NR) into low's rows, GELU'd or rounded. */
+static void low_rows(const float *tile, int mr, int ne, uint16_t *low, int ldl, int gelu)
+{
+    if (gelu)
+        tq_cpu_gelu_bf16_rows(tile, NR, mr, ne, low, ldl);
+    else
+        for (int i = 0; i < mr; i++) /* f32 to bf16: cannot fail */
+            (void)tq_convert(TQ_DTYPE_BF16, low + (long)i * ldl, TQ_DTYPE_F32, tile + i * NR,
+                             (size_t)ne, 0);
 }
 
 #ifdef TQ_BF16_X86
@@ -143,6 +156,65 @@ TQ_TARGET_BF16 static void kern_bf16(int k, const uint16_t *a, int lda, const ui
                          {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
     tq_gemm512_store(acc, c, ldc, mr_eff, nr_eff, alpha, beta, bias);
 }
+
+/* A tile of C (mr rows, ne columns, the sums in acc) stored as tiles()
+ * says: into C, or through a buffer (L1) into low's rows, GELU'd or rounded. */
+TQ_TARGET_BF16 static void tile_out(__m512 acc[][2], int mr, int ne, float alpha, float beta,
+                                    const float *bias, float *c, int ldc, uint16_t *low,
+                                    int ldl, int gelu)
+{
+    if (!low) {
+        tq_gemm512_store(acc, c, ldc, mr, ne, alpha, beta, bias);
+        return;
+    }
+    float tile[32 * NR];
+    tq_gemm512_store(acc, tile, NR, mr, ne, alpha, 0.0f, bias);
+    low_rows(tile, mr, ne, low, ldl, gelu);
+}
+
+/* tiles() on AMX: blocks of MC rows of A copied into the tiles' steps,
+ * each strip of B against all of a block's rows (the whole k in the tiles,
+ * 32 rows at a time), the sums then stored; 0 when the copy's memory is
+ * short (the caller then runs kern_bf16, whose sums round otherwise). */
+TQ_TARGET_BF16 static int tiles_amx(int m, int j0, int nc, float alpha, const uint16_t *a,
+                                    int lda, const tq_cpu_packed_b *pb, float beta,
+                                    const float *bias, float *c, int ldc, uint16_t *low,
+                                    int ldl, int gelu)
+{
+    size_t strip = (size_t)NR * (size_t)pb->kpad;
+    int steps = pb->kpad / 32;
+    unsigned char *ab = malloc((size_t)MC * ((size_t)steps * 64 + NR * sizeof(float)));
+    if (!ab)
+        return 0;
+    float *sums = (float *)(ab + (size_t)MC * steps * 64);
+    __m512 acc[32][2];
+    tq_cpu_amx_begin();
+    for (int ic = 0; ic < m; ic += MC) {
+        int mc = m - ic < MC ? m - ic : MC;
+        tq_cpu_amx_pack_a(ab, (const unsigned char *)(a + (long)ic * lda), 2L * lda, mc,
+                          2 * (size_t)pb->k, steps);
+        for (int jr = 0; jr < nc; jr += NR) {
+            const unsigned char *bs =
+                (const unsigned char *)(pb->pairs + (size_t)((j0 + jr) / NR) * strip);
+            int ne = nc - jr < NR ? nc - jr : NR;
+            const float *bj = bias ? bias + j0 + jr : NULL;
+            tq_cpu_amx_sums(TQ_AMX_BF16, steps, ab, mc, bs, sums);
+            for (int ir = 0; ir < mc; ir += 32) {
+                int mr = mc - ir < 32 ? mc - ir : 32;
+                for (int i = 0; i < mr; i++) {
+                    acc[i][0] = _mm512_loadu_ps(sums + (ir + i) * NR);
+                    acc[i][1] = _mm512_loadu_ps(sums + (ir + i) * NR + 16);
+                }
+                long r = ic + ir;
+                tile_out(acc, mr, ne, alpha, beta, bj, low ? NULL : c + r * ldc + jr, ldc,
+                         low ? low + r * ldl + jr : NULL, ldl, gelu);
+            }
+        }
+    }
+    tq_cpu_amx_end();
+    free(ab);
+    return 1;
+}
 #endif
 
 static int disabled; /* tq_cpu_gemm_bf16_disable: the tests' switch */
@@ -154,14 +226,19 @@ int tq_cpu_gemm_bf16_use(void)
     return tq_cpu_gemm_bf16_supported() && !__atomic_load_n(&disabled, __ATOMIC_RELAXED);
 }
 
+
 /* The blocks of A and strips of B in order, each 12 x 32 tile of C by
- * kern_bf16; with low, each tile goes through a buffer (L1) into low's rows,
- * GELU'd or rounded (low_only: C is never written). */
+ * kern_bf16 (or 32 x 32 by AMX, where the CPU has it and k comes in whole
+ * steps of 32); with low, each tile goes through a buffer (L1) into low's
+ * rows, GELU'd or rounded (low_only: C is never written). */
 static void tiles(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
                   const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc,
                   uint16_t *low, int ldl, int gelu)
 {
 #ifdef TQ_BF16_X86
+    if (pb->kpad % 32 == 0 && tq_cpu_amx_use(TQ_AMX_BF16) &&
+        tiles_amx(m, j0, nc, alpha, a, lda, pb, beta, bias, c, ldc, low, ldl, gelu))
+        return;
     size_t strip = (size_t)NR * (size_t)pb->kpad;
     float tile[MR * NR];
     for (int ic = 0; ic < m; ic += MC) {
@@ -179,13 +256,7 @@ static void tiles(int m, int j0, int nc, float alpha, const uint16_t *a, int lda
                     continue;
                 }
                 kern_bf16(pb->k, ai, lda, bs, tile, NR, mr, ne, alpha, 0.0f, bj);
-                uint16_t *li = low + (long)(ic + ir) * ldl + jr;
-                if (gelu)
-                    tq_cpu_gelu_bf16_rows(tile, NR, mr, ne, li, ldl);
-                else
-                    for (int i = 0; i < mr; i++) /* f32 to bf16: cannot fail */
-                        (void)tq_convert(TQ_DTYPE_BF16, li + (long)i * ldl, TQ_DTYPE_F32,
-                                         tile + i * NR, (size_t)ne, 0);
+                low_rows(tile, mr, ne, low + (long)(ic + ir) * ldl + jr, ldl, gelu);
             }
         }
     }

@@ -46,7 +46,7 @@ tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n)
     tq_cpu_packed_b *pb = tq_cpu_gemm_packed_new(1, k, n, NR);
     if (!pb)
         return NULL;
-    pb->kpad = (k + 3) & ~3;
+    pb->kpad = (k + 63) & ~63; /* whole AMX steps of 16 quads (b = 0 adds nothing) */
     size_t strip = (size_t)NR * (size_t)pb->kpad, bytes = (size_t)(pb->npad / NR) * strip;
     if (!(pb->quads = malloc(bytes ? bytes : 1))) { /* k or n 0: not out of memory */
         free(pb);
@@ -104,6 +104,33 @@ TQ_TARGET_I8 static void rest_fma(const float *xr, int r, const float *wt, int l
         rest_rows(xr, 8, wt, ldw, n0, n1, mr_eff, v);
     else
         rest_rows(xr, r, wt, ldw, n0, n1, mr_eff, v);
+}
+
+/* A tile's int32 sums (dot + 128 asum) as the contract orders the rest: the
+ * scales, the f32 rest, beta C and the bias (kern_i8's and AMX's alike, so
+ * the same bits). mr_eff <= 32. */
+TQ_TARGET_I8 static inline __attribute__((always_inline)) void
+store_sums(__m512i acc[][2], const int32_t *asum, const float *ascale, const float *bscale,
+           const float *xr, const tq_cpu_i8_rest *rest, int j, float *c, int ldc, int mr_eff,
+           int nr_eff, float beta, const float *bias)
+{
+    int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
+    __m512 s0 = _mm512_maskz_loadu_ps((__mmask16)((1u << n0) - 1), bscale);
+    __m512 s1 = _mm512_maskz_loadu_ps((__mmask16)((1u << n1) - 1), bscale + 16);
+    __m512 v[32][2];
+    for (int i = 0; i < mr_eff; i++) {
+        /* dot = acc - 128 asum, exact (wrapping: acc may pass 2^31, dot not) */
+        __m512i off = _mm512_set1_epi32((int32_t)((uint32_t)asum[i] << 7));
+        __m512 as = _mm512_set1_ps(ascale[i]);
+        v[i][0] = _mm512_mul_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][0], off)), s0), as);
+        v[i][1] = _mm512_mul_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], off)), s1), as);
+    }
+    if (rest) /* the columns kept out of the codes, in f32, in order */
+        rest_fma(xr, rest->r, rest->wt + j, rest->ldw, n0, n1, mr_eff, v);
+    /* alpha 1: 1 * v is v, then fmadd(beta, C, v) and + bias as the loop */
+    tq_gemm512_store(v, c, ldc, mr_eff, nr_eff, 1.0f, beta, bias);
 }
 
 /* C[0..mr_eff, 0..nr_eff) from A's rows (in place, at lda) times the packed
@@ -164,23 +191,7 @@ TQ_TARGET_I8 static void kern_i8(int k, const int8_t *a, int lda, const int32_t 
     __m512i acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                           {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
                           {c80, c81}, {c90, c91}, {cA0, cA1}, {cB0, cB1}};
-    int n0 = nr_eff < 16 ? nr_eff : 16, n1 = nr_eff > 16 ? nr_eff - 16 : 0;
-    __m512 s0 = _mm512_maskz_loadu_ps((__mmask16)((1u << n0) - 1), bscale);
-    __m512 s1 = _mm512_maskz_loadu_ps((__mmask16)((1u << n1) - 1), bscale + 16);
-    __m512 v[MR][2];
-    for (int i = 0; i < mr_eff; i++) {
-        /* dot = acc - 128 asum, exact (wrapping: acc may pass 2^31, dot not) */
-        __m512i off = _mm512_set1_epi32((int32_t)((uint32_t)asum[i] << 7));
-        __m512 as = _mm512_set1_ps(ascale[i]);
-        v[i][0] = _mm512_mul_ps(
-            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][0], off)), s0), as);
-        v[i][1] = _mm512_mul_ps(
-            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], off)), s1), as);
-    }
-    if (rest) /* the columns kept out of the codes, in f32, in order */
-        rest_fma(xr, rest->r, rest->wt + j, rest->ldw, n0, n1, mr_eff, v);
-    /* alpha 1: 1 * v is v, then fmadd(beta, C, v) and + bias as the loop */
-    tq_gemm512_store(v, c, ldc, mr_eff, nr_eff, 1.0f, beta, bias);
+    store_sums(acc, asum, ascale, bscale, xr, rest, j, c, ldc, mr_eff, nr_eff, beta, bias);
 }
 
 /* Row sums of A by VPDPBUSD with 1 as the unsigned operand: 64 codes an
@@ -238,6 +249,30 @@ int tq_cpu_gemm_i8_supported(void)
 #endif
 }
 
+#ifdef TQ_I8_X86
+/* A block of mc rows (A's codes copied into ab) against a strip of B on
+ * AMX, the sums (int32, 32 columns a row) then stored 32 rows at a time:
+ * the same exact sums as kern_i8's, so the same bits. */
+TQ_TARGET_I8 static void block_amx(int mc, const unsigned char *ab, int32_t *sums,
+                                   const int32_t *asum, const float *ascale, const uint8_t *bs,
+                                   const float *bscale, const float *xr,
+                                   const tq_cpu_i8_rest *rest, int j, float *c, int ldc, int ne,
+                                   float beta, const float *bias, int steps)
+{
+    __m512i acc[32][2];
+    tq_cpu_amx_sums(TQ_AMX_INT8, steps, ab, mc, bs, sums);
+    for (int ir = 0; ir < mc; ir += 32) {
+        int mr = mc - ir < 32 ? mc - ir : 32;
+        for (int i = 0; i < mr; i++) {
+            acc[i][0] = _mm512_loadu_si512(sums + (ir + i) * NR);
+            acc[i][1] = _mm512_loadu_si512(sums + (ir + i) * NR + 16);
+        }
+        store_sums(acc, asum + ir, ascale + ir, bscale, xr + ir * (rest ? rest->r : 0), rest, j,
+                   c + (long)ir * ldc, ldc, mr, ne, beta, bias);
+    }
+}
+#endif
+
 void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32_t *asum,
                     const float *ascale, const tq_cpu_packed_b *pb, const float *bscale,
                     const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c, int ldc)
@@ -246,11 +281,31 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
     size_t strip = (size_t)NR * (size_t)pb->kpad;
     float xr[MC * 16]; /* the rest columns of a block's rows, r a row */
     int r = rest ? rest->r : 0;
+    /* AMX where the CPU has it and B's k comes in its steps (a B packed
+     * here always does); its copy of A's rows short of memory: VNNI, which
+     * gives the same bits */
+    int steps = pb->kpad / 64;
+    unsigned char *ab = pb->kpad % 64 == 0 && tq_cpu_amx_use(TQ_AMX_INT8)
+                            ? malloc((size_t)MC * ((size_t)steps * 64 + NR * sizeof(int32_t)))
+                            : NULL;
+    int32_t *sums = ab ? (int32_t *)(ab + (size_t)MC * steps * 64) : NULL;
+    if (ab)
+        tq_cpu_amx_begin();
     for (int ic = 0; ic < m; ic += MC) {
         int mc = m - ic < MC ? m - ic : MC;
         for (int i = 0; i < mc; i++)
             for (int p = 0; p < r; p++)
                 xr[i * r + p] = rest->x[(long)(ic + i) * rest->ldx + rest->cols[p]];
+        if (ab) {
+            tq_cpu_amx_pack_a(ab, (const unsigned char *)(a + (long)ic * lda), lda, mc,
+                              (size_t)pb->k, steps);
+            for (int jr = 0; jr < nc; jr += NR)
+                block_amx(mc, ab, sums, asum + ic, ascale + ic,
+                          pb->quads + (size_t)((j0 + jr) / NR) * strip, bscale + j0 + jr, xr,
+                          r ? rest : NULL, j0 + jr, c + (long)ic * ldc + jr, ldc,
+                          nc - jr < NR ? nc - jr : NR, beta, bias ? bias + j0 + jr : NULL, steps);
+            continue;
+        }
         for (int jr = 0; jr < nc; jr += NR) {
             const uint8_t *bs = pb->quads + (size_t)((j0 + jr) / NR) * strip;
             int ne = nc - jr < NR ? nc - jr : NR;
@@ -260,6 +315,10 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
                         c + (long)(ic + ir) * ldc + jr, ldc, mc - ir < MR ? mc - ir : MR, ne, beta,
                         bias ? bias + j0 + jr : NULL);
         }
+    }
+    if (ab) {
+        tq_cpu_amx_end();
+        free(ab);
     }
 #else
     (void)m, (void)j0, (void)nc, (void)a, (void)lda, (void)asum, (void)ascale, (void)pb,

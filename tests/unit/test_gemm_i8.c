@@ -1,6 +1,7 @@
 /* test_gemm_i8.c: the int8 GEMM of lib/cpu/gemm_i8.c. The VNNI kernel and
  * the portable tq_cpu_gemm_i8_ref both give the bytes of the contract's plain
- * loop (exact int64 dot here, then its float order), over shapes that cross
+ * loop (exact int64 dot here, then its float order), and so do the AMX
+ * tiles (amx.c) where the CPU has them, over shapes that cross
  * every edge of the 12 x 32 blocks and of k's quads, with leading dimensions
  * past the rows, beta 0, 1 and 0.5, bias or none, and B's columns split in
  * slices as threads take them; the rows of +-127 reach the largest sums, a
@@ -45,7 +46,7 @@ typedef struct {
     int r;                  /* rest columns (at most k) */
 } shape;
 
-static int n_vnni, n_ref; /* products checked */
+static int n_amx, n_vnni, n_ref; /* products checked */
 
 static void run(const shape *s)
 {
@@ -137,9 +138,13 @@ static void run(const shape *s)
     CHECK(far < 0, "float64: m %d k %d n %d r %d: c[%ld][%ld] %.9g, float64 %.9g", m, k, n, r,
           far / n, far % n, far < 0 ? 0.0 : want[far / n * ldc + far % n], far_e);
 
-    for (int path = 0; path < 2; path++) {
+    /* path 0: AMX tiles, 1: the VNNI kernel (AMX off), 2: the portable one */
+    for (int path = 0; path < 3; path++) {
         tq_cpu_packed_b *pb = NULL;
-        if (path == 0) {
+        if (path == 0 && !tq_cpu_amx_supported(TQ_AMX_INT8))
+            continue;
+        tq_cpu_amx_disable(path != 0);
+        if (path < 2) {
             if (!tq_cpu_gemm_i8_supported())
                 continue;
             pb = tq_cpu_gemm_i8_pack_b(b, ldb, k, n);
@@ -152,7 +157,7 @@ static void run(const shape *s)
             int nc = n - j0 < s->slice ? n - j0 : s->slice;
             tq_cpu_i8_rest rj = rest; /* the portable one's columns from 0 */
             rj.wt += j0;
-            if (path == 0)
+            if (path < 2)
                 tq_cpu_gemm_i8(m, j0, nc, a, lda, asum, ascale, pb, bscale, rp, s->beta, bias,
                                c + j0, ldc);
             else
@@ -165,18 +170,19 @@ static void run(const shape *s)
             e++;
         CHECK(e == (long)m * ldc,
               "%s: m %d k %d n %d lda %d ldc %d slice %d beta %g bias %d r %d: c[%ld][%ld] %.9g, want %.9g",
-              path ? "ref" : "vnni", m, k, n, lda, ldc, s->slice, s->beta, s->bias, r, e / ldc,
+              path == 2 ? "ref" : path ? "vnni" : "amx", m, k, n, lda, ldc, s->slice, s->beta, s->bias, r, e / ldc,
               e % ldc, e < (long)m * ldc ? c[e] : 0.0, e < (long)m * ldc ? want[e] : 0.0);
-        ++*(path ? &n_ref : &n_vnni);
+        ++*(path == 2 ? &n_ref : path ? &n_vnni : &n_amx);
     }
+    tq_cpu_amx_disable(0);
     free(a), free(b), free(ascale), free(bscale), free(bias), free(c0), free(want), free(c);
     free(asum), free(dot), free(x), free(wt);
 }
 
 int main(void)
 {
-    static const int ms[] = {1, 5, 12, 13, 100, 257};
-    static const int ks[] = {1, 3, 4, 5, 64, 383, 384, 1536};
+    static const int ms[] = {1, 5, 12, 13, 20, 100, 257}; /* 20: AMX's second tile of 16 rows in part */
+    static const int ks[] = {1, 3, 4, 5, 64, 65, 383, 384, 1536}; /* 65: a step of 64 and one more */
     static const int ns[] = {1, 31, 32, 33, 100, 384};
     static const float betas[] = {0.0f, 1.0f, 0.5f};
     int v = 0;
@@ -218,6 +224,9 @@ int main(void)
     big.all_a = 127;
     run(&big);
 
-    printf("gemm_i8: %d products by the VNNI kernel, %d by tq_cpu_gemm_i8_ref\n", n_vnni, n_ref);
+    printf("gemm_i8: %d products on AMX tiles, %d by the VNNI kernel, %d by tq_cpu_gemm_i8_ref\n",
+           n_amx, n_vnni, n_ref);
+    if (!tq_cpu_amx_supported(TQ_AMX_INT8))
+        printf("ok gemm_i8: skip the AMX tiles: this CPU or kernel has none\n");
     return CHECK_DONE();
 }

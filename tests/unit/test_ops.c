@@ -2962,18 +2962,28 @@ static void test_matmul_bf16_kernel(void)
     CHECK(tq_device_native_product(NULL, BH) && !tq_device_native_product(NULL, TQ_DTYPE_F16),
           "cpu: AVX512-BF16: bf16 products not said native (or f16 said so)");
     static const int64_t shapes[][3] = {{1, 1, 1}, {13, 33, 3}, {25, 31, 2}, {97, 65, 384},
-                                        {200, 384, 1537}, {12, 32, 64}};
-    for (int c = 0; c < 2; c++) {
-        b_constant = c;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            for (int t = 0; t < 4; t++) { /* A^T too: tq-train's weight gradients */
-                const int64_t *d = shapes[i];
-                int ta = t >> 1, tb = t & 1;
-                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], ta, tb, 1.0f, 0.0f, BH, BH);
-                one_matmul_dt("AVX512-BF16", 0, 1, 1, d[0], d[1], d[2], ta, tb, -0.5f, 1.5f, BH, BH);
-            }
-        one_matmul_dt("AVX512-BF16", 3, 1, 0, 40, 70, 33, 0, 1, 2.0f, 0.0f, BH, BH);
+                                        {200, 384, 1537}, {12, 32, 64}, {47, 40, 33}};
+    /* AMX tiles first where the CPU has them (their 32-row tiles and
+     * 32-pair steps of k crossed too), then the AVX512-BF16 kernel alone */
+    int amx = tq_cpu_amx_supported(TQ_AMX_BF16);
+    if (!amx)
+        printf("ok cpu: skip the AMX bf16 tiles: this CPU or kernel has none\n");
+    for (int way = !amx; way < 2; way++) {
+        const char *name = way ? "AVX512-BF16" : "AMX bf16";
+        tq_cpu_amx_disable(way);
+        for (int c = 0; c < 2; c++) {
+            b_constant = c;
+            for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+                for (int t = 0; t < 4; t++) { /* A^T too: tq-train's weight gradients */
+                    const int64_t *d = shapes[i];
+                    int ta = t >> 1, tb = t & 1;
+                    one_matmul_dt(name, 0, 1, 1, d[0], d[1], d[2], ta, tb, 1.0f, 0.0f, BH, BH);
+                    one_matmul_dt(name, 0, 1, 1, d[0], d[1], d[2], ta, tb, -0.5f, 1.5f, BH, BH);
+                }
+            one_matmul_dt(name, 3, 1, 0, 40, 70, 33, 0, 1, 2.0f, 0.0f, BH, BH);
+        }
     }
+    tq_cpu_amx_disable(0);
     b_constant = 0;
     tq_cpu_gemm_bf16_disable(1);
     CHECK(!tq_device_native_product(NULL, BH), "cpu: bf16 products said native when disabled");
