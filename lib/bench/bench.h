@@ -108,12 +108,18 @@ typedef struct tqb_ceiling {
     const char *compute_what;
     double f16_gflops;        /* GPU: f16-operand GEMM (tensor cores), the ceiling of */
     int64_t f16_n;            /* matmul_f16 rows; 0 on the CPU, whose f16 runs on f32 FMAs */
+    /* CPU: the AMX tiles' peaks (bf16 GFLOP/s, int8 GOP/s; 0: no AMX), the
+     * ceilings of matmul_bf16 and of matmul_i8 */
+    double amx_bf16_gflops, amx_int8_gops;
 } tqb_ceiling;
 
 /* The CPU's peak f32 FMA rate on every worker thread (fma.c) and the STREAM
  * triad bandwidth (triad.c), each the best of three timings. */
 tq_status tqb_fma_peak(double min_time, double *gflops, const char **isa);
 tq_status tqb_triad(double min_time, double *gbs);
+/* The AMX tiles' peak of kind (TQ_AMX_BF16 or TQ_AMX_INT8) on every worker
+ * thread, 0 where the CPU has none (or TQ_AMX=0). */
+tq_status tqb_amx_peak(int kind, double min_time, double *gflops);
 
 /* Measures the ceilings of dev (about a second on a CPU); min_time as in
  * tqb_time. */

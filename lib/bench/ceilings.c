@@ -7,6 +7,7 @@
  * bounds it, chosen by its arithmetic intensity (the roofline). */
 #include "bench.h"
 #include "../cpu/cpu.h"
+#include "../cpu/gemm.h"
 #include "../internal.h"
 
 #include <string.h>
@@ -130,6 +131,9 @@ tq_status tqb_ceiling_measure(tq_device *dev, double min_time, tqb_ceiling *c)
     if ((st = tqb_fma_peak(min_time, &c->fma_gflops, &isa)) || (st = tqb_triad(min_time, &c->mem_gbs)))
         return st;
     snprintf(c->fma_isa, sizeof c->fma_isa, "%s", isa);
+    if ((st = tqb_amx_peak(TQ_AMX_BF16, min_time, &c->amx_bf16_gflops)) ||
+        (st = tqb_amx_peak(TQ_AMX_INT8, min_time, &c->amx_int8_gops)))
+        return st;
     c->mem_what = "triad";
     c->compute_gflops = c->fma_gflops;
     c->compute_what = "fma";
@@ -159,7 +163,14 @@ void tqb_result_rate(tqb_result *r, const tqb_ceiling *c)
     double t = r->t.median;
     /* f16 products on a GPU run on its tensor cores: their own ceiling */
     int f16 = c && c->f16_gflops > 0 && !strcmp(r->op, "matmul_f16");
-    double peak = f16 ? c->f16_gflops : c ? c->compute_gflops : 0;
+    /* on a CPU with AMX, the bf16 and int8 products' ceilings are its tiles' */
+    int amx16 = c && c->amx_bf16_gflops > 0 && !strcmp(r->op, "matmul_bf16");
+    int amx8 = c && c->amx_int8_gops > 0 && !strncmp(r->op, "matmul_i8", 9);
+    double peak = f16     ? c->f16_gflops
+                  : amx16 ? c->amx_bf16_gflops
+                  : amx8  ? c->amx_int8_gops
+                  : c     ? c->compute_gflops
+                          : 0;
     /* compute bound when the flops take longer at peak than the bytes at
      * full bandwidth; ops with no flops counted are bandwidth bound */
     r->compute_bound = r->flops > 0 && c && c->mem_gbs > 0 && peak > 0
@@ -169,7 +180,8 @@ void tqb_result_rate(tqb_result *r, const tqb_ceiling *c)
         r->unit = "GFLOP/s";
         r->rate = t > 0 ? r->flops / t / 1e9 : 0;
         r->frac = peak > 0 ? r->rate / peak : 0;
-        r->bound = c ? (f16 ? "f16gemm" : c->compute_what) : NULL;
+        r->bound = c ? (f16 ? "f16gemm" : amx16 ? "amx_bf16" : amx8 ? "amx_int8" : c->compute_what)
+                     : NULL;
     } else {
         r->unit = "GB/s";
         r->rate = t > 0 ? r->bytes / t / 1e9 : 0;
@@ -190,10 +202,15 @@ void tqb_ceiling_line(const tqb_ceiling *c, char *out, size_t n)
                  "(%lld^3, f16 operands), copy %.1f GB/s",
                  c->device, fma, c->sgemm_gflops, (long long)c->sgemm_n, c->f16_gflops,
                  (long long)c->f16_n, c->mem_gbs);
-    } else
+    } else {
+        char amx[96] = "";
+        if (c->amx_bf16_gflops > 0 || c->amx_int8_gops > 0)
+            snprintf(amx, sizeof amx, ", AMX peak bf16 %.1f GFLOP/s, int8 %.1f GOP/s",
+                     c->amx_bf16_gflops, c->amx_int8_gops);
         snprintf(out, n,
                  "%s: FMA peak %.1f GFLOP/s (%s, %d threads), sgemm %.1f GFLOP/s (%s, %lld^3), "
-                 "STREAM triad %.1f GB/s",
+                 "STREAM triad %.1f GB/s%s",
                  c->device, c->fma_gflops, c->fma_isa, tq_threads_get(), c->sgemm_gflops,
-                 c->sgemm_engine, (long long)c->sgemm_n, c->mem_gbs);
+                 c->sgemm_engine, (long long)c->sgemm_n, c->mem_gbs, amx);
+    }
 }

@@ -3,6 +3,7 @@
  * so that none waits) in the widest vectors this CPU has, chosen by CPUID at
  * run time, on every worker thread at once. No memory traffic: registers only. */
 #include "bench.h"
+#include "../cpu/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,50 @@ tq_status tqb_fma_peak(double min_time, double *gflops, const char **isa)
     if (st)
         return st;
     *gflops = per_chunk * (double)r.chunks / t.min / 1e9; /* the peak: the best of them */
+    tqb_timing_free(&t);
+    return TQ_OK;
+}
+
+/* The AMX tiles' peak (amx.c's rounds of tile products from registers), on
+ * every worker thread at once, as the FMA peak: 0 where there are none. */
+typedef struct amx_run {
+    int kind;
+    int64_t chunks;
+    volatile double done;
+} amx_run;
+
+#define AMX_ROUNDS 20000
+
+static void amx_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    amx_run *r = ctx;
+    double d = 0;
+    for (int64_t i = begin; i < end; i++)
+        d += tq_cpu_amx_peak(r->kind, AMX_ROUNDS);
+    r->done = d;
+}
+
+static tq_status amx_call(void *ctx)
+{
+    amx_run *r = ctx;
+    tq_parallel_for(r->chunks, 1, amx_chunks, r);
+    return TQ_OK;
+}
+
+tq_status tqb_amx_peak(int kind, double min_time, double *gflops)
+{
+    *gflops = 0;
+    if (!tq_cpu_amx_use(kind))
+        return TQ_OK;
+    amx_run r = {kind, (int64_t)tq_threads_get() * CHUNKS_PER_THREAD, 0};
+    tqb_timing t;
+    tq_status st = tqb_time(amx_call, &r, NULL, 5, min_time, &t);
+    if (st)
+        return st;
+    /* two flops a multiply-add, as the FMA peak counts them; a round's
+     * multiply-adds as the kernel counts them (one round more, ~50 ns) */
+    double per_chunk = tq_cpu_amx_peak(kind, 1) * AMX_ROUNDS;
+    *gflops = 2.0 * per_chunk * (double)r.chunks / t.min / 1e9;
     tqb_timing_free(&t);
     return TQ_OK;
 }

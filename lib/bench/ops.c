@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum {
-    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_MATMUL_I8_REST,
+    OP_MATMUL, OP_MATMUL_F16, OP_MATMUL_BF16, OP_MATMUL_THEN, OP_QUANTIZE_ROWS, OP_MATMUL_I8, OP_MATMUL_I8_REST,
     OP_ROWPROD,
     OP_SIMTOPK, OP_ATTENTION, OP_ATTENTION_CAUSAL, OP_ATTENTION_BF16, OP_ROWNORM, OP_NORMALIZE, OP_SOFTMAX,
     OP_LAYERNORM, OP_LAYERNORM_LOW, OP_GELU, OP_ACTIVATE, OP_ADD, OP_SCALE, OP_GATHER, OP_CONVERT, OP_TOPK, OP_ABOVE,
@@ -47,6 +47,11 @@ const tqb_opdef tqb_ops[] = {
      * (tensor cores on a GPU), only the order of the f32 sums differs */
     [OP_MATMUL_F16] = {"matmul_f16", "C[n,n] = A[n,n] B[n,n], f16 operands, f32 result",
                        {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
+    /* tq-embed --precision bf16's products: B constant (weights, packed
+     * once), bf16 values exact in f32 as f16's; on the CPU AVX512-BF16 or
+     * AMX, whose ceiling is then its tiles' */
+    [OP_MATMUL_BF16] = {"matmul_bf16", "C[n,n] = A[n,n] B[n,n], bf16 operands, B constant, f32 result",
+                        {256, 1024}, {64, 128}, TQB_CMP_NMSE, TOL_MM},
     /* a transformer's first feed-forward product: C in f32 and in bf16 for
      * the next product (only C is compared) */
     [OP_MATMUL_THEN] = {"matmul_then", "C[n,n] = A[n,n] B[n,n] + bias[n], then GELU, and a bf16 copy",
@@ -250,19 +255,23 @@ static tq_status setup_products(tqb_inst *in, uint64_t seed)
     tq_status st;
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
-    case OP_MATMUL_F16: {
-        int half = in->op == &tqb_ops[OP_MATMUL_F16];
-        if ((st = half ? mk_as(in, 0, TQ_DTYPE_F16, n, n, 1.0f, &seed)
+    case OP_MATMUL_F16:
+    case OP_MATMUL_BF16: {
+        int bf = in->op == &tqb_ops[OP_MATMUL_BF16], half = bf || in->op == &tqb_ops[OP_MATMUL_F16];
+        tq_dtype hd = bf ? TQ_DTYPE_BF16 : TQ_DTYPE_F16;
+        if ((st = half ? mk_as(in, 0, hd, n, n, 1.0f, &seed)
                        : mk(in, 0, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
-            (st = half ? mk_as(in, 1, TQ_DTYPE_F16, n, n, 1.0f, &seed)
+            (st = half ? mk_as(in, 1, hd, n, n, 1.0f, &seed)
                        : mk(in, 1, TQ_DTYPE_F32, 2, n, n, 1, &seed)) ||
             (st = mk(in, 2, TQ_DTYPE_F32, 2, n, n, 0, &seed)))
             return st;
+        if (bf)
+            tq_tensor_set_constant(in->t[1]);
         in->out[0] = 2;
         in->flops = 2.0 * n * n * n;
         in->bytes = (half ? 8.0 : 12.0) * n * n;
         if (half)
-            in->dtype = "f16>f32";
+            in->dtype = bf ? "bf16>f32" : "f16>f32";
         snprintf(in->shape, sizeof in->shape, "[%lld,%lld]x[%lld,%lld]", (long long)n,
                  (long long)n, (long long)n, (long long)n);
         return TQ_OK;
@@ -529,6 +538,7 @@ static tq_status setup(tqb_inst *in, uint64_t seed)
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
     case OP_MATMUL_F16:
+    case OP_MATMUL_BF16:
     case OP_MATMUL_THEN:
     case OP_MATMUL_I8:
     case OP_MATMUL_I8_REST:
@@ -573,6 +583,7 @@ tq_status tqb_inst_run(tqb_inst *in)
     switch ((int)(in->op - tqb_ops)) {
     case OP_MATMUL:
     case OP_MATMUL_F16:
+    case OP_MATMUL_BF16:
         return tq_op_matmul(t[0], 0, t[1], 0, 1.0f, 0.0f, t[2]);
     case OP_MATMUL_THEN: {
         tq_matmul_then then = {t[3], 1, t[4], 0};

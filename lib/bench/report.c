@@ -207,6 +207,10 @@ static void json_ceiling(FILE *f, const tqb_ceiling *c)
     if (!c->gpu) {
         knum(f, "fma_gflops", c->fma_gflops);
         kstr(f, ", ", "fma_isa", c->fma_isa);
+        if (c->amx_bf16_gflops > 0 || c->amx_int8_gops > 0) {
+            knum(f, "amx_bf16_gflops", c->amx_bf16_gflops);
+            knum(f, "amx_int8_gops", c->amx_int8_gops);
+        }
     } else if (c->fma_gflops > 0) { /* a backend without the probe has none */
         knum(f, "fma_gflops", c->fma_gflops);
         knum(f, "fma_threads", (double)c->fma_threads);

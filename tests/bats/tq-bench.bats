@@ -152,6 +152,45 @@ for c in d["ceilings"]:
 ' "$devs"
 }
 
+# AMX tiles (a Xeon's amx_bf16, amx_int8): their peaks are ceilings of their
+# own, far above the FMA peak (one TDPBF16PS is 8192 multiply-adds, one
+# VDPBF16PS 32), and bound the bf16 and int8 products; TQ_AMX=0 has none.
+# matmul_bf16 must stay below its ceiling, and its C agree with the CPU's f32
+# run of the same rounded operands is what --check holds (TOL_MM).
+@test "ceilings: AMX bf16 and int8 peaks where the CPU has the tiles; matmul_bf16 and matmul_i8 held to them" {
+    grep -qw amx_bf16 /proc/cpuinfo && grep -qw amx_int8 /proc/cpuinfo ||
+        skip "this CPU has no AMX tiles"
+    tq-cat --list-devices | grep -q '^cpu .*; AMX bf16 and int8 tiles$' ||
+        skip "AMX present but not permitted here: $(tq-cat --list-devices | grep '^cpu')"
+    needs_numpy
+    # 2048: compute bound by the roofline (at 1024 the AMX peak makes it the triad's)
+    run --separate-stderr tq-bench --device cpu --op matmul_bf16,matmul_i8 -n 2048 $FAST --format json
+    assert_success
+    printf '%s' "$output" | py -c '
+import json, sys
+d = json.load(sys.stdin)
+c = d["ceilings"][0]
+assert c["amx_bf16_gflops"] > 4 * c["fma_gflops"], c
+assert c["amx_int8_gops"] > 1.5 * c["amx_bf16_gflops"], c
+rows = {r["op"]: r for r in d["results"]}
+for op, bound, peak in (("matmul_bf16", "amx_bf16", c["amx_bf16_gflops"]),
+                        ("matmul_i8", "amx_int8", c["amx_int8_gops"])):
+    r = rows[op]
+    assert r["bound"] == bound, r
+    # (the report prints 6 significant digits)
+    assert 0 < r["frac"] < 1 and abs(r["rate"] / peak - r["frac"]) < 1e-4 * r["frac"], r
+'
+    TQ_AMX=0 run --separate-stderr tq-bench --device cpu --ceilings --min-time 1 --format json
+    assert_success
+    printf '%s' "$output" | py -c '
+import json, sys
+c = json.load(sys.stdin)["ceilings"][0]
+assert "amx_bf16_gflops" not in c and "amx_int8_gops" not in c, c
+'
+    TQ_AMX=0 run tq-cat --list-devices
+    assert_line --regexp '^cpu .*; AMX off \(TQ_AMX=0\): AVX-512$'
+}
+
 @test "--device vulkan:0 (lavapipe): its rows, smaller default sizes said under the table" {
     has_vulkan || skip "no Vulkan device here"
     run --separate-stderr tq-bench --device vulkan:0 --op scale,matmul,matmul_f16 $FAST
