@@ -29,7 +29,8 @@ bench_venv() {
 }
 bench_venv
 
-# .venv-ort: ONNX Runtime and the tokenizers library, without Debian's packages
+# .venv-ort: ONNX Runtime (with onnx, which its quantizer imports) and the
+# tokenizers library, without Debian's packages
 # (onnxruntime wants NumPy 2, Debian's PyTorch NumPy 1)
 stamp=.venv-ort/.tq-stamp
 want=$(cat scripts/requirements-ort.txt | cksum)
