@@ -220,6 +220,10 @@ with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
     lows=
     for p in bf16:avx512_bf16:AVX512-BF16 int8:avx512_vnni:AVX512-VNNI; do
         if grep -qw "$(echo "$p" | cut -d: -f2)" /proc/cpuinfo; then
+            # the label names the engine: AMX tiles where tq uses them (tq(7))
+            if "$BIN/tq-cat" --list-devices | grep -q '^cpu .*; AMX bf16 and int8 tiles'; then
+                p="${p%:*}:AMX"
+            fi
             lows="$lows $p"
         else
             echo "bench: tq-embed --precision ${p%%:*} not measured: this CPU has no ${p##*:} (the option runs f32 products here)"

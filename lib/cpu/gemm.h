@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* C[0..mr_eff, 0..nr_eff] = alpha * acc + beta * C (beta == 0: alpha * acc,
  * C not read), acc[i][j] = sum over p < kc of a[p * MR + i] * b[p * NR + j]:
@@ -145,6 +146,14 @@ void tq_cpu_gemm_i8_ref(int m, int n, const int8_t *a, int lda, const float *asc
                         const int8_t *b, int ldb, int k, const float *bscale,
                         const tq_cpu_i8_rest *rest, float beta, const float *bias, float *c,
                         int ldc);
+
+/* n bytes (at least 64) on a cache line's start, freed by free(): the AMX
+ * tiles' rows are 64 bytes, and one that straddles two lines loads both. */
+static inline void *tq_cpu_alloc64(size_t n)
+{
+    size_t r = (n + 63) & ~(size_t)63;
+    return aligned_alloc(64, r ? r : 64);
+}
 
 /* ---- AMX tiles (amx.c): the bf16 and int8 products' engine where the CPU
  * has it and Linux permits it ---- */

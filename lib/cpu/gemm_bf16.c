@@ -76,7 +76,10 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
      * tiles read 16 pairs of a strip at a time */
     pb->kpad = (k + 31) & ~31;
     size_t strip = (size_t)NR * (size_t)pb->kpad;
-    if (!(pb->pairs = calloc((size_t)(pb->npad / NR) * strip, sizeof *pb->pairs))) {
+    size_t bytes = (size_t)(pb->npad / NR) * strip * sizeof *pb->pairs;
+    if ((pb->pairs = tq_cpu_alloc64(bytes)))
+        memset(pb->pairs, 0, bytes);
+    else {
         free(pb);
         return NULL;
     }
@@ -183,7 +186,7 @@ TQ_TARGET_BF16 static int tiles_amx(int m, int j0, int nc, float alpha, const ui
 {
     size_t strip = (size_t)NR * (size_t)pb->kpad;
     int steps = pb->kpad / 32;
-    unsigned char *ab = malloc((size_t)MC * ((size_t)steps * 64 + NR * sizeof(float)));
+    unsigned char *ab = tq_cpu_alloc64((size_t)MC * ((size_t)steps * 64 + NR * sizeof(float)));
     if (!ab)
         return 0;
     float *sums = (float *)(ab + (size_t)MC * steps * 64);

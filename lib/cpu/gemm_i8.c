@@ -48,7 +48,7 @@ tq_cpu_packed_b *tq_cpu_gemm_i8_pack_b(const int8_t *b, int ldb, int k, int n)
         return NULL;
     pb->kpad = (k + 63) & ~63; /* whole AMX steps of 16 quads (b = 0 adds nothing) */
     size_t strip = (size_t)NR * (size_t)pb->kpad, bytes = (size_t)(pb->npad / NR) * strip;
-    if (!(pb->quads = malloc(bytes ? bytes : 1))) { /* k or n 0: not out of memory */
+    if (!(pb->quads = tq_cpu_alloc64(bytes))) { /* (k or n 0: 64 bytes, not out of memory) */
         free(pb);
         return NULL;
     }
@@ -286,7 +286,7 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
      * gives the same bits */
     int steps = pb->kpad / 64;
     unsigned char *ab = pb->kpad % 64 == 0 && tq_cpu_amx_use(TQ_AMX_INT8)
-                            ? malloc((size_t)MC * ((size_t)steps * 64 + NR * sizeof(int32_t)))
+                            ? tq_cpu_alloc64((size_t)MC * ((size_t)steps * 64 + NR * sizeof(int32_t)))
                             : NULL;
     int32_t *sums = ab ? (int32_t *)(ab + (size_t)MC * steps * 64) : NULL;
     if (ab)
