@@ -145,7 +145,9 @@ TQ_TARGET_AMX void tq_cpu_amx_begin(void) { _tile_loadconfig(&tilecfg); }
 TQ_TARGET_AMX void tq_cpu_amx_end(void) { _tile_release(); }
 
 /* C's four tiles for 32 rows (two when only the first 16 are live) over
- * all steps of k. Each step: A's two tiles of 64 bytes of k, the strip's
+ * steps s0.. s1 of k: from zero at the first, else from the sums so far in
+ * c (an f32 or int32 tile stored and loaded again is exact: the same bits
+ * as one pass over k). Each step: A's two tiles of 64 bytes of k, the strip's
  * 16 rows of 128 bytes as two B tiles (columns 0-15, 16-31), each tile used
  * twice. Tried and slower here (tq-bench matmul_bf16 2048, one thread,
  * Xeon, one run each on a busy machine): prefetching the next steps into L1
@@ -214,12 +216,12 @@ TQ_TARGET_AMX void tq_cpu_amx_sums(int kind, int steps, const unsigned char *a, 
     }
 }
 
-/* tq-bench's AMX ceiling: rounds of 8 independent dot products on tiles
+/* tq-bench's AMX ceiling: rounds of 4 independent tile products on tiles
  * loaded once (no memory traffic: the tiles' rate alone), the multiply-adds
  * done returned. Values small and exact, so no sum overflows. */
 TQ_TARGET_AMX double tq_cpu_amx_peak(int kind, int64_t rounds)
 {
-    static unsigned char ops[16 * 64];
+    unsigned char ops[16 * 64];
     for (size_t i = 0; i < sizeof ops; i++) /* bf16 1.0 pairs, or int8 1s */
         ops[i] = kind == TQ_AMX_BF16 ? (i % 2 ? 0x3f : 0x80) : 1;
     tq_cpu_amx_begin();
