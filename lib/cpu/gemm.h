@@ -88,8 +88,9 @@ tq_cpu_packed_b *tq_cpu_gemm_bf16_pack_b(int tb, const uint16_t *b, int ldb, int
  * (bias NULL: none; the whole row of n, a rounding of its own as tq_op_add's),
  * A bf16 rows in place (m x k at lda), j0 a multiple of TQ_GEMM_BF16_NR; only
  * where supported.
- * Sums in f32 by VDPBF16PS, which reads bf16 subnormals as zero and flushes
- * subnormal results (the instruction's rule, whatever MXCSR says). */
+ * Sums in f32 by VDPBF16PS, or TDPBF16PS on AMX tiles (tq_cpu_amx_use:
+ * another order of roundings), both of which read bf16 subnormals as zero
+ * and flush subnormal results (the instructions' rule, whatever MXCSR says). */
 void tq_cpu_gemm_bf16(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
                       const tq_cpu_packed_b *pb, float beta, const float *bias, float *c,
                       int ldc);

@@ -176,9 +176,10 @@ TQ_TARGET_BF16 static void tile_out(__m512 acc[][2], int mr, int ne, float alpha
 }
 
 /* tiles() on AMX: blocks of MC rows of A copied into the tiles' steps,
- * each strip of B against all of a block's rows (the whole k in the tiles,
- * 32 rows at a time), the sums then stored; 0 when the copy's memory is
- * short (the caller then runs kern_bf16, whose sums round otherwise). */
+ * each strip of B against all of a block's rows (tq_cpu_amx_sums: 32 rows
+ * at a time, k in its passes), the sums then stored; 0 when the copy's
+ * memory is short (the caller then runs kern_bf16, whose sums round
+ * otherwise). */
 TQ_TARGET_BF16 static int tiles_amx(int m, int j0, int nc, float alpha, const uint16_t *a,
                                     int lda, const tq_cpu_packed_b *pb, float beta,
                                     const float *bias, float *c, int ldc, uint16_t *low,
@@ -228,7 +229,6 @@ int tq_cpu_gemm_bf16_use(void)
 {
     return tq_cpu_gemm_bf16_supported() && !__atomic_load_n(&disabled, __ATOMIC_RELAXED);
 }
-
 
 /* The blocks of A and strips of B in order, each 12 x 32 tile of C by
  * kern_bf16 (or 32 x 32 by AMX, where the CPU has it and k comes in whole
