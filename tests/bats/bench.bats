@@ -33,9 +33,12 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     assert_line --regexp "^BERT all-MiniLM-L6-v2, 4 sentences, .*: tq-embed [0-9.]+/s$"
     assert_line --regexp "^BERT all-MiniLM-L6-v2, 1 passages, .*: tq-embed [0-9.]+/s$"
     # --precision bf16: timed with its cosine to f32 where the CPU has
-    # AVX512-BF16 (not counted as a peer), else said
+    # AVX512-BF16 (not counted as a peer), else said; the label names the
+    # engine, AMX where tq uses the tiles (tq-cat --list-devices says)
+    engine=AVX512-BF16
+    tq-cat --list-devices | grep -q '^cpu .*; AMX bf16 and int8 tiles' && engine=AMX
     if grep -qw avx512_bf16 /proc/cpuinfo; then
-        assert_line --regexp "^BERT all-MiniLM-L6-v2, 4 sentences, .*, --precision bf16 \(AVX512-BF16\): tq-embed [0-9.]+/s \([0-9.]+x its f32; min cosine to f32 (0\.999[0-9]+|1\.0000000)\)$"
+        assert_line --regexp "^BERT all-MiniLM-L6-v2, 4 sentences, .*, --precision bf16 \($engine\): tq-embed [0-9.]+/s \([0-9.]+x its f32; min cosine to f32 (0\.999[0-9]+|1\.0000000)\)$"
     else
         assert_line "bench: tq-embed --precision bf16 not measured: this CPU has no AVX512-BF16 (the option runs f32 products here)"
     fi
