@@ -163,9 +163,9 @@ for c in d["ceilings"]:
     tq-cat --list-devices | grep -q '^cpu .*; AMX bf16 and int8 tiles$' ||
         skip "AMX present but not permitted here: $(tq-cat --list-devices | grep '^cpu')"
     needs_numpy
-    # 4096: matmul_bf16 compute bound by the roofline with room (at 2048 a
-    # sanitizer build's slower triad made it the triad's); each row's bound
-    # recomputed here from the ceilings, the AMX one where it is compute bound
+    # 4096: compute bound by the roofline in a plain build; each row's bound
+    # recomputed here from the ceilings (a sanitizer build's triad, 5 GB/s,
+    # makes both the triad's), the AMX one where it is compute bound
     run --separate-stderr tq-bench --device cpu --op matmul_bf16,matmul_i8 -n 4096 $FAST --format json
     assert_success
     printf '%s' "$output" | py -c '
@@ -179,7 +179,6 @@ for op, bound, peak in (("matmul_bf16", "amx_bf16", c["amx_bf16_gflops"]),
                         ("matmul_i8", "amx_int8", c["amx_int8_gops"])):
     r = rows[op]
     compute = r["flops"] / (peak * 1e9) > r["bytes"] / (c["triad_gbs"] * 1e9)
-    assert compute or op != "matmul_bf16", (r, c)
     if compute:
         assert r["bound"] == bound, r
         # (the report prints 6 significant digits)
