@@ -1,6 +1,6 @@
 /* amx.c: the CPU's AMX tiles (Intel Sapphire Rapids and later): whether this
- * process may use them, asked once, and the one tile layout that the bf16
- * and int8 products share (gemm_bf16.c, gemm_i8.c drive it).
+ * process may use them, asked once, the one tile layout that the bf16 and
+ * int8 products share (amx_gemm.c drives it), and tq-bench's ceiling.
  *
  * Linux gives a process the tiles' 8 KiB of register state only when it asks
  * (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 on; the kernel's
@@ -14,8 +14,8 @@
  * 8192 and 16384 multiply-adds an instruction, against VDPBF16PS's 32 and
  * VPDPBUSD's 64. The operands are the AVX-512 kernels' packed B (both put a
  * column's pair or quad of k in one 32-bit word, 32 columns a 128-byte row of
- * the strip: a B tile is 16 such half rows) and A's rows copied into 64-byte
- * steps of k, zeros past k. */
+ * the strip: a B tile is 16 such half rows) and 16 of A's rows, 64 bytes of
+ * k each. */
 #include "../internal.h"
 #include "gemm.h"
 
@@ -94,32 +94,6 @@ void tq_cpu_amx_describe(char *out, size_t n)
                  __atomic_load_n(&disabled, __ATOMIC_RELAXED) ? " (off)" : "");
 }
 
-/* A's rows (at lda bytes, kbytes each) as tq_cpu_amx_sums reads them: each
- * tile of 16 rows step by step, a step's 16 rows of 64 bytes of k one
- * contiguous KiB (the tile loads then stream, where rows lda apart made 32
- * streams at once); zeros past kbytes and past the rows up to a multiple of
- * 32 (tiles of 16 rows, two a block). */
-void tq_cpu_amx_pack_a(unsigned char *dst, const unsigned char *a, long lda, int rows,
-                       size_t kbytes, int steps)
-{
-    int padded = (rows + 31) & ~31, whole = (int)(kbytes / 64);
-    for (int i = 0; i < padded; i++) {
-        const unsigned char *row = a + (long)i * lda;
-        unsigned char *d = dst + (size_t)(i / 16) * steps * 1024 + (size_t)(i % 16) * 64;
-        int s = 0;
-        /* whole steps by fixed-size copies (inlined: a call for each 64
-         * bytes made this copy a fifth of tq-embed --precision bf16) */
-        for (; i < rows && s < whole; s++, d += 1024)
-            memcpy(d, row + (size_t)s * 64, 64);
-        for (; s < steps; s++, d += 1024) {
-            size_t at = (size_t)s * 64, live = i < rows && at < kbytes ? kbytes - at : 0;
-            if (live)
-                memcpy(d, row + at, live);
-            memset(d + live, 0, 64 - live);
-        }
-    }
-}
-
 #ifdef TQ_AMX_X86
 /* palette 1: 8 tiles, each 16 rows of 64 bytes (Intel SDM vol. 1, 3.2.1's
  * TILECFG layout): 0-3 C's four 16 x 16 quarters, 4-5 A's two row halves,
@@ -143,78 +117,6 @@ TQ_TARGET_AMX void tq_cpu_amx_begin(void) { _tile_loadconfig(&tilecfg); }
 /* the tiles back to their initial state: the thread's context switches then
  * save none of their 8 KiB */
 TQ_TARGET_AMX void tq_cpu_amx_end(void) { _tile_release(); }
-
-/* C's four tiles for 32 rows (two when only the first 16 are live) over
- * steps s0.. s1 of k: from zero at the first, else from the sums so far in
- * c (an f32 or int32 tile stored and loaded again is exact: the same bits
- * as one pass over k). Each step: A's two tiles of 64 bytes of k, the strip's
- * 16 rows of 128 bytes as two B tiles (columns 0-15, 16-31), each tile used
- * twice. Tried and slower here (tq-bench matmul_bf16 2048, one thread,
- * Xeon, one run each on a busy machine): prefetching the next steps into L1
- * (592 against 737 GFLOP/s), and
- * 16 rows of C with A and B in other tiles each second step (399), as if
- * the products waited on loads into tiles still being read. */
-TQ_TARGET_AMX static void rows32(int kind, const unsigned char *a0, const unsigned char *a1,
-                                 int two, const unsigned char *strip, int s0, int s1, char *c)
-{
-    if (s0 == 0) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    } else {
-        _tile_loadd(0, c, 128);
-        _tile_loadd(1, c + 64, 128);
-        if (two) {
-            _tile_loadd(2, c + 16 * 128, 128);
-            _tile_loadd(3, c + 16 * 128 + 64, 128);
-        }
-    }
-    for (int s = s0; s < s1; s++) {
-        const unsigned char *b = strip + (size_t)s * 16 * 128;
-        _tile_loadd(6, b, 128);
-        _tile_loadd(4, a0 + (size_t)s * 1024, 64);
-        _tile_loadd(7, b + 64, 128);
-        if (two)
-            _tile_loadd(5, a1 + (size_t)s * 1024, 64);
-        if (kind == TQ_AMX_BF16) {
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            if (two) {
-                _tile_dpbf16ps(2, 5, 6);
-                _tile_dpbf16ps(3, 5, 7);
-            }
-        } else {
-            _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(1, 4, 7);
-            if (two) {
-                _tile_dpbsud(2, 5, 6);
-                _tile_dpbsud(3, 5, 7);
-            }
-        }
-    }
-    _tile_stored(0, c, 128);
-    _tile_stored(1, c + 64, 128);
-    if (two) {
-        _tile_stored(2, c + 16 * 128, 128);
-        _tile_stored(3, c + 16 * 128 + 64, 128);
-    }
-}
-
-TQ_TARGET_AMX void tq_cpu_amx_sums(int kind, int steps, const unsigned char *a, int rows,
-                                   const unsigned char *strip, void *sums)
-{
-    /* k in passes of about 8 steps (balanced) when it is longer than 16 */
-    int passes = steps > 16 ? (steps + 7) / 8 : 1, pass = (steps + passes - 1) / passes;
-    for (int s0 = 0; s0 < steps; s0 += pass) {
-        int s1 = steps - s0 < pass ? steps : s0 + pass;
-        for (int r = 0; r < rows; r += 32) {
-            const unsigned char *a0 = a + (size_t)r * steps * 64;
-            rows32(kind, a0, a0 + (size_t)steps * 1024, rows - r > 16, strip, s0, s1,
-                   (char *)sums + (size_t)r * 128);
-        }
-    }
-}
 
 /* tq-bench's AMX ceiling: rounds of 4 independent tile products on tiles
  * loaded once (no memory traffic: the tiles' rate alone), the multiply-adds
@@ -261,9 +163,4 @@ double tq_cpu_amx_peak(int kind, int64_t rounds)
 }
 void tq_cpu_amx_begin(void) {}
 void tq_cpu_amx_end(void) {}
-void tq_cpu_amx_sums(int kind, int steps, const unsigned char *a, int rows,
-                     const unsigned char *strip, void *sums)
-{
-    (void)kind, (void)steps, (void)a, (void)rows, (void)strip, (void)sums;
-}
 #endif

@@ -33,32 +33,6 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
-static tq_status cpu_info(int index, tq_device_info *info)
-{
-    (void)index;
-    cpu_model(info->name, sizeof info->name);
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    info->memory = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    char blas[256], amx[200] = "";
-    tq_cpu_blas_describe(blas, sizeof blas);
-    /* the AMX line only where the CPU has the tiles: whether they are used */
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("amx-tile"))
-        tq_cpu_amx_describe(amx, sizeof amx);
-#endif
-    snprintf(info->detail, sizeof info->detail, "%d thread%s, %.140s%s%.80s", tq_threads_get(),
-             tq_threads_get() == 1 ? "" : "s", blas, *amx ? "; " : "", amx);
-    return TQ_OK;
-}
-
-static tq_status cpu_open(int index, void **ctx)
-{
-    (void)index;
-    *ctx = NULL;
-    return TQ_OK;
-}
-
 /* -v's line on the CPU's start: where the CPU has AMX tiles, whether its
  * products use them (the permission asked here) or why not */
 static void cpu_startup(void *ctx, char *out, size_t n)
@@ -70,6 +44,27 @@ static void cpu_startup(void *ctx, char *out, size_t n)
     if (__builtin_cpu_supports("amx-tile"))
         tq_cpu_amx_describe(out, n);
 #endif
+}
+
+static tq_status cpu_info(int index, tq_device_info *info)
+{
+    (void)index;
+    cpu_model(info->name, sizeof info->name);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    info->memory = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    char blas[256], amx[200] = "";
+    tq_cpu_blas_describe(blas, sizeof blas);
+    cpu_startup(NULL, amx, sizeof amx); /* AMX's line, where the CPU has the tiles */
+    snprintf(info->detail, sizeof info->detail, "%d thread%s, %.140s%s%.80s", tq_threads_get(),
+             tq_threads_get() == 1 ? "" : "s", blas, *amx ? "; " : "", amx);
+    return TQ_OK;
+}
+
+static tq_status cpu_open(int index, void **ctx)
+{
+    (void)index;
+    *ctx = NULL;
+    return TQ_OK;
 }
 
 static void cpu_close(void *ctx) { (void)ctx; }

@@ -170,24 +170,27 @@ void tq_cpu_amx_disable(int off);
 /* "AMX bf16 and int8 tiles", or why none: "no AMX", "AMX tiles refused by
  * the kernel (...): AVX-512". */
 void tq_cpu_amx_describe(char *out, size_t n);
-/* The thread's tiles configured for tq_cpu_amx_sums, and released after. */
+/* The thread's tiles configured for tq_cpu_amx_gemm, and released after. */
 void tq_cpu_amx_begin(void);
 void tq_cpu_amx_end(void);
-/* A's rows (rows of kbytes at lda bytes) copied as tq_cpu_amx_sums reads
- * them: tiles of 16 rows, each a KiB a step of 64 bytes of k, zeros past
- * kbytes and past rows up to a multiple of 32; dst holds ((rows + 31) & ~31)
- * * steps * 64 bytes, the tiles of rows r.. r + 32 at r * steps * 64. */
-void tq_cpu_amx_pack_a(unsigned char *dst, const unsigned char *a, long lda, int rows,
-                       size_t kbytes, int steps);
-/* sums[rows][32] (f32 for TQ_AMX_BF16, int32 for TQ_AMX_INT8; rows 32
- * apart: the buffer holds (rows + 31) & ~31 of them) = rows of A so packed
- * times a packed strip of B (tq_cpu_gemm_bf16_pack_b's or
- * tq_cpu_gemm_i8_pack_b's, kpad a multiple of 32 pairs or 64 quads: steps
- * of 64 bytes of k), over the whole k in order; int8: A signed, B's b + 128
- * unsigned, as VPDPBUSD takes them. Between tq_cpu_amx_begin and _end,
- * where tq_cpu_amx_supported(kind). */
-void tq_cpu_amx_sums(int kind, int steps, const unsigned char *a, int rows,
-                     const unsigned char *strip, void *sums);
+/* One 32 x 32 block of sums (f32 for TQ_AMX_BF16, int32 for TQ_AMX_INT8;
+ * rows 128 bytes apart) of A's rows r.. r + mr (mr <= 32) and strip q's 32
+ * columns, handed to the caller to store. */
+typedef void tq_cpu_amx_store(void *ctx, int r, int mr, int q, const void *tile);
+/* The sums of m rows of A (kbytes each, lda bytes apart; int8 signed) times
+ * nstrips packed strips of B at b (tq_cpu_gemm_bf16_pack_b's or
+ * tq_cpu_gemm_i8_pack_b's, one after another: kpad a multiple of 32 pairs
+ * or 64 quads, steps of 64 bytes of k; int8: b + 128 unsigned, as VPDPBUSD
+ * takes them), over the whole k in order whatever the blocks (the same bits
+ * as one pass). Each block goes to store, or, where direct is not NULL and
+ * the block's 32 rows and 32 columns are all inside C (cols wide from the
+ * first strip), straight into direct (f32 rows ldd floats apart). Runs
+ * tq_cpu_amx_begin and _end itself; only where tq_cpu_amx_supported(kind).
+ * 0 when memory for a copy of A's last rows or the sums between passes of
+ * k is short (nothing was stored). */
+int tq_cpu_amx_gemm(int kind, int m, const unsigned char *a, long lda, size_t kbytes, int steps,
+                    const unsigned char *b, int nstrips, float *direct, long ldd, int cols,
+                    tq_cpu_amx_store *store, void *ctx);
 /* tq-bench's ceiling: rounds of 4 tile products of kind from registers
  * alone, on this thread; returns the multiply-adds done (0 without AMX).
  * Only where tq_cpu_amx_supported(kind). */

@@ -175,49 +175,45 @@ TQ_TARGET_BF16 static void tile_out(__m512 acc[][2], int mr, int ne, float alpha
     low_rows(tile, mr, ne, low, ldl, gelu);
 }
 
-/* tiles() on AMX: blocks of MC rows of A copied into the tiles' steps,
- * each strip of B against all of a block's rows (tq_cpu_amx_sums: 32 rows
- * at a time, k in its passes), the sums then stored; 0 when the copy's
- * memory is short (the caller then runs kern_bf16, whose sums round
- * otherwise). */
-TQ_TARGET_BF16 static int tiles_amx(int m, int j0, int nc, float alpha, const uint16_t *a,
-                                    int lda, const tq_cpu_packed_b *pb, float beta,
-                                    const float *bias, float *c, int ldc, uint16_t *low,
-                                    int ldl, int gelu)
+/* Where tiles_amx's blocks go: alpha, beta C and the bias, into C or low. */
+typedef struct amx_out {
+    int nc, ldc, ldl, gelu;
+    float alpha, beta;
+    const float *bias;
+    float *c;
+    uint16_t *low;
+} amx_out;
+
+TQ_TARGET_BF16 static void amx_store(void *ctx, int r, int mr, int q, const void *tile)
+{
+    const amx_out *o = ctx;
+    const float *sums = tile;
+    __m512 acc[32][2];
+    for (int i = 0; i < mr; i++) {
+        acc[i][0] = _mm512_loadu_ps(sums + i * NR);
+        acc[i][1] = _mm512_loadu_ps(sums + i * NR + 16);
+    }
+    int j = q * NR, ne = o->nc - j < NR ? o->nc - j : NR;
+    tile_out(acc, mr, ne, o->alpha, o->beta, o->bias ? o->bias + j : NULL,
+             o->low ? NULL : o->c + (long)r * o->ldc + j, o->ldc,
+             o->low ? o->low + (long)r * o->ldl + j : NULL, o->ldl, o->gelu);
+}
+
+/* tiles() on AMX (amx_gemm.c: A's rows in place, 32 at a time against each
+ * strip of B); a plain product's blocks go straight into C. 0 when memory
+ * for its buffers is short (the caller then runs kern_bf16, whose sums
+ * round otherwise). */
+static int tiles_amx(int m, int j0, int nc, float alpha, const uint16_t *a, int lda,
+                     const tq_cpu_packed_b *pb, float beta, const float *bias, float *c, int ldc,
+                     uint16_t *low, int ldl, int gelu)
 {
     size_t strip = (size_t)NR * (size_t)pb->kpad;
-    int steps = pb->kpad / 32;
-    unsigned char *ab = tq_cpu_alloc64((size_t)MC * ((size_t)steps * 64 + NR * sizeof(float)));
-    if (!ab)
-        return 0;
-    float *sums = (float *)(ab + (size_t)MC * steps * 64);
-    __m512 acc[32][2];
-    tq_cpu_amx_begin();
-    for (int ic = 0; ic < m; ic += MC) {
-        int mc = m - ic < MC ? m - ic : MC;
-        tq_cpu_amx_pack_a(ab, (const unsigned char *)(a + (long)ic * lda), 2L * lda, mc,
-                          2 * (size_t)pb->k, steps);
-        for (int jr = 0; jr < nc; jr += NR) {
-            const unsigned char *bs =
-                (const unsigned char *)(pb->pairs + (size_t)((j0 + jr) / NR) * strip);
-            int ne = nc - jr < NR ? nc - jr : NR;
-            const float *bj = bias ? bias + j0 + jr : NULL;
-            tq_cpu_amx_sums(TQ_AMX_BF16, steps, ab, mc, bs, sums);
-            for (int ir = 0; ir < mc; ir += 32) {
-                int mr = mc - ir < 32 ? mc - ir : 32;
-                for (int i = 0; i < mr; i++) {
-                    acc[i][0] = _mm512_loadu_ps(sums + (ir + i) * NR);
-                    acc[i][1] = _mm512_loadu_ps(sums + (ir + i) * NR + 16);
-                }
-                long r = ic + ir;
-                tile_out(acc, mr, ne, alpha, beta, bj, low ? NULL : c + r * ldc + jr, ldc,
-                         low ? low + r * ldl + jr : NULL, ldl, gelu);
-            }
-        }
-    }
-    tq_cpu_amx_end();
-    free(ab);
-    return 1;
+    amx_out o = {nc, ldc, ldl, gelu, alpha, beta, bias ? bias + j0 : NULL, c, low};
+    int plain = !low && alpha == 1.0f && beta == 0.0f && !bias;
+    return tq_cpu_amx_gemm(TQ_AMX_BF16, m, (const unsigned char *)a, 2L * lda,
+                           2 * (size_t)pb->k, pb->kpad / 32,
+                           (const unsigned char *)(pb->pairs + (size_t)(j0 / NR) * strip),
+                           (nc + NR - 1) / NR, plain ? c : NULL, ldc, nc, amx_store, &o);
 }
 #endif
 

@@ -250,26 +250,30 @@ int tq_cpu_gemm_i8_supported(void)
 }
 
 #ifdef TQ_I8_X86
-/* A block of mc rows (A's codes copied into ab) against a strip of B on
- * AMX, the sums (int32, 32 columns a row) then stored 32 rows at a time:
- * the same exact sums as kern_i8's, so the same bits. */
-TQ_TARGET_I8 static void block_amx(int mc, const unsigned char *ab, int32_t *sums,
-                                   const int32_t *asum, const float *ascale, const uint8_t *bs,
-                                   const float *bscale, const float *xr,
-                                   const tq_cpu_i8_rest *rest, int j, float *c, int ldc, int ne,
-                                   float beta, const float *bias, int steps)
+/* Where an AMX block's sums go: store_sums, as kern_i8's do (the same exact
+ * sums, so the same bits), for a block of rows of tq_cpu_gemm_i8. */
+typedef struct amx_out {
+    const int32_t *asum;
+    const float *ascale, *bscale, *xr, *bias;
+    const tq_cpu_i8_rest *rest;
+    int j0, nc, ldc;
+    float beta;
+    float *c;
+} amx_out;
+
+TQ_TARGET_I8 static void amx_store(void *ctx, int r, int mr, int q, const void *tile)
 {
+    const amx_out *o = ctx;
+    const int32_t *sums = tile;
     __m512i acc[32][2];
-    tq_cpu_amx_sums(TQ_AMX_INT8, steps, ab, mc, bs, sums);
-    for (int ir = 0; ir < mc; ir += 32) {
-        int mr = mc - ir < 32 ? mc - ir : 32;
-        for (int i = 0; i < mr; i++) {
-            acc[i][0] = _mm512_loadu_si512(sums + (ir + i) * NR);
-            acc[i][1] = _mm512_loadu_si512(sums + (ir + i) * NR + 16);
-        }
-        store_sums(acc, asum + ir, ascale + ir, bscale, xr + ir * (rest ? rest->r : 0), rest, j,
-                   c + (long)ir * ldc, ldc, mr, ne, beta, bias);
+    for (int i = 0; i < mr; i++) {
+        acc[i][0] = _mm512_loadu_si512(sums + i * NR);
+        acc[i][1] = _mm512_loadu_si512(sums + i * NR + 16);
     }
+    int j = q * NR, ne = o->nc - j < NR ? o->nc - j : NR;
+    store_sums(acc, o->asum + r, o->ascale + r, o->bscale + j,
+               o->xr + r * (o->rest ? o->rest->r : 0), o->rest, o->j0 + j,
+               o->c + (long)r * o->ldc + j, o->ldc, mr, ne, o->beta, o->bias ? o->bias + j : NULL);
 }
 #endif
 
@@ -282,30 +286,21 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
     float xr[MC * 16]; /* the rest columns of a block's rows, r a row */
     int r = rest ? rest->r : 0;
     /* AMX where the CPU has it and B's k comes in its steps (a B packed
-     * here always does); its copy of A's rows short of memory: VNNI, which
-     * gives the same bits */
-    int steps = pb->kpad / 64;
-    unsigned char *ab = pb->kpad % 64 == 0 && tq_cpu_amx_use(TQ_AMX_INT8)
-                            ? tq_cpu_alloc64((size_t)MC * ((size_t)steps * 64 + NR * sizeof(int32_t)))
-                            : NULL;
-    int32_t *sums = ab ? (int32_t *)(ab + (size_t)MC * steps * 64) : NULL;
-    if (ab)
-        tq_cpu_amx_begin();
+     * here always does); its buffers short of memory: VNNI, which gives the
+     * same bits */
+    int amx = pb->kpad % 64 == 0 && tq_cpu_amx_use(TQ_AMX_INT8);
     for (int ic = 0; ic < m; ic += MC) {
         int mc = m - ic < MC ? m - ic : MC;
         for (int i = 0; i < mc; i++)
             for (int p = 0; p < r; p++)
                 xr[i * r + p] = rest->x[(long)(ic + i) * rest->ldx + rest->cols[p]];
-        if (ab) {
-            tq_cpu_amx_pack_a(ab, (const unsigned char *)(a + (long)ic * lda), lda, mc,
-                              (size_t)pb->k, steps);
-            for (int jr = 0; jr < nc; jr += NR)
-                block_amx(mc, ab, sums, asum + ic, ascale + ic,
-                          pb->quads + (size_t)((j0 + jr) / NR) * strip, bscale + j0 + jr, xr,
-                          r ? rest : NULL, j0 + jr, c + (long)ic * ldc + jr, ldc,
-                          nc - jr < NR ? nc - jr : NR, beta, bias ? bias + j0 + jr : NULL, steps);
+        amx_out o = {asum + ic, ascale + ic, bscale + j0, xr, bias ? bias + j0 : NULL,
+                     r ? rest : NULL, j0, nc, ldc, beta, c + (long)ic * ldc};
+        if (amx && tq_cpu_amx_gemm(TQ_AMX_INT8, mc, (const unsigned char *)(a + (long)ic * lda),
+                                   lda, (size_t)pb->k, pb->kpad / 64,
+                                   pb->quads + (size_t)(j0 / NR) * strip, (nc + NR - 1) / NR,
+                                   NULL, 0, nc, amx_store, &o))
             continue;
-        }
         for (int jr = 0; jr < nc; jr += NR) {
             const uint8_t *bs = pb->quads + (size_t)((j0 + jr) / NR) * strip;
             int ne = nc - jr < NR ? nc - jr : NR;
@@ -315,10 +310,6 @@ void tq_cpu_gemm_i8(int m, int j0, int nc, const int8_t *a, int lda, const int32
                         c + (long)(ic + ir) * ldc + jr, ldc, mc - ir < MR ? mc - ir : MR, ne, beta,
                         bias ? bias + j0 + jr : NULL);
         }
-    }
-    if (ab) {
-        tq_cpu_amx_end();
-        free(ab);
     }
 #else
     (void)m, (void)j0, (void)nc, (void)a, (void)lda, (void)asum, (void)ascale, (void)pb,

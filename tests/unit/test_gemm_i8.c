@@ -181,7 +181,9 @@ static void run(const shape *s)
 
 int main(void)
 {
-    static const int ms[] = {1, 5, 12, 13, 20, 100, 257}; /* 20: AMX's second tile of 16 rows in part */
+    /* 20: AMX's second tile of 16 rows in part (its rows copied); 48: a
+     * last group of 16 read in place */
+    static const int ms[] = {1, 5, 12, 13, 20, 48, 100, 257};
     static const int ks[] = {1, 3, 4, 5, 64, 65, 383, 384, 1536}; /* 65: a step of 64 and one more */
     static const int ns[] = {1, 31, 32, 33, 100, 384};
     static const float betas[] = {0.0f, 1.0f, 0.5f};
@@ -217,6 +219,10 @@ int main(void)
                    e & 1 ? 127 : -127, e & 2 ? 127 : -127, e == 3 ? 16 : 0};
         run(&s);
     }
+    /* AMX's panels of B (a MiB of strips: 16 at k = 2048) more than one,
+     * A's rows in place, k in passes */
+    shape panels = {64, 2048, 544, 2048, 2048, 544, 1 << 30, 0.5f, 1, 0, 0, 3};
+    run(&panels);
     /* the largest k whose dot fits: 127 * 127 * 133144 < 2^31 (the kernel's
      * sums, 127 * 255 * k, wrap; their difference must not) */
     shape big = {13, 133144, 33, 133144, 133144, 33, 1 << 30, 0.0f, 1, -127, 127, 0};

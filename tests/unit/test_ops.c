@@ -2961,8 +2961,11 @@ static void test_matmul_bf16_kernel(void)
     }
     CHECK(tq_device_native_product(NULL, BH) && !tq_device_native_product(NULL, TQ_DTYPE_F16),
           "cpu: AVX512-BF16: bf16 products not said native (or f16 said so)");
-    static const int64_t shapes[][3] = {{1, 1, 1}, {13, 33, 3}, {25, 31, 2}, {97, 65, 384},
-                                        {200, 384, 1537}, {12, 32, 64}, {47, 40, 33}};
+    /* {48, 100, 1536}: AMX's A in place, a last group of 16 rows, k in
+     * passes; {13, 64, 16384}: a strip per panel of B (a MiB), two panels */
+    static const int64_t shapes[][3] = {{1, 1, 1},       {13, 33, 3},    {25, 31, 2},
+                                        {97, 65, 384},   {200, 384, 1537}, {12, 32, 64},
+                                        {47, 40, 33},    {48, 100, 1536}, {13, 64, 16384}};
     /* AMX tiles first where the CPU has them (their 32-row tiles and
      * 32-pair steps of k crossed too), then the AVX512-BF16 kernel alone */
     int amx = tq_cpu_amx_supported(TQ_AMX_BF16);
