@@ -343,8 +343,9 @@ tq_status tq_op_matmul(const tq_tensor *a, int trans_a, const tq_tensor *b,
  * be an approximation within 1.5e-7 |x| + 1e-7 |GELU(x)| of the exact one
  * (under a thousandth of bf16's half unit; subnormal results may flush to
  * zero). The CPU's bf16 products use it (C never goes to memory, GELU and
- * the rounding run on each tile of C as the kernel stores it); a device
- * that does not computes C and low exactly as without it. */
+ * the rounding run on each tile of C as the kernel stores it), and its int8
+ * ones for GELU into bf16 (on each block of C); a device that does not
+ * computes C and low exactly as without it. */
 typedef struct tq_matmul_then {
     const tq_tensor *bias;
     int gelu;

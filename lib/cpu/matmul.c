@@ -44,6 +44,15 @@ typedef struct mm {
  * what is saved is the passes: GELU's row goes to its bf16 copy from L1. */
 static void then_rows(const mm *p, float *c, int64_t rows, int64_t j0, int64_t nb, int bias)
 {
+    /* low_only's GELU into bf16 by tq_cpu_gelu_bf16_rows, as the bf16
+     * kernel's tiles take it (tq.h allows it): where C came from the int8
+     * product, whose bias is in already; f32 GELU and its rounding were a
+     * tenth of tq-embed --precision int8 */
+    if (p->gelu && p->low_only && p->low_dt == TQ_DTYPE_BF16 && !bias && tq_cpu_gelu_bf16_use()) {
+        tq_cpu_gelu_bf16_rows(c, p->n, (int)rows, (int)nb,
+                              (uint16_t *)(p->low + (size_t)(c - p->c) * p->low_size), p->n);
+        return;
+    }
     for (int64_t i = 0; i < rows; i++) {
         float *ci = c + i * p->n;
         if (bias)

@@ -713,7 +713,9 @@ static void one_quantize_rows(int64_t rows, int64_t k, int with_cs, const char *
  * products. The bf16 copy: within half a bf16 step of C. With nrest
  * columns of a kept out of the codes (tq_op_matmul_i8_rest, a's codes 0 and
  * B's column 0 there, as tq-embed gives them): x[i, cols[p]] w[j, p] added,
- * one more rounding each. */
+ * one more rounding each. With GELU into bf16, low_only too (tq-embed's
+ * first feed-forward product): its copy held to the exact call's C as
+ * only_low holds it, GELU's approximation allowed. */
 static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float beta, int with_bias,
                           int gelu, int low, int constant, int64_t nrest)
 {
@@ -726,7 +728,8 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
           *bias = malloc((size_t)n * 4 + 4), *c0 = malloc((size_t)cn * 4 + 4),
           *out = malloc((size_t)cn * 4 + 4);
     uint16_t *lo = malloc((size_t)cn * 2 + 2);
-    double *ref = malloc((size_t)cn * 8 + 8), *mag = malloc((size_t)cn * 8 + 8);
+    double *ref = malloc((size_t)cn * 8 + 8), *mag = malloc((size_t)cn * 8 + 8),
+           *pre = malloc((size_t)cn * 8 + 8);
     float *x = malloc((size_t)an * 4 + 4), *w = malloc((size_t)(n * nrest) * 4 + 4);
     int64_t cols[16];
     for (int64_t i = 0; i < an; i++)
@@ -768,6 +771,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
                 v += (double)beta * c0[i * n + j], mg += fabs((double)beta * c0[i * n + j]);
             if (with_bias)
                 v += bias[j], mg += fabs(bias[j]);
+            pre[(int64_t)e] = v;
             if (gelu)
                 v = 0.5 * v * erfc(-v / sqrt(2.0));
             ref[(int64_t)e] = v;
@@ -817,6 +821,29 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
         if (!constant)
             break;
     }
+    if (low && gelu) {
+        tq_matmul_then only = then;
+        only.low_only = 1;
+        tq_tensor_upload(gc->t, c0, (size_t)cn * 4);
+        for (int64_t i = 0; i < cn; i++) /* NaNs: every copy must be written again */
+            lo[i] = 0x7fc1;
+        tq_tensor_upload(gl->t, lo, (size_t)cn * 2);
+        tq_status st = nrest ? tq_op_matmul_i8_rest(ga->t, gas->t, gb->t, gbs->t, &rest, beta,
+                                                    &only, gc->t)
+                             : tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &only, gc->t);
+        CHECK(st == TQ_OK, "%s: %s, low_only: %s", dev_name, what, tq_errmsg());
+        gt_get(gl, lo, what);
+        int64_t bad = 0, at = 0;
+        for (int64_t i = 0; i < cn; i++) {
+            double v = tq_bf16_to_f32(lo[i]), c = out[i];
+            double tol = 0x1p-8 * (fabs(c) * 1.001 + 4e-7 * fabs(pre[i])) +
+                         2e-7 * (fabs(pre[i]) + fabs(c)) + 0x1p-133;
+            if (!(fabs(v - c) <= tol) && !bad++)
+                at = i;
+        }
+        CHECK(bad == 0, "%s: %s, low_only: %lld bf16 copies off C, first %.9g for %.9g", dev_name,
+              what, (long long)bad, tq_bf16_to_f32(lo[at]), out[at]);
+    }
     gt_free(ga);
     gt_free(gb);
     gt_free(gas);
@@ -839,6 +866,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
     free(lo);
     free(ref);
     free(mag);
+    free(pre);
 }
 
 static void test_int8_products(void)
