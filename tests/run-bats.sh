@@ -1,9 +1,10 @@
 #!/bin/sh
 # run-bats.sh DIR: runs the Bats suites and closes with "bats: N passed, N failed,
 # N skipped"; appends the counts to $TQ_COUNTS when set, for the CI's total.
+# Each test's line carries its time (--timing: where CI's time goes).
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-bats --tap "$@" | tee "$out"
+bats --tap --timing "$@" | tee "$out"
 status=$?
 [ -s "$out" ] || status=1
 skip=$(grep -c '^ok .* # skip' "$out")
