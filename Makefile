@@ -156,12 +156,21 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there; libtq
-# never links MPI, and without mpicc tq-train is built without it.
+# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there:
+# lib/train/mpi.c takes mpi.h's types and dlopens libmpi by the soname the
+# link line names (found here), only under a launcher; nothing links MPI, and
+# without mpicc (or that soname) tq-train is built without it.
 HAVE_MPICC := $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_MPICC),1)
-$(OBJDIR)/cmd/tq-train.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile)
-$(BINDIR)/tq-train: LDLIBS += $(shell mpicc --showme:link)
+MPI_LIBDIRS := $(patsubst -L%,%,$(filter -L%,$(shell mpicc --showme:link)))
+MPI_LIBDIR  := $(firstword $(foreach d,$(MPI_LIBDIRS) $(patsubst %/,%,$(dir $(shell $(CC) -print-file-name=libmpi.so))),$(if $(wildcard $(d)/libmpi.so),$(d))))
+MPI_SONAME  := $(if $(MPI_LIBDIR),$(shell objdump -p $(MPI_LIBDIR)/libmpi.so 2>/dev/null | sed -n 's/^ *SONAME *//p'))
+ifneq ($(MPI_SONAME),)
+$(OBJDIR)/lib/train/mpi.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile) \
+    -DTQ_MPI_SONAME='"$(MPI_SONAME)"' -DTQ_MPI_DIR='"$(MPI_LIBDIR)"'
+else
+BACKEND_NOTES += "mpi: left out of tq-train (no SONAME read from libmpi.so in $(MPI_LIBDIRS))"
+endif
 endif
 
 $(BINDIR)/%: $(OBJDIR)/cmd/%.o $(LIBA)
