@@ -119,8 +119,10 @@ $(OBJDIR)/lib/stream/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN
 # tq-train's optimizer updates every parameter each step, and its loss takes
 # an exp of every output: vectorized too (sqrt vectorizes only without errno,
 # which nothing there reads); lbfgs.c's objective is rows times weights,
-# element-wise over the outputs (no sum reordered: the same bits).
-$(OBJDIR)/lib/train/optim.o $(OBJDIR)/lib/train/loss.o $(OBJDIR)/lib/train/lbfgs.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
+# element-wise over the outputs (no sum reordered: the same bits), its
+# products in linprod*.c.
+$(OBJDIR)/lib/train/optim.o $(OBJDIR)/lib/train/loss.o $(OBJDIR)/lib/train/lbfgs.o \
+    $(OBJDIR)/lib/train/linprod.o $(OBJDIR)/lib/train/linprod_avx2.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
 
 $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kernels/vulkan/*.glsl) scripts/vk-shaders.sh
 	@mkdir -p $(dir $@)

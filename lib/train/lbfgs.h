@@ -18,6 +18,7 @@ typedef struct tq_lbfgs {
     double *xt, *gt, *dir;    /* a trial point, its gradient, the search direction */
     double *s, *y, *rho;      /* TQ_LBFGS_MEMORY pairs s = x' - x, y = g' - g; rho = 1 / s.y */
     double *part;             /* partial sums of chunks (loss sum then gradient sums) */
+    double *wpad;             /* W and b of a point, outputs apart by linprod.h's stride */
     double f, fold, step, gmax;
     double wsum;              /* the weight the loss is a mean over (rows' weights, or groups) */
     int64_t head, count;      /* the newest pair is at (head - 1) mod memory; count held */
