@@ -9,6 +9,7 @@
  * for any --threads and any number of ranks. */
 #include "../internal.h"
 #include "linprod.h"
+#include "loss.h"
 #include "trainer.h"
 
 #include <float.h>
@@ -27,16 +28,19 @@ static double sigmoid(double z)
     return e / (1 + e);
 }
 
-/* log sum exp of z[0..m), the softmax into p */
+/* log sum exp of z[0..m), the softmax into p (its terms summed in order):
+ * loss.c's polynomial exp (glibc's was 12% of digits' run) */
 static double lse(const double *z, int64_t m, double *p)
 {
     double mx = z[0], s = 0;
     for (int64_t j = 1; j < m; j++)
         mx = z[j] > mx ? z[j] : mx;
+    tq_loss_exp_terms(z, mx, m, p);
     for (int64_t j = 0; j < m; j++)
-        s += p[j] = exp(z[j] - mx);
+        s += p[j];
+    double inv = 1 / s;
     for (int64_t j = 0; j < m; j++)
-        p[j] /= s;
+        p[j] *= inv;
     return mx + log(s);
 }
 
