@@ -139,6 +139,19 @@ static void chunk_run(void *ctx, int64_t begin, int64_t end)
             __atomic_store_n(&cx->nomem, 1, __ATOMIC_RELAXED);
 }
 
+/* The chunks on the pool's threads, or on this one alone where the work is
+ * below TQ_LBFGS_PARALLEL_MIN (lbfgs.h says why). Either way the same
+ * chunks, the same bits. */
+static void chunks_run(chunk_ctx *cx, int64_t count)
+{
+    const tq_trainer *t = cx->t;
+    int64_t rows = count * TQ_LBFGS_CHUNK < t->tr->n ? count * TQ_LBFGS_CHUNK : t->tr->n;
+    if ((double)rows * (double)t->dims[0] * (double)cx->kp < TQ_LBFGS_PARALLEL_MIN)
+        chunk_run(cx, 0, count);
+    else
+        tq_parallel_for(count, 1, chunk_run, cx);
+}
+
 /* A double as three floats whose sum is it exactly (for |v| below FLT_MAX
  * and above FLT_MIN 2^48): how a partial crosses the ranks' float sum, where
  * 0 + f is f exactly. Every partial takes this trip, with MPI or without, so
@@ -184,7 +197,7 @@ static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double 
         for (int64_t w0 = 0; w0 < nch; w0 += WAVE) {
             int64_t wn = nch - w0 < WAVE ? nch - w0 : WAVE;
             cx.first = w0, cx.stride = 1;
-            tq_parallel_for(wn, 1, chunk_run, &cx);
+            chunks_run(&cx, wn);
             if (cx.nomem)
                 return tq_fail(TQ_ERR_NOMEM, "out of memory");
             for (int64_t i = 0; i < wn; i++)
@@ -203,7 +216,7 @@ static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double 
         tq_status st = part && fl ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory for the partial sums");
         if (!st) {
             cx.first = cm->rank, cx.stride = cm->size, cx.out = part;
-            tq_parallel_for(mine, 1, chunk_run, &cx);
+            chunks_run(&cx, mine);
             if (cx.nomem)
                 st = tq_fail(TQ_ERR_NOMEM, "out of memory");
             for (int64_t i = 0; !st && i < mine; i++) {
