@@ -119,8 +119,10 @@ $(OBJDIR)/lib/stream/dtype.o $(OBJDIR)/lib/cpu/%.o: OPT += $(if $(filter 1,$(SAN
 # tq-train's optimizer updates every parameter each step, and its loss takes
 # an exp of every output: vectorized too (sqrt vectorizes only without errno,
 # which nothing there reads); lbfgs.c's objective is rows times weights,
-# element-wise over the outputs (no sum reordered: the same bits).
-$(OBJDIR)/lib/train/optim.o $(OBJDIR)/lib/train/loss.o $(OBJDIR)/lib/train/lbfgs.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
+# element-wise over the outputs (no sum reordered: the same bits), its
+# products in linprod*.c.
+$(OBJDIR)/lib/train/optim.o $(OBJDIR)/lib/train/loss.o $(OBJDIR)/lib/train/lbfgs.o \
+    $(OBJDIR)/lib/train/linprod.o $(OBJDIR)/lib/train/linprod_avx2.o: OPT += $(if $(filter 1,$(SAN)),,-O3 -fno-math-errno)
 
 $(VK_SHADERS): kernels/vulkan/shaders.txt $(wildcard kernels/vulkan/*.comp kernels/vulkan/*.glsl) scripts/vk-shaders.sh
 	@mkdir -p $(dir $@)
@@ -156,12 +158,21 @@ $(LIBA): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there; libtq
-# never links MPI, and without mpicc tq-train is built without it.
+# tq-train joins MPI jobs (data parallel) when Open MPI's mpicc is there:
+# lib/train/mpi.c takes mpi.h's types and dlopens libmpi by the soname the
+# link line names (found here), only under a launcher; nothing links MPI, and
+# without mpicc (or that soname) tq-train is built without it.
 HAVE_MPICC := $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_MPICC),1)
-$(OBJDIR)/cmd/tq-train.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile)
-$(BINDIR)/tq-train: LDLIBS += $(shell mpicc --showme:link)
+MPI_LIBDIRS := $(patsubst -L%,%,$(filter -L%,$(shell mpicc --showme:link)))
+MPI_LIBDIR  := $(firstword $(foreach d,$(MPI_LIBDIRS) $(patsubst %/,%,$(dir $(shell $(CC) -print-file-name=libmpi.so))),$(if $(wildcard $(d)/libmpi.so),$(d))))
+MPI_SONAME  := $(if $(MPI_LIBDIR),$(shell objdump -p $(MPI_LIBDIR)/libmpi.so 2>/dev/null | sed -n 's/^ *SONAME *//p'))
+ifneq ($(MPI_SONAME),)
+$(OBJDIR)/lib/train/mpi.o: CPPFLAGS += -DTQ_HAVE_MPI $(shell mpicc --showme:compile) \
+    -DTQ_MPI_SONAME='"$(MPI_SONAME)"' -DTQ_MPI_DIR='"$(MPI_LIBDIR)"'
+else
+BACKEND_NOTES += "mpi: left out of tq-train (no SONAME read from libmpi.so in $(MPI_LIBDIRS))"
+endif
 endif
 
 $(BINDIR)/%: $(OBJDIR)/cmd/%.o $(LIBA)

@@ -56,8 +56,13 @@ static void help(void)
         "input): features (a rank 2 float frame), targets (\"y\": class ids, values or\n"
         "0/1), optional group ids and row weights. Writes the model file (-o).\n"
         "The same data, options and seed give the same model bytes, whatever --threads.\n"
-        "Under mpirun or srun (when built with MPI), data parallel over the ranks, the\n"
-        "same bytes for any number of ranks; rank 0 writes.\n\n"
+        "Under mpirun or srun, data parallel over the ranks, the same bytes for any\n"
+        "number of ranks; rank 0 writes.\n",
+        stdout);
+    const char *lib = tq_train_mpi_library();
+    printf("MPI: %s%s.\n\n", lib ? lib : "not in this build (mpicc was not found)",
+           lib ? ", loaded when a launcher starts tq-train" : "");
+    fputs(
         "Input:\n"
         "      --x NAME          the features (default: \"emb\", else the one rank 2 float frame)\n"
         "      --y NAME          the targets (default: y)\n"
@@ -144,50 +149,15 @@ static int name_arg(tq_tool *t, const char *opt, const char *arg, const char *co
 
 static void crash_now(void) { raise(SIGKILL); }
 
-/* ---- MPI (when built with mpicc): data parallel over the ranks of mpirun
- * or srun; libtq does not link MPI, the tool hands it a sum function ---- */
-#ifdef TQ_HAVE_MPI
-#include <mpi.h>
-
-static tq_status mpi_sum(void *ctx, float *v, size_t n)
-{
-    (void)ctx;
-    for (size_t at = 0; at < n;) { /* counts are ints */
-        int k = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, v + at, k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS)
-            return tq_fail(TQ_ERR_RUNTIME, "MPI_Allreduce failed (error %d)", rc);
-        at += (size_t)k;
-    }
-    return TQ_OK;
-}
-#endif
-
+/* ---- MPI: data parallel over the ranks of mpirun or srun (lib/train/mpi.c
+ * loads libmpi only then); libtq hands the trainer a sum function ---- */
 static tq_train_comm comm;
 static int mpi_on;
-
-/* Under a launcher's environment (mpirun, srun), joins the job. */
-static void mpi_start(int *argc, char ***argv)
-{
-#ifdef TQ_HAVE_MPI
-    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK"))
-        return;
-    if (MPI_Init(argc, argv) != MPI_SUCCESS)
-        return;
-    mpi_on = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &comm.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &comm.size);
-    comm.sum = mpi_sum;
-#else
-    (void)argc, (void)argv;
-#endif
-}
 
 /* Ends the run: under MPI an error on any rank ends every rank (one message:
  * rank 0's, or another rank's own failure of the machine, I/O or memory). */
 static _Noreturn void fail(tq_tool *t, tq_status st)
 {
-#ifdef TQ_HAVE_MPI
     if (mpi_on) {
         /* bad data or options fail every rank alike: rank 0 says it and
          * aborts the job; another rank waits for that first, and speaks only
@@ -197,9 +167,8 @@ static _Noreturn void fail(tq_tool *t, tq_status st)
             sleep(2);
         fprintf(stderr, "%s: error: %s%s\n", t->name, comm.rank ? "(a rank) " : "", tq_errmsg());
         fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, tq_status_exit_code(st));
+        tq_train_mpi_abort(tq_status_exit_code(st));
     }
-#endif
     tq_tool_fail(t, st);
 }
 
@@ -600,7 +569,10 @@ int main(int argc, char **argv)
     tq_tool_init(&t, "tq-train");
     struct opts o;
     parse_args(&t, argc, argv, &o);
-    mpi_start(&argc, &argv);
+    tq_status mst = tq_train_mpi_join(&argc, &argv, &comm);
+    if (mst)
+        tq_tool_fail(&t, mst);
+    mpi_on = tq_train_mpi_on();
     int writer = comm.rank == 0; /* rank 0 writes the model, checkpoints and curves */
     if (!writer)
         t.log_level = TQ_LOG_ERROR, t.progress = 0;
@@ -695,9 +667,6 @@ int main(int argc, char **argv)
     tq_device_close(run.dev);
     if (st)
         fail(&t, st);
-#ifdef TQ_HAVE_MPI
-    if (mpi_on)
-        MPI_Finalize();
-#endif
+    tq_train_mpi_finish();
     return 0;
 }

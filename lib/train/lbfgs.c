@@ -8,7 +8,8 @@
  * in chunk order, whichever thread or MPI rank computed them: the same bytes
  * for any --threads and any number of ranks. */
 #include "../internal.h"
-#include "../cpu/vmath.h"
+#include "linprod.h"
+#include "loss.h"
 #include "trainer.h"
 
 #include <float.h>
@@ -27,65 +28,63 @@ static double sigmoid(double z)
     return e / (1 + e);
 }
 
-/* log sum exp of z[0..m), the softmax into p */
+/* log sum exp of z[0..m), the softmax into p (its terms summed in order):
+ * loss.c's polynomial exp (glibc's was 12% of digits' run) */
 static double lse(const double *z, int64_t m, double *p)
 {
     double mx = z[0], s = 0;
     for (int64_t j = 1; j < m; j++)
         mx = z[j] > mx ? z[j] : mx;
+    tq_loss_exp_terms(z, mx, m, p);
     for (int64_t j = 0; j < m; j++)
-        s += p[j] = exp(z[j] - mx);
+        s += p[j];
+    double inv = 1 / s;
     for (int64_t j = 0; j < m; j++)
-        p[j] /= s;
+        p[j] *= inv;
     return mx + log(s);
 }
 
 typedef struct chunk_ctx {
     tq_trainer *t;
-    const double *x;
+    const double *w, *b;   /* the point's weights and biases, outputs kp apart (linprod.h) */
+    int64_t kp;
     int64_t first, stride; /* the i-th task is chunk first + i stride */
     double *out;           /* the i-th task's partial at out + i (n + 1) */
     int nomem;
 } chunk_ctx;
 
 /* The partial of chunk c: its loss sum (weighted) and gradient sums, in row
- * order, into out[0] and out[1 + i]. Built for AVX2 and for the baseline: the
- * loops are element-wise over the outputs (no sum reordered, no product
- * fused: ISO C does not contract), so both give the same bits. */
-static inline __attribute__((always_inline)) int chunk_body(tq_trainer *t, const double *x,
-                                                            int64_t c, double *out)
+ * order, into out[0] and out[1 + i]. The products run in linprod.h's
+ * kernels, which give the same bits on every CPU; the losses here, row by
+ * row. Rows go through them in blocks (BLOCK rows, or a group for listwise),
+ * their features converted to float64 once: each output's sum still runs
+ * over the rows in order, whatever the blocks. */
+static int chunk_partial(const chunk_ctx *cx, int64_t c, double *out)
 {
+    enum { BLOCK = 64 };
+    tq_trainer *t = cx->t;
     const tq_train_data *d = t->tr;
+    const tq_linprod *lp = tq_linprod_best();
     int listwise = t->loss == TQ_LOSS_LISTWISE;
-    int64_t dim = t->dims[0], k = t->dims[1];
+    int64_t dim = t->dims[0], k = t->dims[1], kp = cx->kp;
     size_t n = t->lb.n, wo = tq_net_w_offset(t->net, 0), bo = tq_net_b_offset(t->net, 0);
     int64_t u0 = c * TQ_LBFGS_CHUNK, u1 = u0 + TQ_LBFGS_CHUNK < t->units ? u0 + TQ_LBFGS_CHUNK : t->units;
-    /* rows in blocks of RB (a group for listwise): each row's sums still run
-     * in feature order, the blocks' rows only interleave (8 independent
-     * chains instead of one) */
-    enum { RB = 8 };
-    int64_t most = RB;
+    int64_t most = BLOCK;
     for (int64_t u = u0; listwise && u < u1; u++)
         most = d->gstart[u + 1] - d->gstart[u] > most ? d->gstart[u + 1] - d->gstart[u] : most;
-    double *z = malloc((size_t)(most * k) * 8 * 2), *gz = z ? z + most * k : NULL;
-    if (!z)
+    /* a block's features, z and dz; the weights' gradient (padding zeroed) */
+    size_t xn = (size_t)(most * dim), zn = (size_t)(most * kp), gn = (size_t)(tq_linprod_grad_rows(dim) * kp);
+    double *xd = calloc(xn + 2 * zn + gn, 8), *z = xd ? xd + xn : NULL, *gz = z ? z + zn : NULL;
+    double *gw = gz ? gz + zn : NULL;
+    if (!xd)
         return 1;
     const float *xf = feats(t);
     memset(out, 0, (n + 1) * 8);
     for (int64_t u = u0; u < u1;) {
-        int64_t ue = listwise ? u + 1 : (u + RB < u1 ? u + RB : u1);
+        int64_t ue = listwise ? u + 1 : (u + BLOCK < u1 ? u + BLOCK : u1);
         int64_t a = listwise ? d->gstart[u] : u, b = listwise ? d->gstart[u + 1] : ue, nr = b - a;
-        for (int64_t i = 0; i < nr; i++) /* z = x W + b */
-            for (int64_t o = 0; o < k; o++)
-                z[i * k + o] = x[bo + (size_t)o];
-        for (int64_t j = 0; j < dim; j++) {
-            const double *w = x + wo + (size_t)(j * k);
-            for (int64_t i = 0; i < nr; i++) {
-                double v = xf[(a + i) * dim + j], *zr = z + i * k;
-                for (int64_t o = 0; o < k; o++)
-                    zr[o] += v * w[o];
-            }
-        }
+        lp->widen(xf + a * dim, (size_t)(nr * dim), xd);
+        lp->forward(xd, nr, dim, cx->w, cx->b, kp, z);
         if (listwise) {
             double ys = 0, l = 0;
             for (int64_t j = 0; j < nr; j++)
@@ -100,8 +99,8 @@ static inline __attribute__((always_inline)) int chunk_body(tq_trainer *t, const
         } else {
             for (int64_t i = 0; i < nr; i++) {
                 double l, yi = d->y[a + i], wi = d->w ? d->w[a + i] : 1.0;
-                const double *zi = z + i * k;
-                double *gi = gz + i * k;
+                const double *zi = z + i * kp;
+                double *gi = gz + i * kp;
                 if (t->loss == TQ_LOSS_MSE) {
                     double e = zi[0] - yi;
                     l = e * e;
@@ -117,57 +116,40 @@ static inline __attribute__((always_inline)) int chunk_body(tq_trainer *t, const
                 out[0] += wi * l;
             }
         }
-        for (int64_t r = a; r < b; r++) { /* each row's gradient, in row order */
+        lp->gradient(xd, nr, dim, !listwise && d->w ? d->w + a : NULL, gz, kp, gw);
+        for (int64_t r = a; r < b; r++) { /* the biases' gradient, in row order */
             double wi = !listwise && d->w ? d->w[r] : 1.0;
-            const double *g = gz + (r - a) * k;
-            const float *xr = xf + r * dim;
-            double *ow = out + 1 + wo;
-            if (k == 1) { /* contiguous over the features: vectorized */
-                double g0 = g[0];
-                for (int64_t j = 0; j < dim; j++)
-                    ow[j] += (xr[j] * wi) * g0;
-            } else {
-                for (int64_t j = 0; j < dim; j++) {
-                    double v = xr[j] * wi;
-                    double *o = ow + (size_t)(j * k);
-                    for (int64_t q = 0; q < k; q++)
-                        o[q] += v * g[q];
-                }
-            }
+            const double *g = gz + (r - a) * kp;
             for (int64_t q = 0; q < k; q++)
                 out[1 + bo + (size_t)q] += wi * g[q];
         }
         u = ue;
     }
-    free(z);
+    for (int64_t j = 0; j < dim; j++)
+        memcpy(out + 1 + wo + (size_t)(j * k), gw + j * kp, (size_t)k * 8);
+    free(xd);
     return 0;
-}
-
-#ifdef TQ_HAVE_ISA_VARIANTS
-static TQ_TARGET_AVX2 int chunk_avx2(tq_trainer *t, const double *x, int64_t c, double *out)
-{
-    return chunk_body(t, x, c, out);
-}
-#endif
-static int chunk_partial(tq_trainer *t, const double *x, int64_t c, double *out)
-{
-#ifdef TQ_HAVE_ISA_VARIANTS
-    static int isa = -1; /* asked once (the same answer from every thread) */
-    int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
-    if (v < 0)
-        __atomic_store_n(&isa, v = tq_cpu_isa(), __ATOMIC_RELAXED);
-    if (v >= 1)
-        return chunk_avx2(t, x, c, out);
-#endif
-    return chunk_body(t, x, c, out);
 }
 
 static void chunk_run(void *ctx, int64_t begin, int64_t end)
 {
     chunk_ctx *cx = ctx;
     for (int64_t i = begin; i < end; i++)
-        if (chunk_partial(cx->t, cx->x, cx->first + i * cx->stride, cx->out + i * (int64_t)(cx->t->lb.n + 1)))
+        if (chunk_partial(cx, cx->first + i * cx->stride, cx->out + i * (int64_t)(cx->t->lb.n + 1)))
             __atomic_store_n(&cx->nomem, 1, __ATOMIC_RELAXED);
+}
+
+/* The chunks on the pool's threads, or on this one alone where the work is
+ * below TQ_LBFGS_PARALLEL_MIN (lbfgs.h says why). Either way the same
+ * chunks, the same bits. */
+static void chunks_run(chunk_ctx *cx, int64_t count)
+{
+    const tq_trainer *t = cx->t;
+    int64_t rows = count * TQ_LBFGS_CHUNK < t->tr->n ? count * TQ_LBFGS_CHUNK : t->tr->n;
+    if ((double)rows * (double)t->dims[0] * (double)cx->kp < TQ_LBFGS_PARALLEL_MIN)
+        chunk_run(cx, 0, count);
+    else
+        tq_parallel_for(count, 1, chunk_run, cx);
 }
 
 /* A double as three floats whose sum is it exactly (for |v| below FLT_MAX
@@ -183,6 +165,23 @@ static void split3(double v, float *f)
 }
 static double join3(const float *f) { return ((double)f[0] + f[1]) + f[2]; }
 
+/* The weights and biases of x for the kernels: outputs kp apart, the
+ * padding zero; x itself where it is laid out so already. */
+static void pad_weights(tq_trainer *t, const double *x, chunk_ctx *cx)
+{
+    int64_t dim = t->dims[0], k = t->dims[1], kp = cx->kp;
+    const double *w = x + tq_net_w_offset(t->net, 0), *b = x + tq_net_b_offset(t->net, 0);
+    if (kp == k) {
+        cx->w = w, cx->b = b;
+        return;
+    }
+    double *wp = t->lb.wpad, *bp = wp + dim * kp;
+    for (int64_t j = 0; j < dim; j++)
+        memcpy(wp + j * kp, w + j * k, (size_t)k * 8);
+    memcpy(bp, b, (size_t)k * 8);
+    cx->w = wp, cx->b = bp;
+}
+
 /* f and g of the objective at x (g of t->lb.n values). */
 static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double *g)
 {
@@ -192,12 +191,13 @@ static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double 
     const tq_train_comm *cm = t->c.comm;
     double *acc = lb->part; /* [slot] the running sum, then WAVE partials */
     memset(acc, 0, slot * 8);
-    chunk_ctx cx = {.t = t, .x = x, .out = acc + slot};
+    chunk_ctx cx = {.t = t, .out = acc + slot, .kp = tq_linprod_stride(t->dims[1])};
+    pad_weights(t, x, &cx);
     if (!cm) {
         for (int64_t w0 = 0; w0 < nch; w0 += WAVE) {
             int64_t wn = nch - w0 < WAVE ? nch - w0 : WAVE;
             cx.first = w0, cx.stride = 1;
-            tq_parallel_for(wn, 1, chunk_run, &cx);
+            chunks_run(&cx, wn);
             if (cx.nomem)
                 return tq_fail(TQ_ERR_NOMEM, "out of memory");
             for (int64_t i = 0; i < wn; i++)
@@ -216,7 +216,7 @@ static tq_status evaluate_obj(tq_trainer *t, const double *x, double *f, double 
         tq_status st = part && fl ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory for the partial sums");
         if (!st) {
             cx.first = cm->rank, cx.stride = cm->size, cx.out = part;
-            tq_parallel_for(mine, 1, chunk_run, &cx);
+            chunks_run(&cx, mine);
             if (cx.nomem)
                 st = tq_fail(TQ_ERR_NOMEM, "out of memory");
             for (int64_t i = 0; !st && i < mine; i++) {
@@ -282,7 +282,9 @@ tq_status tq_trainer_lbfgs_init(tq_trainer *t)
     lb->dir = calloc(n, 8), lb->s = calloc(n * m, 8), lb->y = calloc(n * m, 8);
     lb->rho = calloc(m, 8);
     lb->part = malloc((size_t)(WAVE + 1) * (n + 1) * 8);
-    if (!lb->x || !lb->g || !lb->xt || !lb->gt || !lb->dir || !lb->s || !lb->y || !lb->rho || !lb->part)
+    lb->wpad = calloc((size_t)((t->dims[0] + 1) * tq_linprod_stride(t->dims[1])), 8);
+    if (!lb->x || !lb->g || !lb->xt || !lb->gt || !lb->dir || !lb->s || !lb->y || !lb->rho || !lb->part ||
+        !lb->wpad)
         return tq_fail(TQ_ERR_NOMEM, "out of memory for L-BFGS");
     const tq_train_data *d = t->tr;
     lb->wsum = 0;
@@ -311,7 +313,7 @@ void tq_trainer_lbfgs_free(tq_trainer *t)
 {
     tq_lbfgs *lb = &t->lb;
     free(lb->x), free(lb->g), free(lb->xt), free(lb->gt), free(lb->dir);
-    free(lb->s), free(lb->y), free(lb->rho), free(lb->part);
+    free(lb->s), free(lb->y), free(lb->rho), free(lb->part), free(lb->wpad);
 }
 
 /* dir = -H g, H the two-loop recursion's inverse Hessian estimate */

@@ -27,32 +27,61 @@ static inline double exp_term(double x)
 
 /* e[j] = exp_term(z[j] - mx), j < m: built for AVX2 and for the baseline
  * (GCC vectorizes the 64-bit integer steps of 2^n only with AVX2); the same
- * operations in each, so the same bits on every machine. */
+ * operations in each, so the same bits on every machine. For float z (the
+ * net's outputs) and double z (lbfgs.c's). */
 static inline __attribute__((always_inline)) void exp_terms_body(const float *z, double mx,
                                                                  int64_t m, double *e)
 {
     for (int64_t j = 0; j < m; j++)
         e[j] = exp_term((double)z[j] - mx);
 }
+static inline __attribute__((always_inline)) void exp_terms64_body(const double *z, double mx,
+                                                                   int64_t m, double *e)
+{
+    for (int64_t j = 0; j < m; j++)
+        e[j] = exp_term(z[j] - mx);
+}
 #ifdef TQ_HAVE_ISA_VARIANTS
 static TQ_TARGET_AVX2 void exp_terms_avx2(const float *z, double mx, int64_t m, double *e)
 {
     exp_terms_body(z, mx, m, e);
 }
-#endif
-static void exp_terms(const float *z, double mx, int64_t m, double *e)
+static TQ_TARGET_AVX2 void exp_terms64_avx2(const double *z, double mx, int64_t m, double *e)
 {
-#ifdef TQ_HAVE_ISA_VARIANTS
-    static int isa = -1; /* tq_cpu_isa(), asked once (the same answer from every thread) */
+    exp_terms64_body(z, mx, m, e);
+}
+#endif
+
+/* tq_cpu_isa(), asked once (the same answer from every thread) */
+static int isa_level(void)
+{
+    static int isa = -1;
     int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
     if (v < 0)
         __atomic_store_n(&isa, v = tq_cpu_isa(), __ATOMIC_RELAXED);
-    if (v >= 1) {
+    return v;
+}
+
+static void exp_terms(const float *z, double mx, int64_t m, double *e)
+{
+#ifdef TQ_HAVE_ISA_VARIANTS
+    if (isa_level() >= 1) {
         exp_terms_avx2(z, mx, m, e);
         return;
     }
 #endif
     exp_terms_body(z, mx, m, e);
+}
+
+void tq_loss_exp_terms(const double *z, double mx, int64_t m, double *e)
+{
+#ifdef TQ_HAVE_ISA_VARIANTS
+    if (isa_level() >= 1) {
+        exp_terms64_avx2(z, mx, m, e);
+        return;
+    }
+#endif
+    exp_terms64_body(z, mx, m, e);
 }
 
 /* log sum exp of z[0..o) and the softmax into p (may be NULL) */

@@ -67,7 +67,7 @@ void tq_train_data_free(tq_train_data *d);
 
 /* ---- the trainer (train.c) ---- */
 
-/* Data-parallel training (MPI, in the tool: libtq does not link it). Under a
+/* Data-parallel training (MPI: libtq does not link it, mpi.c loads it). Under a
  * comm, every batch is cut into chunks of TQ_TRAIN_CHUNK examples (groups for
  * listwise), fixed by the batch alone; rank r computes the gradients of
  * chunks r, r + size, ...; sum adds the ranks' vectors element-wise (each
@@ -80,6 +80,17 @@ typedef struct tq_train_comm {
     void *ctx;
     tq_status (*sum)(void *ctx, float *v, size_t n); /* in place, on every rank */
 } tq_train_comm;
+
+/* mpi.c: the comm of an MPI job, libmpi loaded (dlopen) only under a
+ * launcher's environment (Open MPI's mpirun, PMI or PMIx: srun). Outside one,
+ * or in a build without MPI, *comm is one process (rank 0 of 1, no sum) and
+ * TQ_OK; under one, a libmpi that does not load is TQ_ERR_RUNTIME saying why. */
+tq_status tq_train_mpi_join(int *argc, char ***argv, tq_train_comm *comm);
+int tq_train_mpi_on(void); /* joined */
+void tq_train_mpi_abort(int code); /* ends every rank (MPI_Abort); returns if not joined */
+void tq_train_mpi_finish(void);
+/* The libmpi this build loads (its soname), or NULL for a build without MPI. */
+const char *tq_train_mpi_library(void);
 
 typedef struct tq_train_cfg {
     tq_device *dev;

@@ -40,6 +40,13 @@ open_mpi_env() {
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 }
 
+# needs_mpi_train: skip unless tq-train was built with MPI (its --help names the
+# libmpi it loads under a launcher; it links none, so ldd cannot tell).
+needs_mpi_train() {
+    "$TQ_BIN/tq-train" --help | grep -q '^MPI: libmpi' ||
+        skip "tq-train was built without MPI (mpicc was not found at build time)"
+}
+
 # needs_peak_rss: skip a peak-memory test where it cannot be measured: without
 # GNU time, or under AddressSanitizer (its shadow memory and quarantine are no
 # measure of ours).

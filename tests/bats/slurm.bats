@@ -313,8 +313,7 @@ feed_one() {
 
 @test "tq-train under srun -n 2 --mpi=pmix: the same model bytes as one rank (adam, and lbfgs)" {
     [ -x "$TQ_BIN/tq-train" ] || skip "bin/tq-train is not built on this branch (issue 14)"
-    ldd "$TQ_BIN/tq-train" | grep -q libmpi ||
-        skip "tq-train was built without MPI (mpicc was not found at build time)"
+    needs_mpi_train
     needs_numpy
     open_mpi_env
     # 512 examples of 8 features, 3 classes from a linear rule with noise

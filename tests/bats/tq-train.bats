@@ -364,7 +364,7 @@ PYEOF
 
 @test "MPI: mpirun -np 1, 2 and 4 give the same model bytes; rank 0 alone writes and reports; one error message" {
     command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
-    ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
+    needs_mpi_train
     open_mpi_env
     py "$REF" data "$D" softmax --n 200
     for np in 1 2 4; do
@@ -385,6 +385,27 @@ PYEOF
     [ "$(grep -c '^tq-train: error:' <<<"$stderr")" -eq 1 ]
     grep -q 'label 2 is not a class 0..1' <<<"$stderr"
     [ ! -e "$D/x.tq" ]
+}
+
+@test "MPI: libmpi is loaded only under a launcher: not linked; a launcher's environment without it is one error, exit 1" {
+    needs_mpi_train
+    [ -z "$(ldd "$TQ_BIN/tq-train" | grep libmpi)" ]
+    py "$REF" data "$D" softmax
+    # outside a launcher no MPI library is opened, not even a missing one
+    TQ_MPI_LIB="$D/none/libmpi.so.40" tq-train --model softmax -o "$D/m.tq" "$D/in.tq"
+    for var in OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK; do
+        run --separate-stderr env "$var=1" TQ_MPI_LIB="$D/none/libmpi.so.40" tq-train --model softmax \
+            -o "$D/x.tq" "$D/in.tq"
+        echo "$stderr"
+        [ "$status" -eq 1 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "tq-train: error: MPI: started by a launcher, but $D/none/libmpi.so.40: cannot open shared object file"* ]]
+        [ ! -e "$D/x.tq" ]
+    done
+    # a library that is not Open MPI's says so
+    run --separate-stderr env OMPI_COMM_WORLD_SIZE=1 TQ_MPI_LIB=libm.so.6 tq-train --model softmax \
+        -o "$D/x.tq" "$D/in.tq"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "tq-train: error: MPI: libm.so.6 has no MPI_Init (not Open MPI's libmpi?)" ]
 }
 
 @test "--valid: frames of one name on both sides each come from their own input; widths must agree; -v says what came from where" {
@@ -520,7 +541,7 @@ PYEOF
 
 @test "lbfgs under mpirun -np 1, 2 and 3: the same model bytes as without MPI" {
     command -v mpirun >/dev/null || skip "Open MPI is not installed (openmpi-bin)"
-    ldd "$(command -v tq-train)" | grep -q libmpi || skip "tq-train was built without MPI (no mpicc)"
+    needs_mpi_train
     open_mpi_env
     classes 2000
     tq-train --model softmax --standardize -o "$D/plain.tq" "$D/in.tq"
