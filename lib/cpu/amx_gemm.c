@@ -144,7 +144,8 @@ int tq_cpu_amx_gemm(int kind, int m, const unsigned char *a, long lda, size_t kb
         int q1 = nstrips - q0 < panel ? nstrips : q0 + panel;
         for (int r = 0; r < m; r += 32) {
             int mr = m - r < 32 ? m - r : 32;
-            rows32 rw = {a + (long)r * lda, a + (long)(r + 16) * lda, lda, 64, mr > 16};
+            const unsigned char *a0 = a + (long)r * lda; /* rows 16.. only where live */
+            rows32 rw = {a0, mr > 16 ? a0 + 16 * lda : a0, lda, 64, mr > 16};
             if (!in_place || (mr != 16 && mr != 32)) {
                 pack_rows(buf, a + (long)r * lda, lda, mr, kbytes, steps);
                 rw = (rows32){buf, buf + (size_t)steps * 1024, 64, 1024, mr > 16};
