@@ -481,9 +481,12 @@ static void load(tq_tool *t, struct opts *o, const char *in, struct run *r)
 }
 
 /* Says what the run took and how it will train (-v). */
-static void announce(tq_tool *t, const struct run *r)
+static void announce(tq_tool *t, const struct run *r, const tq_train_cfg *c)
 {
-    if (mpi_on)
+    if (mpi_on && c->optim == TQ_OPTIM_LBFGS)
+        tq_tool_log(t, TQ_LOG_INFO, "MPI: %d rank%s, the data's sums in chunks of %d rows", comm.size,
+                    comm.size == 1 ? "" : "s", TQ_TRAIN_LBFGS_CHUNK);
+    else if (mpi_on)
         tq_tool_log(t, TQ_LOG_INFO, "MPI: %d rank%s, each batch in chunks of %d examples", comm.size,
                     comm.size == 1 ? "" : "s", TQ_TRAIN_CHUNK);
     tq_took took[2] = {{.what = "training features", .name = r->train.xname, .from = r->train.from,
@@ -592,7 +595,7 @@ int main(int argc, char **argv)
     struct run run;
     load(&t, &o, in, &run);
     tq_trainer *tr = run.tr;
-    announce(&t, &run);
+    announce(&t, &run, &o.c);
     tq_status st;
     if (resume) {
         if ((st = tq_trainer_resume(tr, resume)))

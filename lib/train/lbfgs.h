@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "train.h"
+
 #define TQ_LBFGS_MEMORY 10 /* scipy's L-BFGS-B maxcor */
 #define TQ_LBFGS_MAXLS 50  /* evaluations a line search may take (scikit-learn's maxls) */
-#define TQ_LBFGS_CHUNK 256 /* units a partial sum covers: fixed, so the sums' order is too */
+#define TQ_LBFGS_CHUNK TQ_TRAIN_LBFGS_CHUNK /* units a partial sum covers: fixed, so the sums' order is too */
 /* rows x features x outputs (padded) an evaluation must reach before its
  * chunks go to the thread pool: below, the pool's fixed cost (a wake-up, and
  * each helper's spin of 50 us after the call, processor time the run pays)

@@ -75,6 +75,9 @@ void tq_train_data_free(tq_train_data *d);
  * and every rank adds the chunks up in chunk order: the same bytes for any
  * number of ranks. */
 #define TQ_TRAIN_CHUNK 16
+/* L-BFGS's sums, over the whole data, in chunks of this many rows (groups)
+ * instead (lbfgs.c), whatever the threads and ranks */
+#define TQ_TRAIN_LBFGS_CHUNK 256
 typedef struct tq_train_comm {
     int rank, size;
     void *ctx;

@@ -372,7 +372,7 @@ PYEOF
         (cd "$D/np$np" && mpirun -np $np --oversubscribe tq-train -v --model mlp --hidden 16 \
             --epochs 2 --batch 50 --valid ../in.tq --checkpoint ck.tq -o m.tq ../in.tq 2> err)
         cat "$D/np$np/err"
-        [ "$(grep -c "MPI: $np rank" "$D/np$np/err")" -eq 1 ]
+        [ "$(grep -c "MPI: $np ranks\?, each batch in chunks of 16 examples" "$D/np$np/err")" -eq 1 ]
         [ "$(grep -c 'trained in' "$D/np$np/err")" -eq 1 ]
         [ -z "$(ls -A "$D/np$np" | grep tmp)" ]
     done
@@ -546,9 +546,11 @@ PYEOF
     classes 2000
     tq-train --model softmax --standardize -o "$D/plain.tq" "$D/in.tq"
     for np in 1 2 3; do
-        mpirun -np $np --oversubscribe tq-train --model softmax --standardize \
-            -o "$D/np$np.tq" "$D/in.tq"
+        mpirun -np $np --oversubscribe tq-train -v --model softmax --standardize \
+            -o "$D/np$np.tq" "$D/in.tq" 2> "$D/err$np"
         cmp "$D/plain.tq" "$D/np$np.tq"
+        # -v names L-BFGS's chunks (tq-train(1): 256 rows), not a batch's
+        [ "$(grep -c "MPI: $np ranks\?, the data's sums in chunks of 256 rows" "$D/err$np")" -eq 1 ]
     done
 }
 
