@@ -705,6 +705,14 @@ static void one_quantize_rows(int64_t rows, int64_t k, int with_cs, const char *
     free(q);
 }
 
+/* tq_op_matmul_i8, or _rest where rest is not NULL */
+static tq_status i8_product(gt *ga, gt *gas, gt *gb, gt *gbs, const tq_i8_rest *rest, float beta,
+                            const tq_matmul_then *then, gt *gc)
+{
+    return rest ? tq_op_matmul_i8_rest(ga->t, gas->t, gb->t, gbs->t, rest, beta, then, gc->t)
+                : tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, then, gc->t);
+}
+
 /* tq_op_matmul_i8 against float64: the integer dot products exactly, times
  * both scales, beta C and the bias, then GELU by erfc. Without GELU the f32
  * result is at most three roundings from the exact value (the dot's
@@ -795,9 +803,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
              low ? " into bf16" : "", (long long)nrest);
     for (int pass = 0; pass < 2; pass++) { /* a constant B again: its kept packing */
         tq_tensor_upload(gc->t, c0, (size_t)cn * 4);
-        tq_status st = nrest ? tq_op_matmul_i8_rest(ga->t, gas->t, gb->t, gbs->t, &rest, beta,
-                                                    &then, gc->t)
-                             : tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &then, gc->t);
+        tq_status st = i8_product(ga, gas, gb, gbs, nrest ? &rest : NULL, beta, &then, gc);
         CHECK(st == TQ_OK, "%s: %s: %s", dev_name, what, tq_errmsg());
         gt_get(gc, out, what);
         gt_unchanged(ga, a, what);
@@ -828,9 +834,7 @@ static void one_matmul_i8(int64_t batch, int64_t m, int64_t n, int64_t k, float 
         for (int64_t i = 0; i < cn; i++) /* NaNs: every copy must be written again */
             lo[i] = 0x7fc1;
         tq_tensor_upload(gl->t, lo, (size_t)cn * 2);
-        tq_status st = nrest ? tq_op_matmul_i8_rest(ga->t, gas->t, gb->t, gbs->t, &rest, beta,
-                                                    &only, gc->t)
-                             : tq_op_matmul_i8(ga->t, gas->t, gb->t, gbs->t, beta, &only, gc->t);
+        tq_status st = i8_product(ga, gas, gb, gbs, nrest ? &rest : NULL, beta, &only, gc);
         CHECK(st == TQ_OK, "%s: %s, low_only: %s", dev_name, what, tq_errmsg());
         gt_get(gl, lo, what);
         int64_t bad = 0, at = 0;
