@@ -485,6 +485,12 @@ typedef struct tq_attention_args {
      * tq_op_convert (the CPU rounds each block of out as it finishes it,
      * from L1; other devices run the two ops). */
     tq_tensor *low;
+    /* f32 [H, Lq, Lk], added to every batch item's scaled scores before the
+     * softmax: scale * q . k + bias[h, i, j] (a relative position bias, as
+     * MPNet's and T5's); NULL: none. Masked keys stay masked. With it the
+     * CPU takes f32 products (bf16 is ignored) and CUDA, HIP and Vulkan run
+     * the op through the host. */
+    const tq_tensor *bias;
 } tq_attention_args;
 tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,
                           const tq_attention_args *args, tq_tensor *out);

@@ -274,7 +274,7 @@ tq_status tq_attend_run(tq_device *dev, tq_attend_job *j)
         goto done;
     if (j->want_weights && (st = tq_tensor_new(dev, TQ_DTYPE_F32, 4, wd, &wt)))
         goto done;
-    tq_attention_args args = {j->heads, j->scale, j->causal, kl, qg, kg, rc, wt, 0, NULL};
+    tq_attention_args args = {j->heads, j->scale, j->causal, kl, qg, kg, rc, wt, 0, NULL, NULL};
     const tq_tensor *kk = k ? k : q, *vv = v ? v : (k ? k : q);
     if ((st = tq_op_attention(q, kk, vv, &args, o)))
         goto done;

@@ -611,7 +611,8 @@ tq_status tqb_inst_run(tqb_inst *in)
     case OP_ATTENTION_CAUSAL:
     case OP_ATTENTION_BF16: {
         tq_attention_args a = {ATT_H, 0.0f, in->op == &tqb_ops[OP_ATTENTION_CAUSAL], NULL, NULL,
-                               NULL, NULL, NULL, in->op == &tqb_ops[OP_ATTENTION_BF16], NULL};
+                               NULL, NULL, NULL, in->op == &tqb_ops[OP_ATTENTION_BF16], NULL,
+                               NULL};
         return tq_op_attention(t[0], t[1], t[2], &a, t[3]);
     }
     case OP_ROWNORM:

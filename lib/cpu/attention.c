@@ -29,6 +29,7 @@ typedef struct att {
     const float *q, *k, *v;
     float *out, *received, *weights;
     const int64_t *key_len, *qgroup, *kgroup;
+    const float *bias; /* [H, Lq, Lk] added to the scores, or NULL */
     int64_t B, Lq, Lk, H, Dk, Dv, dqk, dv, dvp; /* dqk, dv: row widths; dvp: Dv padded to NR */
     int64_t qblocks, kblocks;
     int causal;
@@ -448,6 +449,20 @@ static int tile_live(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, in
     return 1;
 }
 
+/* Adds head h's bias to a tile's scores (rows < nq, columns < nk; the rest
+ * is masked after), in the scores' base-2 units. */
+static void bias_tile(const att *a, int64_t h, int64_t i0, int nq, int64_t j0, int nk, float *s)
+{
+    if (!a->bias)
+        return;
+    for (int r = 0; r < nq; r++) {
+        const float *restrict bs = a->bias + (h * a->Lq + i0 + r) * a->Lk + j0;
+        float *restrict row = s + (int64_t)r * BK;
+        for (int j = 0; j < nk; j++)
+            row[j] += (float)LOG2E * bs[j];
+    }
+}
+
 /* Sets masked scores of a tile to -inf: columns past nk (past the keys or
  * key_len), j > i under causal, other groups. */
 static void mask_tile(const att *a, int64_t b, int64_t i0, int nq, int64_t j0, int nk, float *s)
@@ -644,6 +659,7 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
             tile_scores(a, rows, q, i0, h, rn->kpk + tile * BK * a->Dk, kn->nr, nq, nk, w->s);
         /* columns past kend (key_len, causal) are masked here: the packed
          * keys run to key_len or to the tile's end */
+        bias_tile(a, h, i0, nq, j0, nk, w->s);
         mask_tile(a, b, i0, nq, j0, nk, w->s);
         /* (the rows way keeps no accumulator for it to rescale) */
         rn->online(w->s, nq, nk, w->m, w->l, w->o, rows ? 0 : a->dvp);
@@ -773,6 +789,7 @@ static void unit_keys(const run *rn, scratch *w, int64_t u)
             if (live) {
                 const float *m = a->stats + (b * a->H + h) * a->Lq + i0;
                 tile_scores(a, rows, q, i0, h, w->kp, a->kern->nr, nq, nlive, w->s);
+                bias_tile(a, h, i0, nq, j0, nlive, w->s);
                 mask_tile(a, b, i0, nq, j0, nlive, w->s);
                 final_probs(rn, w->s, nq, m, m + plane);
             }
@@ -835,7 +852,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
      * causal: a block's keys are then fewer than its tile's, and V's packed
      * pairs must end where the product's keys do */
     a.causal = args->causal != 0; /* (was set only below: causal took bf16) */
-    a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal &&
+    a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal && !args->bias &&
              tq_cpu_att_bf16_use();
     a.wide = a.bf16 && !args->qgroup && a.Lk > BK;
     a.q = tq_cpu_ptr(q);
@@ -845,6 +862,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
     a.key_len = args->key_len ? tq_cpu_ptr(args->key_len) : NULL;
     a.qgroup = args->qgroup ? tq_cpu_ptr(args->qgroup) : NULL;
     a.kgroup = args->kgroup ? tq_cpu_ptr(args->kgroup) : NULL;
+    a.bias = args->bias ? tq_cpu_ptr(args->bias) : NULL;
     a.received = args->received ? tq_cpu_ptr(args->received) : NULL;
     a.weights = args->weights ? tq_cpu_ptr(args->weights) : NULL;
     if (args->low) {

@@ -28,7 +28,8 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
     /* each thread folds up to 4 output columns; B, H, Lq, Lk travel as 32 bits */
     if (!c->fn[K_ATTENTION] || (a->weights && !c->fn[K_ATTENTION_WEIGHTS]) ||
         (a->received && !c->fn[K_ATTENTION_RECEIVED]) || Dv > 4 * ATT_BLOCK ||
-        B > UINT32_MAX || Lq > UINT32_MAX || Lk > UINT32_MAX || H * Dk > UINT32_MAX)
+        B > UINT32_MAX || Lq > UINT32_MAX || Lk > UINT32_MAX || H * Dk > UINT32_MAX ||
+        a->bias) /* (no kernel adds a score bias yet: MPNet's runs on the host) */
         return tq_host_attention(q, k, v, a, out);
     uint64_t rows = B * H * Lq;
     if (!B || (!rows && !a->received))

@@ -238,6 +238,7 @@ tq_status tq_host_attention(const tq_tensor *q, const tq_tensor *k, const tq_ten
     a.key_len = tq_hostpath_in(&h, args->key_len);
     a.qgroup = tq_hostpath_in(&h, args->qgroup);
     a.kgroup = tq_hostpath_in(&h, args->kgroup);
+    a.bias = tq_hostpath_in(&h, args->bias);
     a.received = tq_hostpath_out(&h, args->received, 0);
     a.weights = tq_hostpath_out(&h, args->weights, 0);
     a.low = NULL; /* (op.c rounds out on the device afterwards) */

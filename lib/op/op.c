@@ -655,6 +655,13 @@ tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tenso
               "attention: weights must be [%lld, %d, %lld, %lld]", (long long)B, H,
               (long long)Lq, (long long)Lk);
     }
+    if (args->bias) {
+        const tq_tensor *bs = args->bias;
+        F32(bs, "attention bias");
+        SAME_DEV(q, bs);
+        CHECK(bs->rank == 3 && bs->dims[0] == H && bs->dims[1] == Lq && bs->dims[2] == Lk,
+              "attention: bias must be [%d, %lld, %lld]", H, (long long)Lq, (long long)Lk);
+    }
     if (args->low) {
         CHECK(args->low->dtype == TQ_DTYPE_BF16 || args->low->dtype == TQ_DTYPE_F16,
               "attention low must be bf16 or f16, not %s", tq_dtype_name(args->low->dtype));

@@ -3,6 +3,7 @@
  * leaves each query row's softmax max and sum in a scratch buffer; then, when
  * asked, one for the weights and one for the received scores. */
 #include "vk.h"
+#include "../op/hostpath.h"
 
 #include <math.h>
 
@@ -20,6 +21,8 @@ tq_status tq_vk_attention(void *ctx, const tq_tensor *q, const tq_tensor *k, con
     int r3 = q->rank == 3;
     int64_t B = r3 ? q->dims[0] : 1, Lq = q->dims[r3], Lk = k->dims[r3];
     int64_t H = a->heads, Dk = q->dims[r3 + 1] / H, Dv = v->dims[r3 + 1] / H;
+    if (a->bias) /* (the shader adds no score bias yet: MPNet's runs on the host) */
+        return tq_host_attention(q, k, v, a, out);
     if (Dv > 4 * c->wg)
         return tq_fail(TQ_ERR_RUNTIME, "vulkan: attention takes heads of up to %d values", 4 * c->wg);
     if (tq_tensor_numel(q) > UINT32_MAX || tq_tensor_numel(k) > UINT32_MAX ||

@@ -2292,12 +2292,13 @@ typedef struct att_case {
     const int64_t *key_len; /* [B] or NULL */
     double lo, hi;          /* range of q, k, v */
     int self;               /* k = q: with a large scale, logits near 80 */
+    int bias;               /* a score bias [H, Lq, Lk] in [-3, 3] (MPNet's kind) */
 } att_case;
 
 /* float64 reference of the op's contract, in the most direct form. */
 static void ref_attention(const att_case *c, const float *q, const float *k, const float *v,
-                          const int64_t *qg, const int64_t *kg, double *out, double *recv,
-                          double *w)
+                          const int64_t *qg, const int64_t *kg, const float *bias, double *out,
+                          double *recv, double *w)
 {
     int64_t dq = (int64_t)c->H * c->Dk, dv = (int64_t)c->H * c->Dv;
     double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->Dk);
@@ -2315,7 +2316,7 @@ static void ref_attention(const att_case *c, const float *q, const float *k, con
                     for (int p = 0; p < c->Dk; p++)
                         d += (double)q[(b * c->Lq + i) * dq + h * c->Dk + p] *
                              k[(b * c->Lk + j) * dq + h * c->Dk + p];
-                    s[j] = scale * d;
+                    s[j] = scale * d + (bias ? bias[(h * c->Lq + i) * c->Lk + j] : 0.0);
                     if (live[j] && s[j] > mx)
                         mx = s[j];
                 }
@@ -2373,7 +2374,11 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
         fill(k, nk, c->lo, c->hi);
     fill(v, nv, -1, 1);
     att_groups(c, qg, kg);
-    ref_attention(c, q, k, v, qg, kg, rout, rrecv, rw);
+    int64_t nb = c->bias ? (int64_t)c->H * c->Lq * c->Lk : 0;
+    float *bias = c->bias ? malloc((size_t)(nb + 1) * 4) : NULL;
+    if (bias)
+        fill(bias, nb, -3, 3);
+    ref_attention(c, q, k, v, qg, kg, bias, rout, rrecv, rw);
     int r = c->rank3 ? 3 : 2, o = c->rank3 ? 0 : 1;
     int64_t qd[3] = {c->B, c->Lq, dq}, kd[3] = {c->B, c->Lk, dq}, vd[3] = {c->B, c->Lk, dv},
             od[3] = {c->B, c->Lq, dv}, wd[4] = {c->B, c->H, c->Lq, c->Lk},
@@ -2385,13 +2390,15 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
     gt *gql = c->groups ? gt_new(TQ_DTYPE_I64, 2, qgd, qg) : NULL;
     gt *gkl = c->groups ? gt_new(TQ_DTYPE_I64, 2, kgd, kg) : NULL;
     gt *glen = c->key_len ? gt_new(TQ_DTYPE_I64, 1, &c->B, c->key_len) : NULL;
+    int64_t bd[3] = {c->H, c->Lq, c->Lk};
+    gt *gb = bias ? gt_new(TQ_DTYPE_F32, 3, bd, bias) : NULL;
     /* out rounded into a copy too (bf16 with bf16 products, else f16): the
      * bytes of tq_convert of out, as tq.h promises */
     tq_dtype lt = att_bf16 ? TQ_DTYPE_BF16 : TQ_DTYPE_F16;
     gt *glow = gt_new(lt, r, od + o, NULL);
     tq_attention_args args = {c->H, c->scale, c->causal, glen ? glen->t : NULL,
                               gql ? gql->t : NULL, gkl ? gkl->t : NULL, gr ? gr->t : NULL,
-                              gw ? gw->t : NULL, att_bf16, glow->t};
+                              gw ? gw->t : NULL, att_bf16, glow->t, gb ? gb->t : NULL};
     tq_status st = tq_op_attention(gq->t, gk->t, gv->t, &args, go->t);
     char what[200];
     snprintf(what, sizeof what, "attention %s (B=%lld Lq=%lld Lk=%lld H=%d Dk=%d Dv=%d)", c->what,
@@ -2440,9 +2447,10 @@ static void att_run(const att_case *c, float **bits, size_t *nbits)
         if (gr)
             memcpy(*bits + no + (gw ? nw : 0), recv, (size_t)nr * 4);
     }
-    gt *all[] = {gq, gk, gv, go, gw, gr, gql, gkl, glen, glow};
+    gt *all[] = {gq, gk, gv, go, gw, gr, gql, gkl, glen, glow, gb};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
+    free(bias);
     free(q), free(k), free(v), free(out), free(w), free(recv);
     free(rout), free(rw), free(rrecv), free(qg), free(kg);
 }
@@ -2454,7 +2462,7 @@ static void attention_bad_args(void)
        *v = gt_new(TQ_DTYPE_F32, 2, d2b, NULL), *o = gt_new(TQ_DTYPE_F32, 2, d2, NULL),
        *o3 = gt_new(TQ_DTYPE_F32, 3, d3, NULL), *len = gt_new(TQ_DTYPE_I64, 1, &kl, NULL),
        *qi = gt_new(TQ_DTYPE_I64, 2, d2, NULL);
-    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL}, a;
+    tq_attention_args ok = {2, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}, a;
     a = ok;
     a.heads = 4; /* does not divide 6 */
     CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE, "attention: 4 heads of 6");
@@ -2486,7 +2494,14 @@ static void attention_bad_args(void)
     CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE &&
               strstr(tq_errmsg(), "low and out differ"),
           "attention: a low of another shape (%s)", tq_errmsg());
-    gt *all[] = {q, k, v, o, o3, len, qi, l2};
+    int64_t bd[3] = {2, 4, 4}; /* [H, Lq, Lk] is [2, 4, 5] */
+    gt *b3 = gt_new(TQ_DTYPE_F32, 3, bd, NULL);
+    a = ok;
+    a.bias = b3->t;
+    CHECK(tq_op_attention(q->t, k->t, v->t, &a, o->t) == TQ_ERR_USAGE &&
+              strstr(tq_errmsg(), "bias must be [2, 4, 5]"),
+          "attention: a bias of another shape (%s)", tq_errmsg());
+    gt *all[] = {q, k, v, o, o3, len, qi, l2, b3};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gt_free(all[i]);
 }
@@ -2498,41 +2513,47 @@ static void test_attention(void)
                          lens_neg[2] = {-1, 90};
     const att_case cases[] = {
         /* what, B, Lq, Lk, H, Dk, Dv, rank3, causal, groups, recv, weights, scale, key_len, lo, hi */
-        {"one query one key", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"odd sizes", 1, 130, 130, 3, 5, 7, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"causal", 1, 200, 200, 2, 16, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"cross, more keys", 1, 70, 150, 4, 8, 12, 0, 0, 0, 0, 1, 0, NULL, -1, 1, 0},
+        {"one query one key", 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"odd sizes", 1, 130, 130, 3, 5, 7, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"causal", 1, 200, 200, 2, 16, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"cross, more keys", 1, 70, 150, 4, 8, 12, 0, 0, 0, 0, 1, 0, NULL, -1, 1, 0, 0},
         /* Dk 12: the AVX2 key packing's 8 x 8 blocks and its scalar rest */
-        {"d_head 12, 83 keys", 1, 70, 83, 2, 12, 12, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"causal, fewer keys", 1, 150, 70, 2, 8, 8, 0, 1, 0, 1, 0, 0, NULL, -1, 1, 0},
-        {"batch, key_len (one 0)", 3, 50, 150, 2, 8, 4, 1, 0, 0, 1, 1, 0, lens3, -1, 1, 0},
-        {"groups", 2, 100, 100, 2, 6, 10, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0},
-        {"causal + key_len + groups", 2, 100, 100, 3, 4, 4, 1, 1, 1, 1, 1, 0.7f, lens2, -1, 1, 0},
+        {"d_head 12, 83 keys", 1, 70, 83, 2, 12, 12, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"causal, fewer keys", 1, 150, 70, 2, 8, 8, 0, 1, 0, 1, 0, 0, NULL, -1, 1, 0, 0},
+        {"batch, key_len (one 0)", 3, 50, 150, 2, 8, 4, 1, 0, 0, 1, 1, 0, lens3, -1, 1, 0, 0},
+        {"groups", 2, 100, 100, 2, 6, 10, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"causal + key_len + groups", 2, 100, 100, 3, 4, 4, 1, 1, 1, 1, 1, 0.7f, lens2, -1, 1, 0, 0},
         /* k = q: the diagonal logits are scale * |q_i|^2, about 80 on average
          * (16 * 0.75 * 6.6 and 64 * 0.48 * 2.6), the others spread +-20..40 */
-        {"logits near 80", 1, 97, 97, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1},
-        {"logits near 80, causal", 1, 130, 130, 1, 16, 8, 0, 1, 0, 1, 0, 6.6f, NULL, -1.5, 1.5, 1},
-        {"no keys", 1, 5, 0, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"no queries", 1, 0, 9, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"d_head 64, 8 heads", 1, 300, 300, 8, 64, 64, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"logits near 80", 1, 97, 97, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1, 0},
+        {"logits near 80, causal", 1, 130, 130, 1, 16, 8, 0, 1, 0, 1, 0, 6.6f, NULL, -1.5, 1.5, 1, 0},
+        {"no keys", 1, 5, 0, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"no queries", 1, 0, 9, 2, 4, 4, 0, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"d_head 64, 8 heads", 1, 300, 300, 8, 64, 64, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
         /* keys that fit one tile (<= 64), the CPU's rows way on AVX-512: 1..4
          * chunks of 16 keys, d_head 5 and 7, 70 (a second column block), more
          * queries than a block, masks and the second pass */
-        {"sentences: 12 heads of 32", 5, 20, 20, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens5, -1, 1, 0},
-        {"one tile, odd widths", 2, 30, 64, 3, 5, 7, 1, 0, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"one tile, d_v 70", 1, 9, 33, 2, 8, 70, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
-        {"one tile, 100 queries", 1, 100, 50, 2, 8, 8, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"sentences: 12 heads of 32", 5, 20, 20, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens5, -1, 1, 0, 0},
+        {"one tile, odd widths", 2, 30, 64, 3, 5, 7, 1, 0, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"one tile, d_v 70", 1, 9, 33, 2, 8, 70, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
+        {"one tile, 100 queries", 1, 100, 50, 2, 8, 8, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
         {"one tile, causal + key_len + groups", 2, 40, 40, 2, 16, 16, 1, 1, 1, 1, 1, 0.7f, lens_t,
-         -1, 1, 0},
-        {"one tile, logits near 80", 1, 48, 48, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1},
+         -1, 1, 0, 0},
+        {"one tile, logits near 80", 1, 48, 48, 2, 64, 64, 0, 0, 0, 1, 1, 2.6f, NULL, -1.2, 1.2, 1, 0},
         /* the GPUs' tiles of 64 queries and 32 keys (kernels/cuda/attention_flash.cu):
          * causal with more keys than queries, a negative key length, d_k !=
          * d_v on both sides of 32, groups across tiles; d_k 80 takes the
          * row kernel */
-        {"causal, more keys, key_len -1", 2, 70, 100, 2, 32, 48, 1, 1, 0, 1, 1, 0, lens_neg, -1, 1, 0},
-        {"groups, d_k 64, d_v 40", 2, 65, 97, 3, 64, 40, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0},
-        {"d_k 80, d_v 16", 1, 40, 50, 2, 80, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0},
-        {"groups in runs", 2, 200, 300, 2, 16, 24, 1, 0, 2, 1, 1, 0, lens2, -1, 1, 0},
+        {"causal, more keys, key_len -1", 2, 70, 100, 2, 32, 48, 1, 1, 0, 1, 1, 0, lens_neg, -1, 1, 0, 0},
+        {"groups, d_k 64, d_v 40", 2, 65, 97, 3, 64, 40, 1, 0, 1, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"d_k 80, d_v 16", 1, 40, 50, 2, 80, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
+        {"groups in runs", 2, 200, 300, 2, 16, 24, 1, 0, 2, 1, 1, 0, lens2, -1, 1, 0, 0},
+        /* a score bias (MPNet's relative positions): keys in one tile and
+         * in several, with key_len, causal, groups and the second pass */
+        {"bias, sentences", 5, 20, 20, 12, 32, 32, 1, 0, 0, 1, 1, 0, lens5, -1, 1, 0, 1},
+        {"bias, tiles, key_len", 2, 100, 100, 2, 16, 16, 1, 0, 0, 1, 1, 0, lens2, -1, 1, 0, 1},
+        {"bias, causal + groups, cross", 2, 70, 130, 3, 8, 12, 1, 1, 1, 1, 1, 0.7f, NULL, -1, 1,
+         0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         att_run(&cases[i], NULL, NULL);
@@ -2544,7 +2565,7 @@ static void test_attention(void)
         float q[2] = {8.0f, 1.0f}, kk[2] = {10.0f, 9.875f}, vv[2] = {1.0f, -1.0f}, out[2];
         gt *gq = gt_new(TQ_DTYPE_F32, 2, d, q), *gk = gt_new(TQ_DTYPE_F32, 2, d, kk),
            *gv = gt_new(TQ_DTYPE_F32, 2, d, vv), *go = gt_new(TQ_DTYPE_F32, 2, d, NULL);
-        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL};
+        tq_attention_args a = {1, 1.0f, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
         CHECK(tq_op_attention(gq->t, gk->t, gv->t, &a, go->t) == TQ_OK, "attention 80: %s",
               tq_errmsg());
         gt_get(go, out, "attention logits 80");
@@ -2555,7 +2576,7 @@ static void test_attention(void)
         gt_free(gq), gt_free(gk), gt_free(gv), gt_free(go);
     }
     /* same bits with 1 and 2 threads: many units, every output */
-    att_case tc = {"threads", 2, 300, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0};
+    att_case tc = {"threads", 2, 300, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0, 0};
     float *one, *two;
     size_t n1, n2;
     uint64_t seed = rng;
@@ -2577,7 +2598,7 @@ static void test_attention(void)
 static void test_attention_cpu_isa(void)
 {
     static const int64_t lens2[2] = {77, 100};
-    att_case tc = {"ISA levels", 2, 150, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0};
+    att_case tc = {"ISA levels", 2, 150, 260, 3, 16, 8, 1, 1, 1, 1, 1, 0, lens2, -1, 1, 0, 0};
     float *bits[3] = {NULL, NULL, NULL};
     size_t n[3] = {0, 0, 0};
     uint64_t seed = rng;
@@ -2611,21 +2632,21 @@ static void test_attention_cpu_bf16(void)
     static const int64_t lens2[2] = {77, 100}, lens3b[3] = {40, 64, 100},
                          lens3w[3] = {65, 256, 300};
     const att_case cases[] = {
-        {"bf16: passages, 12 heads of 32", 2, 130, 130, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
-        {"bf16: odd widths", 1, 100, 150, 3, 5, 7, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
-        {"bf16: causal (f32 products)", 1, 100, 150, 2, 8, 8, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0},
+        {"bf16: passages, 12 heads of 32", 2, 130, 130, 12, 32, 32, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0, 0},
+        {"bf16: odd widths", 1, 100, 150, 3, 5, 7, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
+        {"bf16: causal (f32 products)", 1, 100, 150, 2, 8, 8, 0, 1, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
         {"bf16: d_head 33 and 40, groups", 2, 100, 100, 2, 33, 40, 1, 0, 1, 0, 0, 0.5f, lens2, -1,
-         1, 0},
-        {"bf16: d_head 64, 200 keys", 1, 200, 200, 4, 64, 64, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
-        {"bf16: d_v 40, 77 and 100 keys", 2, 100, 100, 2, 32, 40, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0},
+         1, 0, 0},
+        {"bf16: d_head 64, 200 keys", 1, 200, 200, 4, 64, 64, 0, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
+        {"bf16: d_v 40, 77 and 100 keys", 2, 100, 100, 2, 32, 40, 1, 0, 0, 0, 0, 0, lens2, -1, 1, 0, 0},
         /* items of <= 64 keys in a batch of 100 (the f32 rows way beside
          * bf16 tiles) */
-        {"bf16: 40, 64 and 100 keys", 3, 100, 100, 2, 32, 32, 1, 0, 0, 0, 0, 0, lens3b, -1, 1, 0},
+        {"bf16: 40, 64 and 100 keys", 3, 100, 100, 2, 32, 32, 1, 0, 0, 0, 0, 0, lens3b, -1, 1, 0, 0},
         /* the wide way (65.. 256 keys, attention_wide.c) beside tiles */
-        {"bf16: 65, 256 and 300 keys", 3, 300, 300, 4, 32, 32, 1, 0, 0, 0, 0, 0, lens3w, -1, 1, 0},
+        {"bf16: 65, 256 and 300 keys", 3, 300, 300, 4, 32, 32, 1, 0, 0, 0, 0, 0, lens3w, -1, 1, 0, 0},
         {"bf16: d_head 33, d_v 40, 255 keys", 1, 60, 255, 2, 33, 40, 1, 0, 0, 0, 0, 0, NULL, -1, 1,
-         0},
-        {"bf16: 257 keys (tiles)", 1, 60, 257, 2, 32, 32, 1, 0, 0, 0, 0, 0, NULL, -1, 1, 0},
+         0, 0},
+        {"bf16: 257 keys (tiles)", 1, 60, 257, 2, 32, 32, 1, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
     };
     att_bf16 = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -2696,8 +2717,8 @@ static void alone_and_padded(int64_t N, int64_t L)
     /* with bf16 products allowed too: the longer item's tiles are bf16's,
      * the short item keeps its way (the rows way's f32, or the wide way) */
     for (int bf = 0; bf < 2; bf++) {
-        tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf, NULL},
-                          alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf, NULL};
+        tq_attention_args padded = {H, 0, 0, gl->t, NULL, NULL, NULL, NULL, bf, NULL, NULL},
+                          alone = {H, 0, 0, NULL, NULL, NULL, NULL, NULL, bf, NULL, NULL};
         CHECK(tq_op_attention(gq->t, gk->t, gv->t, &padded, go->t) == TQ_OK &&
                   tq_op_attention(aq->t, ak->t, av->t, &alone, ao->t) == TQ_OK,
               "cpu: attention alone and padded: %s", tq_errmsg());
