@@ -25,6 +25,9 @@ enum {
     OPT_ON_EMPTY,
     OPT_ON_INVALID,
     OPT_ON_LONG,
+    OPT_LONG,
+    OPT_PROMPT,
+    OPT_PROMPT_NAME,
 };
 
 enum input { IN_PLAIN, IN_TSV, IN_JSONL };
@@ -62,7 +65,16 @@ static void help(void)
         "      --on-invalid P    invalid UTF-8: replace (each bad byte by U+FFFD), skip\n"
         "                        or error (default: replace)\n"
         "      --on-long P       line over --max-line: truncate, skip or error\n"
-        "                        (default: truncate)\n\n"
+        "                        (default: truncate)\n"
+        "      --long P          a text over the model's window of tokens: truncate (cut\n"
+        "                        to it, counted under -v) or chunk (windows that overlap\n"
+        "                        by a quarter, their pooled vectors averaged) (default:\n"
+        "                        truncate)\n"
+        "      --prompt TEXT     put TEXT before every text (\"query: \"), as\n"
+        "                        sentence-transformers' encode(prompt=TEXT)\n"
+        "      --prompt-name N   the model folder's prompt N (its\n"
+        "                        config_sentence_transformers.json \"prompts\"; default:\n"
+        "                        its default_prompt_name, if any)\n\n"
         "Output:\n"
         "      --batch N         rows per batch (default: 1024)\n"
         "      --dtype DT        f32, f16 or bf16 (default: f32)\n\n" TQ_COMMON_HELP
@@ -292,8 +304,9 @@ static const char *model_path(tq_tool *t, const char *model, char *hub, size_t n
 
 /* The getopt loop and the usage checks after it: the config, the model and its precision. */
 static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **model,
-                       tq_dtype *precision)
+                       tq_embed_opts *eo)
 {
+    static const char *window_names[] = {"truncate", "chunk", NULL};
     static const char *empty_names[] = {"skip", "keep", "error", NULL};
     static const char *invalid_names[] = {"replace", "skip", "error", NULL};
     static const char *long_names[] = {"truncate", "skip", "error", NULL};
@@ -305,7 +318,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
                1024, TQ_DTYPE_F32};
     *model = "hash:384";
     int field_set = 0;
-    *precision = TQ_DTYPE_F32;
+    *eo = (tq_embed_opts){TQ_DTYPE_F32, NULL, NULL, TQ_LONG_TRUNCATE};
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -320,6 +333,9 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
         {"on-empty", required_argument, NULL, OPT_ON_EMPTY},
         {"on-invalid", required_argument, NULL, OPT_ON_INVALID},
         {"on-long", required_argument, NULL, OPT_ON_LONG},
+        {"long", required_argument, NULL, OPT_LONG},
+        {"prompt", required_argument, NULL, OPT_PROMPT},
+        {"prompt-name", required_argument, NULL, OPT_PROMPT_NAME},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -350,7 +366,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
             c->dtype = dtypes[pick(t, "--dtype", optarg, dtype_names)];
             break;
         case OPT_PRECISION:
-            *precision = precs[pick(t, "--precision", optarg, prec_names)];
+            eo->prec = precs[pick(t, "--precision", optarg, prec_names)];
             break;
         case OPT_MAX_LINE:
             c->max_line = (size_t)tq_tool_int_arg(t, "--max-line", optarg, 1, (int64_t)1 << 30);
@@ -364,6 +380,15 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
         case OPT_ON_LONG:
             c->on_long = pick(t, "--on-long", optarg, long_names);
             break;
+        case OPT_LONG:
+            eo->on_long = pick(t, "--long", optarg, window_names);
+            break;
+        case OPT_PROMPT:
+            eo->prompt = optarg;
+            break;
+        case OPT_PROMPT_NAME:
+            eo->prompt_name = optarg;
+            break;
         default:
             tq_tool_usage(t, "unknown option");
         }
@@ -372,6 +397,8 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
         tq_tool_usage(t, "--tsv and --jsonl exclude each other");
     if (field_set && c->in != IN_JSONL)
         tq_tool_usage(t, "--field and --id-field apply to --jsonl");
+    if (eo->prompt && eo->prompt_name)
+        tq_tool_usage(t, "--prompt and --prompt-name exclude each other");
     tq_tool_ready(t);
 }
 
@@ -401,8 +428,8 @@ int main(int argc, char **argv)
     tq_tool_init(&t, "tq-embed");
     cfg c;
     const char *model;
-    tq_dtype precision;
-    parse_args(&t, argc, argv, &c, &model, &precision);
+    tq_embed_opts eo;
+    parse_args(&t, argc, argv, &c, &model, &eo);
 
     char *stdin_only[] = {"-"};
     char **files = argv + optind;
@@ -427,7 +454,7 @@ int main(int argc, char **argv)
     tq_status st = tq_tool_device_open(&t, embed_work(&t, model, files, nfiles), &dev);
     char note[256];
     if (!st)
-        st = tq_embedder_open_prec(model, dev, precision, note, sizeof note, &s.e);
+        st = tq_embedder_open_opts(model, dev, &eo, note, sizeof note, &s.e);
     if (st)
         tq_tool_fail(&t, st);
     if (note[0])
@@ -475,6 +502,16 @@ int main(int argc, char **argv)
                     (long long)s.invalid_fixed, (long long)s.long_skip, (long long)s.long_cut);
         tq_tool_log(&t, TQ_LOG_INFO, "%.1f MB of text in %.3f s: %.1f MB/s", s.bytes / 1e6, dt,
                     dt > 0 ? s.bytes / 1e6 / dt : 0.0);
+        if (s.e->window && eo.on_long == TQ_LONG_CHUNK)
+            tq_tool_log(&t, TQ_LOG_INFO,
+                        "%lld texts longer than the model's window of %d tokens, embedded in "
+                        "%lld windows (--long chunk)",
+                        (long long)s.e->texts_long, s.e->window, (long long)s.e->windows);
+        else if (s.e->window)
+            tq_tool_log(&t, TQ_LOG_INFO,
+                        "%lld texts longer than the model's window of %d tokens, cut to it "
+                        "(--long chunk embeds them whole)",
+                        (long long)s.e->texts_long, s.e->window);
         if (s.invalid_skip + s.invalid_fixed + s.long_skip + s.long_cut)
             tq_tool_log(&t, TQ_LOG_WARN,
                         "warning: %lld lines with invalid UTF-8 (%lld skipped), %lld over "

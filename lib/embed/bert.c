@@ -1,7 +1,9 @@
-/* bert.c: the BERT-family sentence encoder as an embedder: tokenizes a batch,
- * sorts it by length so that sub-batches waste little on padding, runs the
- * encoder, pools (mean over real tokens, [CLS], or max) and normalizes as the
- * sentence-transformers folder says; rows come back in input order. */
+/* bert.c: the BERT-family sentence encoder as an embedder: tokenizes a batch
+ * (the prompt before each text; texts past the window cut, or split into
+ * overlapping windows whose pooled vectors are averaged), sorts it by length
+ * so that sub-batches waste little on padding, runs the encoder, pools as the
+ * Pooling module says, then the Dense modules and Normalize; rows come back
+ * in input order. */
 #include "bert.h"
 #include "internal.h"
 
@@ -22,11 +24,20 @@ typedef struct bert_embedder {
     tq_embedder base;
     bert_model *m;
     tq_wordpiece *wp;
+    char *prompt;    /* put before every text, or NULL */
+    size_t prompt_n;
+    int skip;        /* tokens the pooling leaves out: the prompt's, with include_prompt off */
+    int chunk;       /* texts past the window: embedded in windows */
 } bert_embedder;
 
+/* The tokenizer's special tokens around the pieces of a text: [CLS] before,
+ * [SEP] after. A window of a long text keeps them, and cuts the pieces. */
+enum { SPECIAL_HEAD = 1, SPECIAL_TAIL = 1 };
+
 typedef struct doc {
-    int64_t i; /* position in the input */
+    int64_t i; /* its row of pooled vectors (a text's, or a window's) */
     int n;     /* tokens */
+    int skip;  /* its first tokens left out of the pooling (a prompt's) */
     int32_t *ids;
 } doc;
 
@@ -36,36 +47,6 @@ static int by_len(const void *a, const void *b)
     if (x->n != y->n)
         return x->n < y->n ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static void pool(const bert_config *c, const float *hs, int n, float *out)
-{
-    int64_t H = c->hidden;
-    double ss = 0;
-    for (int64_t d = 0; d < H; d++) {
-        double v;
-        if (c->pool == BERT_POOL_CLS)
-            v = hs[d];
-        else if (c->pool == BERT_POOL_MAX) {
-            v = hs[d];
-            for (int t = 1; t < n; t++)
-                v = hs[t * H + d] > v ? hs[t * H + d] : v;
-        } else {
-            v = 0;
-            for (int t = 0; t < n; t++)
-                v += hs[t * H + d];
-            v /= n;
-        }
-        out[d] = (float)v;
-        ss += v * v;
-    }
-    /* as torch.nn.functional.normalize: divide by max(norm, 1e-12) */
-    if (c->normalize) {
-        double norm = sqrt(ss);
-        double inv = 1.0 / (norm > 1e-12 ? norm : 1e-12);
-        for (int64_t d = 0; d < H; d++)
-            out[d] = (float)(out[d] * inv);
-    }
 }
 
 /* The sizes of the sub-batches of n documents sorted by length, each padded
@@ -126,44 +107,189 @@ static tq_status sub_batch(bert_embedder *be, doc *docs, int64_t nd, float *out)
     if (!st)
         st = tq_bert_forward(be->m, nd, len, ids, lens, hs);
     for (int64_t i = 0; !st && i < nd; i++)
-        pool(c, hs + i * len * H, docs[i].n, out + docs[i].i * H);
+        tq_bert_pool(c, hs + i * len * H, docs[i].n, docs[i].skip, out + docs[i].i * c->pooled);
     free(ids);
     free(lens);
     free(hs);
     return st;
 }
 
+/* Text i with the prompt before it: the text itself when there is none. */
+static const char *prompted(const bert_embedder *be, const char *t, size_t n, char **buf,
+                            size_t *len)
+{
+    *len = n;
+    if (!be->prompt)
+        return t;
+    if (!(*buf = malloc(be->prompt_n + n + 1)))
+        return NULL;
+    memcpy(*buf, be->prompt, be->prompt_n);
+    memcpy(*buf + be->prompt_n, t, n);
+    *len = be->prompt_n + n;
+    return *buf;
+}
+
+/* A text's ids cut to the window: encoded with room for one more, so a cut
+ * shows (then the last piece makes way for [SEP], which is where the
+ * tokenizer's own cut would have put it). */
+static tq_status encode_cut(bert_embedder *be, const char *t, size_t n, int32_t *ids, int *got,
+                            int *cut)
+{
+    int w = be->m->cfg.max_seq;
+    tq_status st = tq_wordpiece_encode(be->wp, t, n, ids, w + 1, got);
+    *cut = !st && *got > w;
+    if (*cut) {
+        ids[w - 1] = ids[*got - 1];
+        *got = w;
+    }
+    return st;
+}
+
+/* Appends a document of n ids (copied) as row *used of the pooled vectors. */
+static tq_status push(doc **d, int64_t *used, int64_t *cap, const int32_t *ids, int n,
+                      int skip)
+{
+    if (*used == *cap) {
+        int64_t nc = *cap * 2 + 16;
+        doc *more = realloc(*d, (size_t)nc * sizeof *more);
+        if (!more)
+            return tq_fail(TQ_ERR_NOMEM, "bert: out of memory for documents");
+        *d = more;
+        *cap = nc;
+    }
+    doc *x = &(*d)[*used];
+    if (!(x->ids = malloc((size_t)(n + 1) * sizeof *x->ids)))
+        return tq_fail(TQ_ERR_NOMEM, "bert: out of memory for documents");
+    memcpy(x->ids, ids, (size_t)n * sizeof *ids);
+    x->n = n;
+    x->skip = skip;
+    x->i = (*used)++;
+    return TQ_OK;
+}
+
+static void docs_free(doc *d, int64_t n)
+{
+    for (int64_t i = 0; d && i < n; i++)
+        free(d[i].ids);
+    free(d);
+}
+
+/* A long text as windows of the window's size that overlap by a quarter,
+ * each with the specials around its pieces; *win gets their count. */
+static tq_status windows(bert_embedder *be, const char *t, size_t tn, doc **d, int64_t *used,
+                         int64_t *cap, int *win)
+{
+    int w = be->m->cfg.max_seq, body = w - SPECIAL_HEAD - SPECIAL_TAIL;
+    int stride = body - body / 4 > 0 ? body - body / 4 : 1;
+    /* every piece: at most one a byte, and the specials */
+    int room = (int)(tn < (size_t)1 << 28 ? tn : (size_t)1 << 28) + SPECIAL_HEAD + SPECIAL_TAIL + 2;
+    int32_t *full = malloc((size_t)room * sizeof *full), *o = malloc((size_t)w * sizeof *o);
+    int nf = 0;
+    tq_status st = full && o ? tq_wordpiece_encode(be->wp, t, tn, full, room, &nf)
+                             : tq_fail(TQ_ERR_NOMEM, "bert: out of memory for windows");
+    int pieces = nf - SPECIAL_HEAD - SPECIAL_TAIL;
+    *win = 0;
+    for (int at = 0; !st && (at == 0 || at + body - stride < pieces); at += stride) {
+        int np = pieces - at < body ? pieces - at : body;
+        memcpy(o, full, SPECIAL_HEAD * sizeof *o);
+        memcpy(o + SPECIAL_HEAD, full + SPECIAL_HEAD + at, (size_t)np * sizeof *o);
+        memcpy(o + SPECIAL_HEAD + np, full + nf - SPECIAL_TAIL, SPECIAL_TAIL * sizeof *o);
+        /* (the prompt starts the text: its first window's) */
+        if (!(st = push(d, used, cap, o, SPECIAL_HEAD + np + SPECIAL_TAIL, at ? 0 : be->skip)))
+            ++*win;
+    }
+    be->base.windows += *win;
+    free(full);
+    free(o);
+    return st;
+}
+
+/* The documents the encoder runs: a text each, cut to the window, or with
+ * chunk a long text's windows; win[i]: text i's documents (in order). */
+static tq_status tokenize(bert_embedder *be, int64_t n, const char *const *text,
+                          const size_t *len, doc **d, int64_t *nd, int *win)
+{
+    int w = be->m->cfg.max_seq;
+    int64_t cap = 0;
+    int32_t *ids = malloc((size_t)(w + 1) * sizeof *ids);
+    tq_status st = ids ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "bert: out of memory");
+    *d = NULL;
+    *nd = 0;
+    for (int64_t i = 0; !st && i < n; i++) {
+        char *buf = NULL;
+        size_t tn;
+        const char *t = prompted(be, text[i], len[i], &buf, &tn);
+        int got = 0, cut = 0;
+        st = t ? encode_cut(be, t, tn, ids, &got, &cut)
+               : tq_fail(TQ_ERR_NOMEM, "bert: out of memory");
+        win[i] = 1;
+        be->base.texts_long += cut;
+        if (!st && cut && be->chunk)
+            st = windows(be, t, tn, d, nd, &cap, &win[i]);
+        else if (!st)
+            st = push(d, nd, &cap, ids, got, be->skip);
+        free(buf);
+    }
+    free(ids);
+    if (st) {
+        docs_free(*d, *nd);
+        *d = NULL;
+    }
+    return st;
+}
+
+/* Each text's pooled row: its document's, or the mean of its windows'. */
+static void gather_windows(const bert_config *c, int64_t n, const int *win, const float *rows,
+                           float *pooled)
+{
+    int64_t P = c->pooled, at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t d = 0; d < P; d++) {
+            double v = 0;
+            for (int k = 0; k < win[i]; k++)
+                v += rows[(at + k) * P + d];
+            pooled[i * P + d] = (float)(v / win[i]);
+        }
+        at += win[i];
+    }
+}
+
 static tq_status run(tq_embedder *e, int64_t n, const char *const *text, const size_t *len,
                      float *out)
 {
     bert_embedder *be = (bert_embedder *)e;
-    int maxlen = be->m->cfg.max_seq;
+    const bert_config *c = &be->m->cfg;
     if (n <= 0)
         return TQ_OK;
-    doc *d = calloc((size_t)n, sizeof *d);
-    int32_t *ids = malloc((size_t)n * (size_t)maxlen * sizeof *ids);
-    tq_status st = TQ_OK;
-    if (!d || !ids)
-        st = tq_fail(TQ_ERR_NOMEM, "bert: out of memory for %lld documents", (long long)n);
-    for (int64_t i = 0; !st && i < n; i++) {
-        d[i].i = i;
-        d[i].ids = ids + i * maxlen;
-        st = tq_wordpiece_encode(be->wp, text[i], len[i], d[i].ids, maxlen, &d[i].n);
-    }
-    int64_t *size = NULL, count = 0;
+    doc *d = NULL;
+    int64_t nd = 0, *size = NULL, count = 0;
+    int *win = malloc((size_t)n * sizeof *win);
+    float *rows = NULL, *pooled = NULL;
+    tq_status st = win ? tokenize(be, n, text, len, &d, &nd, win)
+                       : tq_fail(TQ_ERR_NOMEM, "bert: out of memory for %lld documents",
+                                 (long long)n);
     if (!st) {
-        qsort(d, (size_t)n, sizeof *d, by_len);
-        size = malloc((size_t)n * sizeof *size);
+        rows = malloc((size_t)(nd * c->pooled) * sizeof *rows);
+        pooled = nd > n ? malloc((size_t)(n * c->pooled) * sizeof *pooled) : rows;
+        qsort(d, (size_t)nd, sizeof *d, by_len);
+        size = malloc((size_t)nd * sizeof *size);
         int64_t split_cost = be->m->plans ? SPLIT_COST_GRAPHS : SPLIT_COST_CPU;
-        count = size ? plan_sub_batches(d, n, split_cost, size) : -1;
-        if (count < 0)
+        count = size ? plan_sub_batches(d, nd, split_cost, size) : -1;
+        if (count < 0 || !rows || !pooled)
             st = tq_fail(TQ_ERR_NOMEM, "bert: out of memory for %lld documents", (long long)n);
     }
     for (int64_t s = 0, b = 0; !st && s < count; b += size[s++])
-        st = sub_batch(be, d + b, size[s], out);
+        st = sub_batch(be, d + b, size[s], rows);
+    if (!st && nd > n)
+        gather_windows(c, n, win, rows, pooled);
+    if (!st)
+        st = tq_bert_head(be->m, n, pooled, out);
+    if (pooled != rows)
+        free(pooled);
+    free(rows);
     free(size);
-    free(d);
-    free(ids);
+    docs_free(d, nd);
+    free(win);
     return st;
 }
 
@@ -172,13 +298,44 @@ static void close_bert(tq_embedder *e)
     bert_embedder *be = (bert_embedder *)e;
     tq_bert_model_free(be->m);
     tq_wordpiece_free(be->wp);
+    free(be->prompt);
     free(be);
 }
 
 static const tq_embedder_ops bert_ops = {run, close_bert};
 
-tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq_embedder **out)
+/* The prompt from the options or the folder's config, and how many of its
+ * tokens the pooling leaves out: the prompt alone encoded, less its [SEP]
+ * (sentence-transformers' prompt length), when include_prompt is off. */
+static tq_status set_prompt(bert_embedder *be, const char *path, const tq_embed_opts *o)
 {
+    tq_status st = TQ_OK;
+    if (o->prompt)
+        be->prompt = strdup(o->prompt);
+    else if ((st = tq_bert_prompt(path, o->prompt_name, &be->prompt)))
+        return st;
+    if (!be->prompt) {
+        if (o->prompt)
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        return TQ_OK;
+    }
+    be->prompt_n = strlen(be->prompt);
+    if (be->m->cfg.include_prompt)
+        return TQ_OK;
+    int w = be->m->cfg.max_seq, got = 0, cut = 0;
+    int32_t *ids = malloc((size_t)(w + 1) * sizeof *ids);
+    if (!ids)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    st = encode_cut(be, be->prompt, be->prompt_n, ids, &got, &cut);
+    be->skip = got - SPECIAL_TAIL;
+    free(ids);
+    return st;
+}
+
+tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_opts *o,
+                             tq_embedder **out)
+{
+    tq_dtype prec = o->prec;
     if (!dev)
         return tq_fail(TQ_ERR_USAGE, "%s: a BERT model needs a device", path);
     bert_embedder *be = calloc(1, sizeof *be);
@@ -218,7 +375,13 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq
         close_bert(&be->base);
         return st;
     }
-    be->base.dim = be->m->cfg.hidden;
+    if ((st = set_prompt(be, path, o))) {
+        close_bert(&be->base);
+        return st;
+    }
+    be->chunk = o->on_long == TQ_LONG_CHUNK;
+    be->base.dim = be->m->cfg.dim;
+    be->base.window = be->m->cfg.max_seq;
     snprintf(be->base.describe, sizeof be->base.describe, "bert:%s", path);
     *out = &be->base;
     return TQ_OK;

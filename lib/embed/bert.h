@@ -6,13 +6,41 @@
 #include "embed.h"
 #include "wordpiece.h"
 
-enum { BERT_POOL_MEAN, BERT_POOL_CLS, BERT_POOL_MAX };
+/* sentence-transformers' pooling modes, in the order its Pooling module
+ * concatenates them when several are on */
+enum { BERT_POOL_CLS, BERT_POOL_MAX, BERT_POOL_MEAN, BERT_POOL_MEAN_SQRT, BERT_POOL_WEIGHTED,
+       BERT_POOL_LAST, BERT_POOL_MODES };
+
+/* The encoder families: one forward pass, which differ in the weights'
+ * names, where positions start and MPNet's relative position bias. */
+enum { BERT_ARCH_BERT, BERT_ARCH_ROBERTA, BERT_ARCH_MPNET };
+
+/* A sentence-transformers Dense module after the pooling: y = act(W x + b) */
+#define BERT_MAX_DENSE 4
+typedef struct bert_dense_cfg {
+    int64_t in, out;
+    int bias;
+    int act;   /* -1 identity, else a tq_activation (tanh, the module's default) */
+    char *dir; /* the module's folder (model.safetensors: linear.weight, linear.bias) */
+} bert_dense_cfg;
 
 typedef struct bert_config {
     int64_t hidden, layers, heads, inter, max_pos, types, vocab;
     double eps;
     int max_seq;        /* tokens per document, [CLS] and [SEP] included */
-    int pool;           /* BERT_POOL_* */
+    int arch;           /* BERT_ARCH_* (config.json's model_type) */
+    const char *arch_name;
+    /* the first real token's position id: 0 for BERT, padding_idx + 1 for
+     * RoBERTa and MPNet (their positions count from past the padding id) */
+    int64_t pos_offset;
+    int64_t rel_buckets; /* MPNet: relative_attention_num_buckets */
+    int pool[BERT_POOL_MODES]; /* the modes on, in concatenation order */
+    int npool;
+    int include_prompt; /* the Pooling module pools the prompt's tokens too */
+    int64_t pooled;     /* npool * hidden: the pooled width */
+    bert_dense_cfg dense[BERT_MAX_DENSE];
+    int ndense;
+    int64_t dim;        /* the output width: pooled, or the last Dense's out */
     int normalize;      /* an L2 Normalize module follows the pooling */
     tq_wordpiece_opts wp;
     char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
@@ -47,7 +75,9 @@ typedef struct bert_model {
     bert_config cfg;
     tq_device *dev;
     bert_plans *plans; /* on devices with graphs, else NULL */
-    tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row */
+    tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row (NULL: MPNet) */
+    float *rel_table; /* MPNet: [rel_buckets, heads], the relative position bias */
+    tq_tensor *dense_w[BERT_MAX_DENSE], *dense_b[BERT_MAX_DENSE]; /* [out, in], [out] */
     bert_layer *layer;
     /* while bert_int8.c calibrates: [layers][3][hidden], the largest |value|
      * of each column of the products' inputs (x, ctx, x1); NULL otherwise */
@@ -64,9 +94,22 @@ tq_status tq_bert_int8(bert_model *m, const tq_wordpiece *wp);
  * projection, 2 for the first feed-forward; key_len [b] its real tokens. */
 void tq_bert_calib_fold(const bert_model *m, int64_t layer, int which, const tq_tensor *t,
                         const tq_tensor *key_len);
+/* MPNet's relative position bias of a batch shape: bias [heads, len, len],
+ * bias[h, i, j] = rel_table[bucket(j - i), h] (bert_relpos.c). */
+void tq_bert_rel_bias(const bert_model *m, int64_t len, float *bias);
+/* The pooling of one document's last hidden states hs [n, hidden] (its real
+ * tokens; the first skip of them left out of the means, max and last token,
+ * for a prompt the Pooling module excludes) into out [pooled] (bert_pool.c). */
+void tq_bert_pool(const bert_config *c, const float *hs, int n, int skip, float *out);
+/* The Dense modules and the Normalize on n pooled rows: rows [n, pooled] in,
+ * out [n, dim] (bert_pool.c). */
+tq_status tq_bert_head(const bert_model *m, int64_t n, const float *rows, float *out);
 /* Reads the sentence-transformers folder's JSON files into cfg. */
 tq_status tq_bert_config_load(const char *folder, bert_config *cfg);
 void tq_bert_config_free(bert_config *cfg);
+/* The text of the folder's prompt name (NULL: its default prompt; *text NULL
+ * when none), from config_sentence_transformers.json. */
+tq_status tq_bert_prompt(const char *folder, const char *name, char **text);
 /* Loads model.safetensors from cfg->model_dir onto dev. Takes cfg over. */
 tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **m);
 void tq_bert_model_free(bert_model *m);

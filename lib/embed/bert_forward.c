@@ -12,6 +12,7 @@
 
 typedef struct scratch {
     tq_tensor *x, *x3, *tmp, *x1, *ctx, *mid, *key_len, *idx, *pidx;
+    tq_tensor *bias; /* MPNet: the relative position bias [heads, len, len], else NULL */
     tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
     /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
      * products take them (NULL in f32) */
@@ -28,7 +29,7 @@ static void scratch_free(scratch *s)
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->ctx, s->mid, s->key_len,
                         s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
                         s->xl3, s->xl, s->ctxl, s->x1l, s->midl, s->xq, s->xs, s->ctxq,
-                        s->ctxs, s->x1q, s->x1s};
+                        s->ctxs, s->x1q, s->x1s, s->bias};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
     memset(s, 0, sizeof *s);
@@ -152,7 +153,7 @@ static tq_status attention(const bert_model *m, int64_t li, scratch *s)
     /* ctx comes out rounded into ctxl too (bf16, f16), for the output
      * projection */
     tq_attention_args args = {(int)m->cfg.heads, 0.0f, 0, s->key_len, NULL, NULL, NULL, NULL,
-                              low_attention(m), s->ctxl};
+                              low_attention(m), s->ctxl, s->bias};
     tq_matmul_then bq = {L->bq, 0, NULL, 0}, bk = {L->bk, 0, NULL, 0}, bv = {L->bv, 0, NULL, 0},
                    bo = {L->bo, 0, NULL, 0};
     operand x, ctx;
@@ -200,6 +201,22 @@ static tq_status layer(const bert_model *m, int64_t li, scratch *s)
     return TQ_OK;
 }
 
+/* MPNet's position bias for documents of len tokens: every layer's, and
+ * every document's (it depends on positions alone). */
+static tq_status rel_bias(const bert_model *m, int64_t len, scratch *s)
+{
+    int64_t d[3] = {m->cfg.heads, len, len};
+    float *h = malloc((size_t)(d[0] * len * len + 1) * sizeof *h);
+    if (!h)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    tq_bert_rel_bias(m, len, h);
+    tq_status st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 3, d, &s->bias);
+    if (!st)
+        st = tq_tensor_upload(s->bias, h, (size_t)(d[0] * len * len) * sizeof *h);
+    free(h);
+    return st;
+}
+
 /* The tensors of a batch shape, all of them, before anything runs. */
 static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratch *s)
 {
@@ -241,20 +258,23 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
             (st = tq_tensor_new(dev, lp, 3, di, &s->midl)))
             return st;
     }
+    if (m->rel_table && (st = rel_bias(m, len, s)))
+        return st;
     return tq_tensor_new(dev, TQ_DTYPE_I64, 1, &b, &s->key_len);
 }
 
 /* The batch's inputs onto the device: token ids, positions, and key_len, each
  * document's real tokens (every document has at least [CLS], so no query of
  * a real token is fully masked; padding rows are computed and ignored). */
-static tq_status inputs(int64_t b, int64_t len, const int64_t *ids, const int *lens, scratch *s)
+static tq_status inputs(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
+                        const int *lens, scratch *s)
 {
     int64_t n = b * len;
     int64_t *pos = malloc((size_t)(n + b) * sizeof *pos + 1);
     if (!pos)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++)
-        pos[i] = i % len;
+    for (int64_t i = 0; i < n; i++) /* (padding's positions too: its rows are ignored) */
+        pos[i] = i % len + m->cfg.pos_offset;
     for (int64_t i = 0; i < b; i++)
         pos[n + i] = lens[i];
     tq_status st = tq_tensor_upload(s->idx, ids, (size_t)n * sizeof *ids);
@@ -270,7 +290,7 @@ static tq_status embed(const bert_model *m, scratch *s)
 {
     tq_status st;
     if ((st = tq_op_gather(m->wemb, s->idx, s->x)) || (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
-        (st = tq_op_add(s->x, s->tmp, s->x)) || (st = tq_op_add(s->x, m->temb0, s->x)))
+        (st = tq_op_add(s->x, s->tmp, s->x)) || (m->temb0 && (st = tq_op_add(s->x, m->temb0, s->x))))
         return st;
     return norm(m, s->x, m->eln_g, m->eln_b, s->x, s->xl);
 }
@@ -341,20 +361,20 @@ tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
             return tq_fail(TQ_ERR_DATA, "bert: token id %lld outside the vocabulary of %lld",
                            (long long)ids[i], (long long)m->cfg.vocab);
-    if (len > m->cfg.max_pos)
+    if (len + m->cfg.pos_offset > m->cfg.max_pos)
         return tq_fail(TQ_ERR_USAGE, "bert: %lld tokens exceed max_position_embeddings",
                        (long long)len);
     size_t bytes = (size_t)(b * len * m->cfg.hidden) * sizeof *out;
     tq_status st;
     if (m->plans) { /* a device with graphs: tensors and graph kept per shape */
         bert_plan *p;
-        if (!(st = plan_get(m, b, len, &p)) && !(st = inputs(b, len, ids, lens, &p->s)) &&
+        if (!(st = plan_get(m, b, len, &p)) && !(st = inputs(m, b, len, ids, lens, &p->s)) &&
             !(st = embed(m, &p->s)) && !(st = layers_graphed(m, p)))
             st = tq_tensor_download(p->s.x3, out, bytes);
         return st;
     }
     scratch s = {0}; /* elsewhere memory is bounded by the batch: nothing kept */
-    if (!(st = scratch_new(m, b, len, &s)) && !(st = inputs(b, len, ids, lens, &s)) &&
+    if (!(st = scratch_new(m, b, len, &s)) && !(st = inputs(m, b, len, ids, lens, &s)) &&
         !(st = embed(m, &s)) && !(st = layers(m, &s)))
         st = tq_tensor_download(s.x3, out, bytes);
     scratch_free(&s);

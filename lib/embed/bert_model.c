@@ -1,6 +1,6 @@
-/* bert_model.c: loads a BertModel's weights from model.safetensors (names as
- * Hugging Face writes them, with or without a "bert." prefix) onto the device,
- * once. */
+/* bert_model.c: loads an encoder's weights from model.safetensors (names as
+ * Hugging Face writes them, with or without the family's prefix: "bert.",
+ * "roberta.", "mpnet.") onto the device, once; and the Dense modules'. */
 #include "bert.h"
 #include "io/safetensors_in.h"
 #include "internal.h"
@@ -107,31 +107,44 @@ static tq_status mat_lp(loader *l, tq_dtype prec, const char *name, int64_t r, i
     return st;
 }
 
+/* A layer's tensors' names after "encoder.layer.N.": BERT's (RoBERTa's
+ * are the same) and MPNet's, in bert_layer's order wq bq wk bk wv bv wo bo
+ * ln1_g ln1_b wi bi wo2 bo2 ln2_g ln2_b. */
+static const char *const layer_names[2][16] = {
+    {"attention.self.query.weight", "attention.self.query.bias", "attention.self.key.weight",
+     "attention.self.key.bias", "attention.self.value.weight", "attention.self.value.bias",
+     "attention.output.dense.weight", "attention.output.dense.bias",
+     "attention.output.LayerNorm.weight", "attention.output.LayerNorm.bias",
+     "intermediate.dense.weight", "intermediate.dense.bias", "output.dense.weight",
+     "output.dense.bias", "output.LayerNorm.weight", "output.LayerNorm.bias"},
+    {"attention.attn.q.weight", "attention.attn.q.bias", "attention.attn.k.weight",
+     "attention.attn.k.bias", "attention.attn.v.weight", "attention.attn.v.bias",
+     "attention.attn.o.weight", "attention.attn.o.bias", "attention.LayerNorm.weight",
+     "attention.LayerNorm.bias", "intermediate.dense.weight", "intermediate.dense.bias",
+     "output.dense.weight", "output.dense.bias", "output.LayerNorm.weight",
+     "output.LayerNorm.bias"}};
+
 static tq_status layer(loader *l, const bert_config *c, int64_t li, bert_layer *L)
 {
     int64_t H = c->hidden, I = c->inter;
-    tq_status st;
-    char n[160];
-#define NAME(s) (snprintf(n, sizeof n, "encoder.layer.%lld." s, (long long)li), n)
-    if ((st = mat_lp(l, c->prec, NAME("attention.self.query.weight"), H, H, &L->wq)) ||
-        (st = vec(l, NAME("attention.self.query.bias"), H, &L->bq)) ||
-        (st = mat_lp(l, c->prec, NAME("attention.self.key.weight"), H, H, &L->wk)) ||
-        (st = vec(l, NAME("attention.self.key.bias"), H, &L->bk)) ||
-        (st = mat_lp(l, c->prec, NAME("attention.self.value.weight"), H, H, &L->wv)) ||
-        (st = vec(l, NAME("attention.self.value.bias"), H, &L->bv)) ||
-        (st = mat_lp(l, c->prec, NAME("attention.output.dense.weight"), H, H, &L->wo)) ||
-        (st = vec(l, NAME("attention.output.dense.bias"), H, &L->bo)) ||
-        (st = vec(l, NAME("attention.output.LayerNorm.weight"), H, &L->ln1_g)) ||
-        (st = vec(l, NAME("attention.output.LayerNorm.bias"), H, &L->ln1_b)) ||
-        (st = mat_lp(l, c->prec, NAME("intermediate.dense.weight"), I, H, &L->wi)) ||
-        (st = vec(l, NAME("intermediate.dense.bias"), I, &L->bi)) ||
-        (st = mat_lp(l, c->prec, NAME("output.dense.weight"), H, I, &L->wo2)) ||
-        (st = vec(l, NAME("output.dense.bias"), H, &L->bo2)) ||
-        (st = vec(l, NAME("output.LayerNorm.weight"), H, &L->ln2_g)) ||
-        (st = vec(l, NAME("output.LayerNorm.bias"), H, &L->ln2_b)))
-        return st;
+    const char *const *nm = layer_names[c->arch == BERT_ARCH_MPNET];
+    tq_tensor **mats[5] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wi};
+    tq_tensor **vecs[10] = {&L->bq,    &L->bk, &L->bv,  &L->bo,    &L->ln1_g,
+                            &L->ln1_b, &L->bi, &L->bo2, &L->ln2_g, &L->ln2_b};
+    /* the names' places of the mats and vecs above, and the vecs' sizes */
+    static const int mat_at[5] = {0, 2, 4, 6, 10}, vec_at[10] = {1, 3, 5, 7, 8, 9, 11, 13, 14, 15};
+    int64_t vec_n[10] = {H, H, H, H, H, H, I, H, H, H};
+    tq_status st = TQ_OK;
+    char n[200];
+#define NAME(i) (snprintf(n, sizeof n, "encoder.layer.%lld.%s", (long long)li, nm[i]), n)
+    for (int i = 0; !st && i < 5; i++)
+        st = mat_lp(l, c->prec, NAME(mat_at[i]), i == 4 ? I : H, H, mats[i]);
+    for (int i = 0; !st && i < 10; i++)
+        st = vec(l, NAME(vec_at[i]), vec_n[i], vecs[i]);
+    if (!st)
+        st = mat_lp(l, c->prec, NAME(12), H, I, &L->wo2);
 #undef NAME
-    return TQ_OK;
+    return st;
 }
 
 static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
@@ -140,10 +153,13 @@ static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
     float *tt = NULL;
     int64_t td[2] = {c->types, H};
     tq_status st;
+    int64_t rd[2] = {c->rel_buckets, c->heads};
+    int mpnet = c->arch == BERT_ARCH_MPNET; /* no token types; a position bias */
     if ((st = mat(l, "embeddings.word_embeddings.weight", c->vocab, H, &m->wemb)) ||
         (st = mat(l, "embeddings.position_embeddings.weight", c->max_pos, H, &m->pemb)) ||
-        (st = host(l, "embeddings.token_type_embeddings.weight", 2, td, &tt)) ||
-        (st = put(l, tt, 1, &H, &m->temb0)) ||
+        (!mpnet && (st = host(l, "embeddings.token_type_embeddings.weight", 2, td, &tt))) ||
+        (!mpnet && (st = put(l, tt, 1, &H, &m->temb0))) ||
+        (mpnet && (st = host(l, "encoder.relative_attention_bias.weight", 2, rd, &m->rel_table))) ||
         (st = vec(l, "embeddings.LayerNorm.weight", H, &m->eln_g)) ||
         (st = vec(l, "embeddings.LayerNorm.bias", H, &m->eln_b))) {
         free(tt);
@@ -151,6 +167,31 @@ static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
     }
     free(tt);
     return TQ_OK;
+}
+
+/* A Dense module's weights from its folder's model.safetensors (linear.weight
+ * [out, in], linear.bias [out]); without a bias, a zero one. */
+static tq_status dense(const bert_dense_cfg *d, tq_device *dev, tq_tensor **w, tq_tensor **b)
+{
+    char *path = malloc(strlen(d->dir) + 20);
+    if (!path)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    sprintf(path, "%s/model.safetensors", d->dir);
+    loader l = {NULL, "", dev};
+    tq_status st = tq_st_open(path, &l.st);
+    free(path);
+    float *zero = NULL;
+    if (!st)
+        st = mat(&l, "linear.weight", d->out, d->in, w);
+    if (!st && d->bias)
+        st = vec(&l, "linear.bias", d->out, b);
+    else if (!st && !(zero = calloc((size_t)d->out, sizeof *zero)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    else if (!st)
+        st = put(&l, zero, 1, &d->out, b);
+    free(zero);
+    tq_st_close(l.st);
+    return st;
 }
 
 /* The embeddings (part 0) and each layer (part 1 + i), on the CPU on the
@@ -220,16 +261,26 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     loader l = {NULL, "", dev};
     tq_status st = tq_st_open(path, &l.st);
     free(path);
-    if (!st && !tq_st_has(l.st, "embeddings.word_embeddings.weight") &&
-        tq_st_has(l.st, "bert.embeddings.word_embeddings.weight"))
-        l.prefix = "bert.";
+    /* the names as the base model saves them, or inside a task model's
+     * ("bert.embeddings...": BertForMaskedLM and its kin) */
+    static const char *const prefixes[] = {"bert.", "roberta.", "mpnet."};
+    for (size_t i = 0; !st && !tq_st_has(l.st, "embeddings.word_embeddings.weight") &&
+                       i < sizeof prefixes / sizeof *prefixes;
+         i++) {
+        char full[64];
+        snprintf(full, sizeof full, "%sembeddings.word_embeddings.weight", prefixes[i]);
+        if (tq_st_has(l.st, full))
+            l.prefix = prefixes[i];
+    }
     if (!st && !(m->layer = calloc((size_t)m->cfg.layers, sizeof *m->layer)))
         st = tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
         st = load_all(&l, m);
+    tq_st_close(l.st);
+    for (int i = 0; !st && i < m->cfg.ndense; i++)
+        st = dense(&m->cfg.dense[i], dev, &m->dense_w[i], &m->dense_b[i]);
     if (!st)
         st = tq_bert_plans_new(dev, &m->plans);
-    tq_st_close(l.st);
     if (st) {
         tq_bert_model_free(m);
         return st;
@@ -257,6 +308,11 @@ void tq_bert_model_free(bert_model *m)
     tq_tensor *e[] = {m->wemb, m->pemb, m->temb0, m->eln_g, m->eln_b};
     for (size_t k = 0; k < sizeof e / sizeof *e; k++)
         tq_tensor_free(e[k]);
+    for (int i = 0; i < BERT_MAX_DENSE; i++) {
+        tq_tensor_free(m->dense_w[i]);
+        tq_tensor_free(m->dense_b[i]);
+    }
+    free(m->rel_table);
     tq_bert_config_free(&m->cfg);
     free(m);
 }

@@ -30,6 +30,14 @@ static const char *why_widened(const tq_device *dev, tq_dtype prec)
 tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec, char *note,
                                 size_t note_n, tq_embedder **e)
 {
+    tq_embed_opts o = {prec, NULL, NULL, TQ_LONG_TRUNCATE};
+    return tq_embedder_open_opts(spec, dev, &o, note, note_n, e);
+}
+
+tq_status tq_embedder_open_opts(const char *spec, tq_device *dev, const tq_embed_opts *o,
+                                char *note, size_t note_n, tq_embedder **e)
+{
+    tq_dtype prec = o->prec;
     if (note && note_n)
         note[0] = 0;
     struct stat sb;
@@ -49,12 +57,17 @@ tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec,
     }
     if (!spec || !*spec)
         spec = "hash:384";
+    if ((o->prompt || o->prompt_name) && !folder)
+        return tq_fail(TQ_ERR_USAGE, "%s: --prompt and --prompt-name take a model folder", spec);
     if (!strncmp(spec, "hash:", 5) || !strcmp(spec, "hash"))
         return tq_embed_hash_open(spec[4] == ':' ? spec + 5 : "", e);
     if (stat(spec, &sb))
         return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open model: %s", spec, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return tq_embed_bert_open(spec, dev, prec, e);
+    if (S_ISDIR(sb.st_mode)) {
+        tq_embed_opts bo = *o;
+        bo.prec = prec;
+        return tq_embed_bert_open(spec, dev, &bo, e);
+    }
     FILE *f = fopen(spec, "rb");
     if (!f)
         return tq_fail(TQ_ERR_NOINPUT, "%s: cannot open model: %s", spec, strerror(errno));

@@ -19,7 +19,20 @@ struct tq_embedder {
     const tq_embedder_ops *ops;
     int64_t dim;
     char describe[256]; /* "hash:384", "fasttext:model.bin": goes into frame metadata */
+    /* for -v, embedders with a window of tokens (BERT): its size, the texts
+     * longer than it (cut, or embedded in windows) and the windows run */
+    int window;
+    int64_t texts_long, windows;
 };
+
+/* How tq-embed opens a model beyond its spec. */
+enum { TQ_LONG_TRUNCATE, TQ_LONG_CHUNK };
+typedef struct tq_embed_opts {
+    tq_dtype prec;           /* the products' operands (tq_embedder_open_prec) */
+    const char *prompt;      /* put before every text, or NULL */
+    const char *prompt_name; /* a prompt the model's folder names, or NULL: its default */
+    int on_long;             /* texts past the window: TQ_LONG_* */
+} tq_embed_opts;
 
 /* Opens an embedder by spec: "hash:DIM"; a fastText model file (.bin, .ftz);
  * word vectors in text form (.vec); or a sentence-transformers model folder.
@@ -37,6 +50,11 @@ int tq_embed_hub_folder(const char *name, char *out, size_t n);
  * else f32, with why in note (for -v; "" when taken). */
 tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec, char *note,
                                 size_t note_n, tq_embedder **e);
+/* The same with every option: a prompt and a rule for long texts apply to
+ * model folders (BERT's kind); for the other embedders a prompt is a usage
+ * error, and they have no window. */
+tq_status tq_embedder_open_opts(const char *spec, tq_device *dev, const tq_embed_opts *o,
+                                char *note, size_t note_n, tq_embedder **e);
 static inline int64_t tq_embedder_dim(const tq_embedder *e) { return e->dim; }
 static inline tq_status tq_embedder_run(tq_embedder *e, int64_t n, const char *const *text,
                                         const size_t *len, float *out)
@@ -49,6 +67,7 @@ void tq_embedder_close(tq_embedder *e);
 tq_status tq_embed_hash_open(const char *args, tq_embedder **e);
 tq_status tq_embed_fasttext_open(const char *path, tq_embedder **e);
 tq_status tq_embed_vec_open(const char *path, tq_embedder **e);
-tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq_embedder **e);
+tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_opts *o,
+                             tq_embedder **e);
 
 #endif

@@ -301,8 +301,11 @@ for i in range(len(lines)):
     check config.json '{"hidden_size": 30, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 400}' "not a multiple"
     check config.json '{"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64}' '"vocab_size" is missing'
     check config.json '{"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 9999, "hidden_act": "relu"}' 'hidden_act'
-    check modules.json '[{"type": "sentence_transformers.models.Transformer", "path": ""}, {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}]' 'not supported'
-    check 1_Pooling/config.json '{"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": true}' 'exactly one'
+    check config.json '{"model_type": "gpt2", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "max_position_embeddings": 64, "vocab_size": 9999}' 'model_type "gpt2" is not supported'
+    check modules.json '[{"type": "sentence_transformers.models.Transformer", "path": ""}, {"type": "sentence_transformers.models.CNN", "path": "2_CNN"}]' 'not supported'
+    check modules.json '[{"type": "sentence_transformers.models.Transformer", "path": ""}, {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}, {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}]' 'in that order'
+    check 1_Pooling/config.json '{"pooling_mode_mean_tokens": false}' 'no pooling mode is on'
+    check 1_Pooling/config.json '{"pooling_mode": ["mean", "sum"]}' 'pooling_mode must be cls, max, mean'
     check tokenizer_config.json '{"do_lower_case": "yes"}' 'must be true or false'
     check sentence_bert_config.json '{"max_seq_length": "\u00zz"}' 'bad \u escape'
 }
