@@ -3,6 +3,8 @@
  * Options and files here; the scoring and the stream handling in lib/score. */
 #include "tool/tool.h"
 #include "score/score.h"
+#include "embed/cross.h"
+#include "embed/text_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,10 @@ enum {
     OPT_EMB,
     OPT_GROUP,
     OPT_BATCH,
+    OPT_CROSS,
+    OPT_LABEL,
+    OPT_TEXTS,
+    OPT_QUERY_TEXTS,
 };
 
 static void help(void)
@@ -41,6 +47,18 @@ static void help(void)
         "                        logistic, softmax or mlp; see tq-score(1) for the format)\n"
         "      --feature NAME    the input frame NAME, one number a row (repeatable)\n"
         "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n\n"
+        "Reranking text pairs (instead of the features and of streams):\n"
+        "      --cross-encoder DIR  score each line QID<TAB>QUERY<TAB>DOCID<TAB>TEXT of\n"
+        "                        FILE by a cross-encoder model folder (BERT, RoBERTa,\n"
+        "                        XLM-RoBERTa or MPNet ...ForSequenceClassification) and\n"
+        "                        rank each run of one QID: frames \"group\", \"key\" (str),\n"
+        "                        \"score\", \"rank\"\n"
+        "      --texts FILE      instead, read tq-simmat --topk lists (with keys): each\n"
+        "                        query a group of its candidates, their texts the lines\n"
+        "                        ID<TAB>TEXT of FILE by db_key\n"
+        "      --query-texts FILE  with --texts: the queries' texts by their key\n"
+        "      --label N         the model's output to rank by (default: 0; needed\n"
+        "                        when it has more than one)\n\n"
         "Output:\n"
         "      --top N           keep the N best rows of each group (default: all)\n"
         "      --sort            rows by rank within each group (default: input order)\n"
@@ -51,7 +69,8 @@ static void help(void)
         "\nExamples:\n"
         "  tq-score --query ref.tq --consensus --weights 0.7,0.3 --top 1 hyps.tq | tq-cat -t tsv\n"
         "  tq-embed --tsv cands.tsv | tq-score -m scorer.tq --sort -o ranked.tq\n"
-        "  tq-score --consensus --feature logprob --weights 1,0.1 --top 5 < nbest.tq > best.tq\n",
+        "  tq-score --consensus --feature logprob --weights 1,0.1 --top 5 < nbest.tq > best.tq\n"
+        "  tq-score --cross-encoder ms-marco-MiniLM-L-6-v2 --top 3 --sort pairs.tsv | tq-cat -t tsv\n",
         stdout);
 }
 
@@ -109,7 +128,9 @@ static tq_status open_inputs(char **files, int n, tq_reader **r)
 
 /* What the command line asks for: the features, their weights, the run's options. */
 struct args {
-    const char *query_path, *model_path;
+    const char *query_path, *model_path, *cross_path, *texts, *query_texts;
+    int64_t label;
+    int label_given;
     const char *extra[TQ_SCORE_MAX_FEATURES];
     double weights[TQ_SCORE_MAX_FEATURES];
     int nweights;
@@ -122,6 +143,9 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
 {
     a->query_path = NULL;
     a->model_path = NULL;
+    a->cross_path = a->texts = a->query_texts = NULL;
+    a->label = 0;
+    a->label_given = 0;
     a->nweights = -1;
     a->o = (tq_score_run_opts){.emb = NULL, .group = "group", .extra = a->extra, .batch = 4096};
     tq_score_run_opts *o = &a->o;
@@ -137,6 +161,10 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
         {"emb", required_argument, NULL, OPT_EMB},
         {"group", required_argument, NULL, OPT_GROUP},
         {"batch", required_argument, NULL, OPT_BATCH},
+        {"cross-encoder", required_argument, NULL, OPT_CROSS},
+        {"label", required_argument, NULL, OPT_LABEL},
+        {"texts", required_argument, NULL, OPT_TEXTS},
+        {"query-texts", required_argument, NULL, OPT_QUERY_TEXTS},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -179,6 +207,19 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
         case OPT_BATCH:
             o->batch = tq_tool_int_arg(t, "--batch", optarg, 1, 1 << 24);
             break;
+        case OPT_CROSS:
+            a->cross_path = optarg;
+            break;
+        case OPT_TEXTS:
+            a->texts = optarg;
+            break;
+        case OPT_QUERY_TEXTS:
+            a->query_texts = optarg;
+            break;
+        case OPT_LABEL:
+            a->label = tq_tool_int_arg(t, "--label", optarg, 0, 100000);
+            a->label_given = 1;
+            break;
         default:
             tq_tool_usage(t, "unknown option");
         }
@@ -186,6 +227,14 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
     tq_tool_ready(t); /* --list-devices needs no feature */
     if ((o->emb && !*o->emb) || !*o->group)
         tq_tool_usage(t, "--emb and --group want a frame name");
+    if (a->cross_path && (a->query_path || a->model_path || o->cfg.consensus || o->cfg.nextra ||
+                          a->nweights >= 0))
+        tq_tool_usage(t, "--cross-encoder scores text pairs by itself: no --query, "
+                         "--consensus, -m, --feature or --weights with it");
+    if ((a->label_given || a->texts || a->query_texts) && !a->cross_path)
+        tq_tool_usage(t, "--label, --texts and --query-texts go with --cross-encoder");
+    if (!a->texts != !a->query_texts)
+        tq_tool_usage(t, "--texts and --query-texts go together");
 }
 
 /* The features and their weights into the run's config and its "features=...\0weights=..." meta. */
@@ -229,12 +278,87 @@ static void set_features(tq_tool *t, struct args *a)
     o->meta_len = (size_t)ml + 1;
 }
 
+/* --cross-encoder: text pairs in, the model's scores and ranks out */
+static int rerank(tq_tool *t, struct args *a, char **files, int nfiles)
+{
+    static char *stdin_only[] = {"-"};
+    if (!nfiles)
+        files = stdin_only, nfiles = 1;
+    const char *texts[2] = {a->texts, a->query_texts};
+    for (int i = 0; i < nfiles + 2; i++) { /* every input must open before any output */
+        const char *p = i < nfiles ? files[i] : texts[i - nfiles];
+        tq_lines *r;
+        tq_status ost = p && strcmp(p, "-") ? tq_lines_open(&r, p, 1) : TQ_OK;
+        if (ost)
+            tq_tool_fail(t, ost);
+        if (p && strcmp(p, "-"))
+            tq_lines_close(r);
+    }
+    tq_reader *rd = NULL;
+    tq_status rst = a->texts ? open_inputs(files, nfiles, &rd) : TQ_OK;
+    if (rst)
+        tq_tool_fail(t, rst);
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/model.safetensors", a->cross_path);
+    double weights = stat(path, &sb) ? 0 : (double)sb.st_size / 4, bytes = 0;
+    for (int i = 0; i < nfiles && bytes >= 0; i++) {
+        double f = tq_tool_bytes(t, files[i]);
+        bytes = f < 0 ? f : bytes + f;
+    }
+    tq_device *dev = NULL;
+    tq_cross *ce = NULL;
+    tq_writer *w = NULL;
+    tq_status st = tq_tool_device_open(t, bytes < 0 ? bytes : tq_work_embed(weights, 2 * bytes),
+                                       &dev);
+    if (!st)
+        st = tq_cross_open(a->cross_path, dev, &ce);
+    if (!st && a->label >= tq_cross_labels(ce))
+        st = tq_fail(TQ_ERR_USAGE, "--label %lld: the model has %lld output%s", (long long)a->label,
+                     (long long)tq_cross_labels(ce), tq_cross_labels(ce) == 1 ? "" : "s");
+    if (!st && !a->label_given && tq_cross_labels(ce) > 1)
+        st = tq_fail(TQ_ERR_USAGE, "%s has %lld outputs: say which one ranks with --label",
+                     a->cross_path, (long long)tq_cross_labels(ce));
+    if (st) {
+        tq_cross_close(ce);
+        tq_tool_fail(t, st);
+    }
+    tq_tool_log(t, TQ_LOG_INFO, "model %s, window %d tokens, device %s, threads %d",
+                tq_cross_describe(ce), tq_cross_window(ce), tq_device_name(dev),
+                tq_threads_get());
+    snprintf(a->meta, sizeof a->meta, "features=cross-encoder");
+    tq_score_pairs_opts po = {ce, a->label, a->o.top, a->o.sort, a->o.batch, 1 << 20, a->meta,
+                              strlen(a->meta) + 1};
+    tq_score_pairs_stats s;
+    double t0 = tq_tool_now();
+    if (!(st = tq_tool_open_output(t, &w)))
+        st = rd ? tq_score_lists(&po, rd, a->query_texts, a->texts, w, &s)
+                : tq_score_pairs(&po, (const char *const *)files, nfiles, w, &s);
+    tq_status cst = w ? tq_writer_close(w, !st) : TQ_OK;
+    st = st ? st : cst;
+    if (!st)
+        tq_tool_log(t, TQ_LOG_INFO,
+                    "%lld pairs in %lld groups, %lld rows out, %lld pairs longer than the "
+                    "window cut to it, %.3f s",
+                    (long long)s.rows_in, (long long)s.groups, (long long)s.rows_out,
+                    (long long)s.cut, tq_tool_now() - t0);
+    tq_cross_close(ce);
+    tq_reader_close(rd);
+    tq_tool_device_done(t, dev);
+    tq_device_close(dev);
+    if (st)
+        tq_tool_fail(t, st);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
     tq_tool_init(&t, "tq-score");
     struct args a;
     parse_args(&t, argc, argv, &a);
+    if (a.cross_path)
+        return rerank(&t, &a, argv + optind, argc - optind);
     set_features(&t, &a);
     tq_score_run_opts o = a.o;
     const char *query_path = a.query_path, *model_path = a.model_path;

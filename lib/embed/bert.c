@@ -105,7 +105,7 @@ static tq_status sub_batch(bert_embedder *be, doc *docs, int64_t nd, float *out)
             ids[i * len + t] = docs[i].ids[t]; /* padding stays 0: masked anyway */
     }
     if (!st)
-        st = tq_bert_forward(be->m, nd, len, ids, lens, hs);
+        st = tq_bert_forward(be->m, nd, len, ids, NULL, lens, hs);
     for (int64_t i = 0; !st && i < nd; i++)
         tq_bert_pool(c, hs + i * len * H, docs[i].n, docs[i].skip, out + docs[i].i * c->pooled);
     free(ids);

@@ -76,6 +76,7 @@ typedef struct bert_model {
     tq_device *dev;
     bert_plans *plans; /* on devices with graphs, else NULL */
     tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row (NULL: MPNet) */
+    tq_tensor *temb; /* [types, hidden], for pairs of texts (NULL: MPNet) */
     float *rel_table; /* MPNet: [rel_buckets, heads], the relative position bias */
     tq_tensor *dense_w[BERT_MAX_DENSE], *dense_b[BERT_MAX_DENSE]; /* [out, in], [out] */
     bert_layer *layer;
@@ -101,24 +102,37 @@ void tq_bert_rel_bias(const bert_model *m, int64_t len, float *bias);
  * tokens; the first skip of them left out of the means, max and last token,
  * for a prompt the Pooling module excludes) into out [pooled] (bert_pool.c). */
 void tq_bert_pool(const bert_config *c, const float *hs, int n, int skip, float *out);
+/* y [n, out] = act(x [n, in] w^T + b) on dev, w [out, in] and b [out] on
+ * it, act a tq_activation or -1 for none (bert_pool.c). */
+tq_status tq_bert_linear(tq_device *dev, const tq_tensor *w, const tq_tensor *b, int act,
+                         int64_t n, const float *x, float *y);
 /* The Dense modules and the Normalize on n pooled rows: rows [n, pooled] in,
  * out [n, dim] (bert_pool.c). */
 tq_status tq_bert_head(const bert_model *m, int64_t n, const float *rows, float *out);
 /* Reads the sentence-transformers folder's JSON files into cfg. */
 tq_status tq_bert_config_load(const char *folder, bert_config *cfg);
 void tq_bert_config_free(bert_config *cfg);
+/* The same settings of a bare Hugging Face model folder (config.json,
+ * vocab.txt, tokenizer_config.json: a cross-encoder's), no modules: the
+ * window is tokenizer_config.json's model_max_length where it has one. */
+tq_status tq_bert_config_bare(const char *folder, bert_config *cfg);
 /* The text of the folder's prompt name (NULL: its default prompt; *text NULL
  * when none), from config_sentence_transformers.json. */
 tq_status tq_bert_prompt(const char *folder, const char *name, char **text);
 /* Loads model.safetensors from cfg->model_dir onto dev. Takes cfg over. */
 tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **m);
 void tq_bert_model_free(bert_model *m);
+/* A sequence-classification head's two products from the model's file: t =
+ * {W1 [hidden, hidden], b1, W2 [labels, hidden], b2}, the first followed by
+ * tanh (BERT's pooler, RoBERTa's and MPNet's classifier.dense). */
+tq_status tq_bert_head_load(const bert_model *m, int64_t labels, tq_tensor *t[4]);
 /* The per-shape tensors and graphs, for a device that records graphs. */
 tq_status tq_bert_plans_new(tq_device *dev, bert_plans **ps);
 void tq_bert_plans_free(bert_plans *ps);
 /* The last hidden states of a padded batch: ids [b, len] (i64), doc i's real
- * tokens are the first lens[i]; out gets b * len * hidden floats. */
+ * tokens are the first lens[i]; types [b, len] their token types (a pair of
+ * texts), or NULL for all 0; out gets b * len * hidden floats. */
 tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
-                          const int *lens, float *out);
+                          const int64_t *types, const int *lens, float *out);
 
 #endif

@@ -446,3 +446,37 @@ tq_status tq_bert_prompt(const char *folder, const char *name, char **text)
     tq_json_free(j);
     return st;
 }
+
+/* tokenizer_config.json's model_max_length, where it is a real limit (the
+ * tokenizers library writes 1e30 for none), caps the window. */
+static tq_status model_max_length(bert_config *c)
+{
+    tq_json *t;
+    tq_status st = load(c->model_dir, "tokenizer_config.json", 1, &t);
+    if (st || !t)
+        return st;
+    const tq_json *v = tq_json_get(t, "model_max_length");
+    if (v && v->type == TQ_JSON_NUM && v->num >= 2 && v->num < c->max_seq)
+        c->max_seq = (int)v->num;
+    tq_json_free(t);
+    return TQ_OK;
+}
+
+tq_status tq_bert_config_bare(const char *folder, bert_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->prec = TQ_DTYPE_F32;
+    if (!(c->model_dir = strdup(folder)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    tq_status st = model_config(c);
+    if (!st)
+        st = tokenizer(c);
+    if (!st)
+        st = model_max_length(c);
+    c->pool[0] = BERT_POOL_CLS;
+    c->npool = 1;
+    c->pooled = c->dim = c->hidden;
+    if (st)
+        tq_bert_config_free(c);
+    return st;
+}

@@ -13,6 +13,7 @@
 typedef struct scratch {
     tq_tensor *x, *x3, *tmp, *x1, *ctx, *mid, *key_len, *idx, *pidx;
     tq_tensor *bias; /* MPNet: the relative position bias [heads, len, len], else NULL */
+    tq_tensor *tidx; /* the tokens' types (pairs of texts), i64 [b len] */
     tq_tensor *q, *k, *v, *q3, *k3, *v3; /* q3.. are [b, len, H] views of q.. */
     /* with --precision bf16/f16: x, ctx, x1 and mid in that dtype, as the
      * products take them (NULL in f32) */
@@ -29,7 +30,7 @@ static void scratch_free(scratch *s)
     tq_tensor *all[] = {s->x3, s->x, s->tmp, s->x1, s->ctx, s->mid, s->key_len,
                         s->q3, s->k3, s->v3, s->q, s->k, s->v, s->idx, s->pidx,
                         s->xl3, s->xl, s->ctxl, s->x1l, s->midl, s->xq, s->xs, s->ctxq,
-                        s->ctxs, s->x1q, s->x1s, s->bias};
+                        s->ctxs, s->x1q, s->x1s, s->bias, s->tidx};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tq_tensor_free(all[i]);
     memset(s, 0, sizeof *s);
@@ -225,6 +226,7 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
     tq_status st;
     if ((st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->idx)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->pidx)) ||
+        (st = tq_tensor_new(dev, TQ_DTYPE_I64, 1, &n, &s->tidx)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->x)) ||
         (st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, d2, &s->tmp)) ||
         (st = tq_tensor_view(s->x, 0, TQ_DTYPE_F32, 3, d3, &s->x3)) ||
@@ -267,7 +269,7 @@ static tq_status scratch_new(const bert_model *m, int64_t b, int64_t len, scratc
  * document's real tokens (every document has at least [CLS], so no query of
  * a real token is fully masked; padding rows are computed and ignored). */
 static tq_status inputs(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
-                        const int *lens, scratch *s)
+                        const int64_t *types, const int *lens, scratch *s)
 {
     int64_t n = b * len;
     int64_t *pos = malloc((size_t)(n + b) * sizeof *pos + 1);
@@ -282,15 +284,23 @@ static tq_status inputs(const bert_model *m, int64_t b, int64_t len, const int64
         st = tq_tensor_upload(s->pidx, pos, (size_t)n * sizeof *pos);
     if (!st)
         st = tq_tensor_upload(s->key_len, pos + n, (size_t)b * sizeof *pos);
+    if (!st && types)
+        st = tq_tensor_upload(s->tidx, types, (size_t)n * sizeof *types);
     free(pos);
     return st;
 }
 
-static tq_status embed(const bert_model *m, scratch *s)
+/* types: the tokens' types were given (a pair of texts), else all are 0 */
+static tq_status embed(const bert_model *m, int types, scratch *s)
 {
     tq_status st;
     if ((st = tq_op_gather(m->wemb, s->idx, s->x)) || (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
-        (st = tq_op_add(s->x, s->tmp, s->x)) || (m->temb0 && (st = tq_op_add(s->x, m->temb0, s->x))))
+        (st = tq_op_add(s->x, s->tmp, s->x)))
+        return st;
+    if (types && m->temb) {
+        if ((st = tq_op_gather(m->temb, s->tidx, s->tmp)) || (st = tq_op_add(s->x, s->tmp, s->x)))
+            return st;
+    } else if (m->temb0 && (st = tq_op_add(s->x, m->temb0, s->x)))
         return st;
     return norm(m, s->x, m->eln_g, m->eln_b, s->x, s->xl);
 }
@@ -355,8 +365,12 @@ static tq_status layers_graphed(const bert_model *m, bert_plan *p)
 }
 
 tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int64_t *ids,
-                          const int *lens, float *out)
+                          const int64_t *types, const int *lens, float *out)
 {
+    for (int64_t i = 0; types && i < b * len; i++)
+        if (types[i] < 0 || types[i] >= (m->temb ? m->cfg.types : 1))
+            return tq_fail(TQ_ERR_DATA, "bert: token type %lld outside the model's %lld",
+                           (long long)types[i], (long long)(m->temb ? m->cfg.types : 1));
     for (int64_t i = 0; i < b * len; i++)
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
             return tq_fail(TQ_ERR_DATA, "bert: token id %lld outside the vocabulary of %lld",
@@ -368,14 +382,14 @@ tq_status tq_bert_forward(const bert_model *m, int64_t b, int64_t len, const int
     tq_status st;
     if (m->plans) { /* a device with graphs: tensors and graph kept per shape */
         bert_plan *p;
-        if (!(st = plan_get(m, b, len, &p)) && !(st = inputs(m, b, len, ids, lens, &p->s)) &&
-            !(st = embed(m, &p->s)) && !(st = layers_graphed(m, p)))
+        if (!(st = plan_get(m, b, len, &p)) && !(st = inputs(m, b, len, ids, types, lens, &p->s)) &&
+            !(st = embed(m, types != NULL, &p->s)) && !(st = layers_graphed(m, p)))
             st = tq_tensor_download(p->s.x3, out, bytes);
         return st;
     }
     scratch s = {0}; /* elsewhere memory is bounded by the batch: nothing kept */
-    if (!(st = scratch_new(m, b, len, &s)) && !(st = inputs(m, b, len, ids, lens, &s)) &&
-        !(st = embed(m, &s)) && !(st = layers(m, &s)))
+    if (!(st = scratch_new(m, b, len, &s)) && !(st = inputs(m, b, len, ids, types, lens, &s)) &&
+        !(st = embed(m, types != NULL, &s)) && !(st = layers(m, &s)))
         st = tq_tensor_download(s.x3, out, bytes);
     scratch_free(&s);
     return st;

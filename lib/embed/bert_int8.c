@@ -115,7 +115,7 @@ static tq_status calibrate(bert_model *m, const tq_wordpiece *wp, float *calib)
             ids64[t * len + i] = ids[t * maxlen + i];
     m->calib = calib;
     if (!st)
-        st = tq_bert_forward(m, NT, len, ids64, lens, out);
+        st = tq_bert_forward(m, NT, len, ids64, NULL, lens, out);
     m->calib = NULL;
     free(ids);
     free(ids64);

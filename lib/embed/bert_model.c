@@ -159,6 +159,7 @@ static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
         (st = mat(l, "embeddings.position_embeddings.weight", c->max_pos, H, &m->pemb)) ||
         (!mpnet && (st = host(l, "embeddings.token_type_embeddings.weight", 2, td, &tt))) ||
         (!mpnet && (st = put(l, tt, 1, &H, &m->temb0))) ||
+        (!mpnet && (st = put(l, tt, 2, td, &m->temb))) ||
         (mpnet && (st = host(l, "encoder.relative_attention_bias.weight", 2, rd, &m->rel_table))) ||
         (st = vec(l, "embeddings.LayerNorm.weight", H, &m->eln_g)) ||
         (st = vec(l, "embeddings.LayerNorm.bias", H, &m->eln_b))) {
@@ -305,7 +306,7 @@ void tq_bert_model_free(bert_model *m)
             tq_tensor_free(one[k]);
     }
     free(m->layer);
-    tq_tensor *e[] = {m->wemb, m->pemb, m->temb0, m->eln_g, m->eln_b};
+    tq_tensor *e[] = {m->wemb, m->pemb, m->temb0, m->temb, m->eln_g, m->eln_b};
     for (size_t k = 0; k < sizeof e / sizeof *e; k++)
         tq_tensor_free(e[k]);
     for (int i = 0; i < BERT_MAX_DENSE; i++) {
@@ -315,4 +316,35 @@ void tq_bert_model_free(bert_model *m)
     free(m->rel_table);
     tq_bert_config_free(&m->cfg);
     free(m);
+}
+
+tq_status tq_bert_head_load(const bert_model *m, int64_t labels, tq_tensor *t[4])
+{
+    const bert_config *c = &m->cfg;
+    char *path = malloc(strlen(c->model_dir) + 20);
+    if (!path)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    sprintf(path, "%s/model.safetensors", c->model_dir);
+    loader l = {NULL, "", m->dev};
+    tq_status st = tq_st_open(path, &l.st);
+    free(path);
+    /* BertForSequenceClassification: the base model's pooler, then
+     * "classifier"; RoBERTa's kin and MPNet: "classifier.dense", then
+     * "classifier.out_proj" (the same two products) */
+    int bert = c->arch == BERT_ARCH_BERT;
+    const char *n1 = bert ? (tq_st_has(l.st, "bert.pooler.dense.weight") ? "bert.pooler.dense"
+                                                                          : "pooler.dense")
+                          : "classifier.dense",
+               *n2 = bert ? "classifier" : "classifier.out_proj";
+    char w[96], b[96];
+    snprintf(w, sizeof w, "%s.weight", n1);
+    snprintf(b, sizeof b, "%s.bias", n1);
+    if (!st && !(st = mat(&l, w, c->hidden, c->hidden, &t[0])))
+        st = vec(&l, b, c->hidden, &t[1]);
+    snprintf(w, sizeof w, "%s.weight", n2);
+    snprintf(b, sizeof b, "%s.bias", n2);
+    if (!st && !(st = mat(&l, w, labels, c->hidden, &t[2])))
+        st = vec(&l, b, labels, &t[3]);
+    tq_st_close(l.st);
+    return st;
 }

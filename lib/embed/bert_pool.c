@@ -56,23 +56,28 @@ static void normalize_rows(int64_t n, int64_t d, float *x)
     }
 }
 
-/* y [n, out] = act(x [n, in] W^T + b), on the model's device */
-static tq_status dense(const bert_model *m, int i, int64_t n, const float *x, float *y)
+tq_status tq_bert_linear(tq_device *dev, const tq_tensor *w, const tq_tensor *b, int act,
+                         int64_t n, const float *x, float *y)
 {
-    const bert_dense_cfg *d = &m->cfg.dense[i];
-    int64_t xd[2] = {n, d->in}, yd[2] = {n, d->out};
+    int64_t in = w->dims[1], out = w->dims[0], xd[2] = {n, in}, yd[2] = {n, out};
     tq_tensor *tx = NULL, *ty = NULL;
-    tq_matmul_then bias = {m->dense_b[i], 0, NULL, 0};
+    tq_matmul_then bias = {b, 0, NULL, 0};
     tq_status st;
-    if (!(st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 2, xd, &tx)) &&
-        !(st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 2, yd, &ty)) &&
-        !(st = tq_tensor_upload(tx, x, (size_t)(n * d->in) * sizeof *x)) &&
-        !(st = tq_op_matmul_then(tx, 0, m->dense_w[i], 1, 1.0f, 0.0f, &bias, ty)) &&
-        (d->act < 0 || !(st = tq_op_activate(ty, (tq_activation)d->act, ty))))
-        st = tq_tensor_download(ty, y, (size_t)(n * d->out) * sizeof *y);
+    if (!(st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, xd, &tx)) &&
+        !(st = tq_tensor_new(dev, TQ_DTYPE_F32, 2, yd, &ty)) &&
+        !(st = tq_tensor_upload(tx, x, (size_t)(n * in) * sizeof *x)) &&
+        !(st = tq_op_matmul_then(tx, 0, w, 1, 1.0f, 0.0f, &bias, ty)) &&
+        (act < 0 || !(st = tq_op_activate(ty, (tq_activation)act, ty))))
+        st = tq_tensor_download(ty, y, (size_t)(n * out) * sizeof *y);
     tq_tensor_free(tx);
     tq_tensor_free(ty);
     return st;
+}
+
+/* Dense module i on n rows */
+static tq_status dense(const bert_model *m, int i, int64_t n, const float *x, float *y)
+{
+    return tq_bert_linear(m->dev, m->dense_w[i], m->dense_b[i], m->cfg.dense[i].act, n, x, y);
 }
 
 tq_status tq_bert_head(const bert_model *m, int64_t n, const float *rows, float *out)

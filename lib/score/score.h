@@ -85,4 +85,33 @@ typedef struct tq_score_stats {
 tq_status tq_score_run(const tq_score_run_opts *o, tq_reader *r, tq_writer *w,
                        tq_score_stats *stats);
 
+/* ---- text pairs and a cross-encoder (pairs.c) ---- */
+
+typedef struct tq_cross tq_cross;
+typedef struct tq_score_pairs_opts {
+    tq_cross *ce;
+    int64_t label;    /* the model's output ranked by */
+    int64_t top;      /* keep the top N of each group; 0: all */
+    int sort;
+    int64_t batch;    /* pairs scored at once (whole groups), and rows a frame */
+    size_t max_line;  /* longest line */
+    const char *meta; /* of the score frames */
+    size_t meta_len;
+} tq_score_pairs_opts;
+
+typedef struct tq_score_pairs_stats {
+    int64_t rows_in, rows_out, groups, cut; /* cut: pairs cut to the window */
+} tq_score_pairs_stats;
+
+/* Reads QID<TAB>QUERY<TAB>DOCID<TAB>TEXT lines from files ("-": standard
+ * input), scores each pair with o->ce and ranks each run of one QID: frames
+ * "group", "key" (str), "score" (f32), "rank" (i64). */
+tq_status tq_score_pairs(const tq_score_pairs_opts *o, const char *const *files, int nfiles,
+                         tq_writer *w, tq_score_pairs_stats *stats);
+/* The same for tq-simmat --topk's lists in r (frames "key", "idx",
+ * "db_key"): each query row a group of its candidates, the texts by key
+ * from the TSV files query_texts and texts (ID<TAB>TEXT lines) (lists.c). */
+tq_status tq_score_lists(const tq_score_pairs_opts *o, tq_reader *r, const char *query_texts,
+                         const char *texts, tq_writer *w, tq_score_pairs_stats *stats);
+
 #endif

@@ -112,7 +112,7 @@ def encoder(cfg, W):
     def gelu(x):
         return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
 
-    def run(ids):
+    def run(ids, types=None):
         ids = torch.tensor(ids)
         L = len(ids)
         if arch == "bert":
@@ -122,7 +122,7 @@ def encoder(cfg, W):
             pos = torch.cumsum(mask, 0) * mask + pad
         x = W["embeddings.word_embeddings.weight"][ids] + W["embeddings.position_embeddings.weight"][pos]
         if not mp:
-            x = x + W["embeddings.token_type_embeddings.weight"][0]
+            x = x + W["embeddings.token_type_embeddings.weight"][torch.tensor(types or [0] * L)]
         x = ln(x, "embeddings.LayerNorm")
         bias = 0
         if mp:
@@ -214,4 +214,5 @@ def main():
         print(" ".join("%.17g" % t for t in v.tolist()))
 
 
-main()
+if __name__ == "__main__":
+    main()
