@@ -4,12 +4,18 @@ WordPiece tokenizer needs, from this Python's unicodedata.
 Run with Debian's /usr/bin/python3; the output is committed, so builds need no
 Python. Facts: BERT's control/whitespace/punctuation classes, CJK ideographs,
 non-spacing marks (accents), per-character lower-case mappings and full
-canonical decompositions.""" 
+canonical decompositions; and for tokenizer.json's pieces (lib/embed/tok_*.c)
+the classes Rust's char and regex use: White_Space, the C*, L*, N* and M*
+general categories (C* without Cn, as the library's is_other), and regex's \\w (approximated: L, M, Nd, Nl, Pc, ZWNJ/ZWJ)."""
 import sys
 import unicodedata
 
 MAXCP = 0x110000
 CTRL, SPACE, PUNCT, CJK, MARK = 1, 2, 4, 8, 16
+WSPACE, OTHER, LETTER, NUMBER, MARKS, WORD = 32, 64, 128, 256, 512, 1024
+# Rust's char::is_whitespace (the White_Space property)
+WHITE_SPACE = set(range(0x9, 0xe)) | {0x20, 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f,
+                                       0x205f, 0x3000} | set(range(0x2000, 0x200b))
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
 
@@ -29,6 +35,18 @@ def flags(cp):
         f |= CJK
     if cat == "Mn":
         f |= MARK
+    if cp in WHITE_SPACE:
+        f |= WSPACE
+    if cat in ("Cc", "Cf", "Co", "Cs"):  # the library keeps unassigned (Cn) ones
+        f |= OTHER
+    if cat.startswith("L"):
+        f |= LETTER
+    if cat.startswith("N"):
+        f |= NUMBER
+    if cat.startswith("M"):
+        f |= MARKS
+    if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or cp in (0x200c, 0x200d):
+        f |= WORD
     return f
 
 
@@ -37,7 +55,7 @@ def main(out):
     lower, decomp, pool = [], [], []
     for cp in range(MAXCP):
         if 0xD800 <= cp <= 0xDFFF:
-            f = 0
+            f = OTHER
         else:
             f = flags(cp)
             c = chr(cp)

@@ -11,7 +11,14 @@ enum {
     TQ_UC_SPACE = 2,     /* BERT's whitespace: space \t \n \r or Zs          */
     TQ_UC_PUNCT = 4,     /* ASCII symbols or any P* category                 */
     TQ_UC_CJK = 8,       /* CJK ideographs that BERT splits out              */
-    TQ_UC_MARK = 16      /* Mn: what stripping accents removes after NFD    */
+    TQ_UC_MARK = 16,     /* Mn: what stripping accents removes after NFD    */
+    /* the classes tokenizer.json's parts use, as Rust's char and regex see them */
+    TQ_UC_WSPACE = 32,   /* White_Space (char::is_whitespace, regex \s)     */
+    TQ_UC_OTHER = 64,    /* Cc, Cf, Co, Cs: the library's is_other (no Cn)  */
+    TQ_UC_LETTER = 128,  /* any L* category (\p{L})                          */
+    TQ_UC_NUMBER = 256,  /* any N* category (\p{N}, char::is_numeric)        */
+    TQ_UC_MARKS = 512,   /* any M* category (is_combining_mark)              */
+    TQ_UC_WORD = 1024    /* regex \w: L, M, Nd, Nl, Pc, ZWNJ, ZWJ            */
 };
 
 typedef struct tq_uc_range { uint32_t first, last, flags; } tq_uc_range;
