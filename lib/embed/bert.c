@@ -21,7 +21,7 @@
 typedef struct bert_embedder {
     tq_embedder base;
     bert_model *m;
-    tq_wordpiece *wp;
+    tq_tokenizer *tok;
 } bert_embedder;
 
 typedef struct doc {
@@ -148,7 +148,7 @@ static tq_status run(tq_embedder *e, int64_t n, const char *const *text, const s
     for (int64_t i = 0; !st && i < n; i++) {
         d[i].i = i;
         d[i].ids = ids + i * maxlen;
-        st = tq_wordpiece_encode(be->wp, text[i], len[i], d[i].ids, maxlen, &d[i].n);
+        st = tq_tokenizer_encode(be->tok, text[i], len[i], d[i].ids, maxlen, &d[i].n, NULL);
     }
     int64_t *size = NULL, count = 0;
     if (!st) {
@@ -171,7 +171,7 @@ static void close_bert(tq_embedder *e)
 {
     bert_embedder *be = (bert_embedder *)e;
     tq_bert_model_free(be->m);
-    tq_wordpiece_free(be->wp);
+    tq_tokenizer_free(be->tok);
     free(be);
 }
 
@@ -191,19 +191,12 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq
         free(be);
         return st;
     }
-    char *vocab = malloc(strlen(cfg.model_dir) + 16);
-    if (!vocab) {
-        tq_bert_config_free(&cfg);
-        free(be);
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    }
-    sprintf(vocab, "%s/vocab.txt", cfg.model_dir);
-    st = tq_wordpiece_load(vocab, &cfg.wp, &be->wp);
-    free(vocab);
-    if (!st && tq_wordpiece_vocab_size(be->wp) > cfg.vocab)
-        st = tq_fail(TQ_ERR_DATA, "%s/vocab.txt: %lld tokens, more than vocab_size %lld",
-                     cfg.model_dir, (long long)tq_wordpiece_vocab_size(be->wp),
-                     (long long)cfg.vocab);
+    /* tokenizer.json when the folder has one, else vocab.txt */
+    st = tq_tokenizer_open(cfg.model_dir, &cfg.wp, &be->tok);
+    if (!st && tq_tokenizer_vocab_size(be->tok) > cfg.vocab)
+        st = tq_fail(TQ_ERR_DATA, "%s/%s: %lld tokens, more than vocab_size %lld",
+                     cfg.model_dir, tq_tokenizer_source(be->tok),
+                     (long long)tq_tokenizer_vocab_size(be->tok), (long long)cfg.vocab);
     if (st) {
         tq_bert_config_free(&cfg);
         close_bert(&be->base);
@@ -213,7 +206,7 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, tq_dtype prec, tq
     cfg.prec = prec == TQ_DTYPE_I8 ? TQ_DTYPE_F32 : prec;
     st = tq_bert_model_load(&cfg, dev, &be->m);
     if (!st && prec == TQ_DTYPE_I8)
-        st = tq_bert_int8(be->m, be->wp);
+        st = tq_bert_int8(be->m, be->tok);
     if (st) {
         close_bert(&be->base);
         return st;

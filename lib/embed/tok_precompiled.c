@@ -119,19 +119,32 @@ static const char *lookup(const tok_charsmap *cm, const unsigned char *s, size_t
     return NULL;
 }
 
-/* Whether c continues the cluster before it (GB9, GB9a, GB11 roughly). */
+/* Grapheme_Cluster_Break=Prepend (Unicode 14): these join what follows */
+static int prepend(uint32_t c)
+{
+    return (c >= 0x600 && c <= 0x605) || c == 0x6DD || c == 0x70F || c == 0x890 || c == 0x891 ||
+           c == 0x8E2 || c == 0xD4E || c == 0x110BD || c == 0x110CD || c == 0x111C2 ||
+           c == 0x111C3 || c == 0x1193F || c == 0x11941 || c == 0x11A3A ||
+           (c >= 0x11A84 && c <= 0x11A89) || c == 0x11D46;
+}
+
+/* Whether c continues the cluster before it (GB9, GB9a, GB9b, GB11 roughly). */
 static int extends(uint32_t prev, uint32_t c)
 {
     if (prev == '\r')
         return c == '\n';
-    unsigned pf = tq_uc_flags(prev);
-    if ((pf & TQ_UC_OTHER) && prev != 0x200D && prev != 0x200C)
-        return 0; /* controls stand alone */
+    unsigned cf = tq_uc_flags(c);
+    int c_ctl = (cf & TQ_UC_OTHER) && c != 0x200D && c != 0x200C && !prepend(c);
+    if (prepend(prev))
+        return !c_ctl && c != '\r' && c != '\n' && c != 0x2028 && c != 0x2029;
+    int p_ctl = (tq_uc_flags(prev) & TQ_UC_OTHER) && prev != 0x200D && prev != 0x200C;
+    if (p_ctl || c_ctl || prev == '\n' || prev == 0x2028 || prev == 0x2029)
+        return 0; /* controls (and line and paragraph separators) stand alone */
     if (c == 0x200D || c == 0x200C || (c >= 0x1F3FB && c <= 0x1F3FF))
         return 1;
     if (prev == 0x200D && c >= 0x1F000 && c <= 0x1FAFF)
         return 1;
-    return (tq_uc_flags(c) & TQ_UC_MARKS) != 0;
+    return (cf & TQ_UC_MARKS) != 0;
 }
 
 static int put_utf8(tok_u32 *out, const char *s)
