@@ -6,6 +6,7 @@
 
 #include "tq.h"
 #include "io/json.h"
+#include "wordpiece.h"
 
 #include <stdint.h>
 #include <stddef.h>
@@ -150,6 +151,10 @@ tq_status tok_json_load(const char *path, tok_json *t);
 void tok_json_free(tok_json *t);
 /* The model's ids of one text, no special tokens added by the template. */
 int tok_json_ids(const tok_json *t, const char *text, size_t len, tok_i32 *out);
+/* A vocab.txt folder with special tokens other than BERT's, as tok_json
+ * (tok_vocabtxt.c); *used = 0 when its names are BERT's (wordpiece.c then). */
+
+tq_status tok_json_from_vocab(const char *dir, const tq_wordpiece_opts *o, tok_json *t, int *used);
 tq_status tok_post_parse(const char *file, const tq_json *j, const tok_json *t,
                          tok_tpl **single, size_t *ns, tok_tpl **pair, size_t *np);
 

