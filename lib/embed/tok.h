@@ -49,8 +49,8 @@ int32_t tok_vocab_get(const tok_vocab *v, const char *s, size_t len);
 void tok_vocab_free(tok_vocab *v);
 
 /* ---- normalizers (tok_norm.c) ---- */
-enum { TN_BERT, TN_LOWER, TN_STRIP_ACCENTS, TN_NFD, TN_REPLACE, TN_PREPEND, TN_STRIP,
-       TN_PRECOMPILED };
+enum { TN_BERT, TN_LOWER, TN_STRIP_ACCENTS, TN_NFD, TN_NFKD, TN_NFC, TN_NFKC, TN_REPLACE,
+       TN_PREPEND, TN_STRIP, TN_PRECOMPILED };
 typedef struct tok_charsmap tok_charsmap; /* tok_precompiled.c */
 typedef struct tok_norm {
     int type;

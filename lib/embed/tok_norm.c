@@ -1,6 +1,6 @@
 /* tok_norm.c: tokenizer.json's normalizers, as the tokenizers library runs
- * them, on code points: BertNormalizer, Lowercase, StripAccents, NFD,
- * Replace, Prepend, Strip, Precompiled and Sequence of them. */
+ * them, on code points: BertNormalizer, Lowercase, StripAccents, NFD, NFKD,
+ * NFC, NFKC, Replace, Prepend, Strip, Precompiled and Sequence of them. */
 #include "tok.h"
 #include "unicode.h"
 
@@ -93,13 +93,16 @@ static int one(const tok_norm *t, const tok_u32 *in, tok_u32 *out)
                 return -1;
         return 0;
     case TN_NFD:
-        /* full decomposition of each character; canonical reordering of
-         * marks is left out (rare: two marks of different classes out of
-         * order in the input) */
-        for (size_t i = 0; i < in->n; i++)
-            if (tok_u32_add(out, buf, (size_t)tq_uc_decompose(in->v[i], buf)))
-                return -1;
-        return 0;
+    case TN_NFKD:
+    case TN_NFC:
+    case TN_NFKC: {
+        uint32_t *v;
+        int k = tq_uc_normalize(in->v, in->n, t->type == TN_NFKD || t->type == TN_NFKC,
+                                t->type == TN_NFC || t->type == TN_NFKC, &v);
+        int r = k < 0 || tok_u32_add(out, v, (size_t)k);
+        free(k < 0 ? NULL : v);
+        return r ? -1 : 0;
+    }
     case TN_REPLACE:
         return replace(t, in, out);
     case TN_PREPEND: /* only a non-empty text gets the prefix */
@@ -222,8 +225,10 @@ static tq_status parse_one(const char *file, const tq_json *j, tok_norm *t)
         t->type = TN_LOWER;
     } else if (!strcmp(s, "StripAccents")) {
         t->type = TN_STRIP_ACCENTS;
-    } else if (!strcmp(s, "NFD")) {
-        t->type = TN_NFD;
+    } else if (!strcmp(s, "NFD") || !strcmp(s, "NFKD") || !strcmp(s, "NFC") ||
+               !strcmp(s, "NFKC")) {
+        t->type = !strcmp(s, "NFD") ? TN_NFD : !strcmp(s, "NFKD") ? TN_NFKD
+                : !strcmp(s, "NFC") ? TN_NFC : TN_NFKC;
     } else if (!strcmp(s, "Strip")) {
         t->type = TN_STRIP;
         t->left = jbool(j, "strip_left", 1);

@@ -82,6 +82,14 @@ all_modes() { # FOLDER
     all_modes "$T/spm"
 }
 
+@test "NFD, NFKD, NFC and NFKC normalizers (composition, reordering, compatibility forms)" {
+    build nf
+    for f in NFD NFKD NFC NFKC; do
+        same_ids "$T/nf/$f" 512
+        same_ids "$T/nf/$f" 9 pair
+    done
+}
+
 @test "vocab.txt with MPNet's <s> </s> <unk> (tokenizer_config.json): the ids transformers gives" {
     "$VENV_PY" -c 'import transformers' 2>/dev/null || skip "transformers missing from .venv"
     build mpnet-vocab
@@ -148,7 +156,7 @@ minilm() {
         [[ "$output" == "tok-encode: $T/c/tokenizer.json: "*"$2"* ]] || fail "<$1>: $output"
         [ "${#lines[@]}" -eq 1 ]
     }
-    check 's/"type": *"BertNormalizer"/"type":"NFKC"/' 'normalizer type "NFKC" is not supported'
+    check 's/"type": *"BertNormalizer"/"type":"Nmt"/' 'normalizer type "Nmt" is not supported'
     check 's/"type": *"BertPreTokenizer"/"type":"UnicodeScripts"/' 'pre_tokenizer type "UnicodeScripts" is not supported'
     check 's/"type": *"WordPiece", *"unk_token"/"type":"WordLevel","unk_token"/' 'model type "WordLevel" is not supported'
     check 's/"type": *"TemplateProcessing"/"type":"Whatever"/' 'post_processor type "Whatever" is not supported'

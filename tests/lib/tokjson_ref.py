@@ -15,7 +15,8 @@ and a Unigram model trained by the library), spm (a SentencePiece Unigram
 converted by transformers, which carries a real Precompiled charsmap; needs
 sentencepiece and protobuf), mpnet-vocab (a vocab.txt folder with MPNet's
 <s> </s> <unk> and no tokenizer.json; the reference in DIR/ref is what
-transformers builds of it)."""
+transformers builds of it), nf (DIR/NFD, NFKD, NFC, NFKC: a byte-level BPE
+under each normal form, then Lowercase)."""
 import json
 import os
 import random
@@ -41,6 +42,8 @@ EXTRA = [
     "a\u0300\u0301\u0302\u0303 stacked marks \u1e9b\u0323",
     "\u3000ideographic space\u3000and\u00a0nbsp\u2009thin",
     "\ufeffbom start",
+    "\u1e0b\u0323 d\u0307\u0323 d\u0323\u0307 q\u0307\u0323 \u01c4 \u2126 \u212b \u0344 \u0f73 \ufb2c \u1100\u1161\u11a8 \uac00\u11a8",
+    "\u00c5\u0301 A\u030a\u0301 \u0958 \u2000 \u3392 \ufdfa \u2075 \u00b5 \u017f\u0307 \u1e9b\u0323 \u0b47\u0b3e \u0cc6\u0cc2\u0cd5",
     "<0x41> byte token text \u2581 metaspace char \u0120 bytelevel char",
 ]
 # invalid UTF-8 (and edge cases of it), as raw bytes
@@ -139,6 +142,17 @@ def build(kind, d):
         return build_spm(d, text)
     elif kind == "mpnet-vocab":
         return build_mpnet_vocab(d, text)
+    elif kind == "nf":  # one byte-level BPE, under each Unicode normal form
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+        tok.train_from_iterator(text[:1000], trainers.BpeTrainer(
+            vocab_size=1000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        for name in ("NFD", "NFKD", "NFC", "NFKC"):
+            tok.normalizer = normalizers.Sequence([getattr(normalizers, name)(),
+                                                   normalizers.Lowercase()])
+            os.makedirs(os.path.join(d, name), exist_ok=True)
+            tok.save(os.path.join(d, name, "tokenizer.json"))
+        return
     else:
         raise SystemExit("tokjson_ref.py: unknown kind " + kind)
     tok.save(os.path.join(d, "tokenizer.json"))
