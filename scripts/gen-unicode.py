@@ -7,7 +7,7 @@ non-spacing marks (accents), per-character lower-case mappings and full
 canonical decompositions, and for NFKD/NFC/NFKC compatibility decompositions,
 combining classes and composition pairs; and for tokenizer.json's pieces (lib/embed/tok_*.c)
 the classes Rust's char and regex use: White_Space, the C*, L*, N* and M*
-general categories (C* without Cn, as the library's is_other), and regex's \\w (approximated: L, M, Nd, Nl, Pc, ZWNJ/ZWJ)."""
+general categories (C* without Cn, as the library's is_other), and regex's \\w (L, M, Nd, Nl, Pc, ZWNJ/ZWJ and Other_Alphabetic's letter symbols)."""
 import sys
 import unicodedata
 
@@ -46,7 +46,11 @@ def flags(cp):
         f |= NUMBER
     if cat.startswith("M"):
         f |= MARKS
-    if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or cp in (0x200c, 0x200d):
+    # regex's \w takes Alphabetic, whose Other_Alphabetic adds the circled
+    # and squared letters (So) to L, M and Nl
+    if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or cp in (0x200c, 0x200d) \
+            or 0x24b6 <= cp <= 0x24e9 or 0x1f130 <= cp <= 0x1f149 or 0x1f150 <= cp <= 0x1f169 \
+            or 0x1f170 <= cp <= 0x1f189:
         f |= WORD
     return f
 

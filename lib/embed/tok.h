@@ -35,6 +35,9 @@ int tok_decode(const char *s, size_t n, tok_u32 *out);
 size_t tok_encode(const uint32_t *cp, size_t n, char *out);
 
 /* ---- vocabulary: token bytes <-> id ---- */
+/* ids past this are refused as bad data (vocabularies hold ~10^5 tokens; the
+ * table is indexed by id, so a huge one would only exhaust memory) */
+#define TOK_MAX_ID (1 << 26)
 typedef struct tok_vocab {
     char **tok;        /* by id (NULL where an id has no token) */
     uint32_t *len;

@@ -153,7 +153,8 @@ static tq_status added_tokens(const char *file, const tq_json *l, tok_json *t)
     for (size_t i = 0; i < l->n; i++) {
         const tq_json *e = &l->items[i];
         const tq_json *c = tq_json_get(e, "content"), *id = tq_json_get(e, "id");
-        if (!c || c->type != TQ_JSON_STR || !id || id->type != TQ_JSON_NUM || id->num < 0)
+        if (!c || c->type != TQ_JSON_STR || !id || id->type != TQ_JSON_NUM || id->num < 0 ||
+            id->num >= TOK_MAX_ID)
             return tq_fail(TQ_ERR_DATA, "%s: added token %zu lacks content or id", file, i);
         tok_added *d = &t->added[t->nadded++];
         int special = jbool(e, "special", 0);
@@ -230,6 +231,14 @@ tq_status tok_json_load(const char *path, tok_json *t)
         t->max_length = ml->num > 1e9 ? 1000000000 : (int)ml->num;
     if (!st)
         t->pad_id = find_pad(t, tq_json_get(j, "padding"));
+    /* every id the tokenizer can give counts in its size, so that a model
+     * whose table is shorter is refused at open, never indexed past */
+    for (size_t i = 0; !st && i < t->nsingle + t->npair; i++) {
+        const tok_tpl *e = i < t->nsingle ? &t->single[i] : &t->pair[i - t->nsingle];
+        for (size_t k = 0; k < e->nids; k++)
+            if (e->ids[k] >= t->vocab_size)
+                t->vocab_size = (int64_t)e->ids[k] + 1;
+    }
     tq_json_free(j);
     if (st)
         tok_json_free(t);

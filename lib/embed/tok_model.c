@@ -100,7 +100,7 @@ static tq_status vocab_map(const char *file, const tq_json *v, tok_model *m)
         return tq_fail(TQ_ERR_DATA, "%s: the model's vocab is not an object", file);
     for (size_t i = 0; i < v->n; i++) {
         const tq_json *id = &v->items[i];
-        if (id->type != TQ_JSON_NUM || id->num < 0 || id->num > 2147483647.0 ||
+        if (id->type != TQ_JSON_NUM || id->num < 0 || id->num >= TOK_MAX_ID ||
             id->num != (double)(int32_t)id->num)
             return tq_fail(TQ_ERR_DATA, "%s: vocab id of \"%s\" is not a valid id", file,
                            v->keys[i]);

@@ -38,11 +38,17 @@ static void tpl_free(tpl *t)
     memset(t, 0, sizeof *t);
 }
 
+static int valid_id(const tq_json *v)
+{
+    return v->type == TQ_JSON_NUM && v->num >= 0 && v->num < TOK_MAX_ID &&
+           v->num == (double)(int32_t)v->num;
+}
+
 /* ["token", id] as BertProcessing and RobertaProcessing write cls and sep */
 static tq_status pair_id(const char *file, const tq_json *j, const char *k, int32_t *id)
 {
     const tq_json *v = tq_json_get(j, k);
-    if (!v || v->type != TQ_JSON_ARR || v->n != 2 || v->items[1].type != TQ_JSON_NUM)
+    if (!v || v->type != TQ_JSON_ARR || v->n != 2 || !valid_id(&v->items[1]))
         return tq_fail(TQ_ERR_DATA, "%s: the post_processor's %s is not [token, id]", file, k);
     *id = (int32_t)v->items[1].num;
     return TQ_OK;
@@ -79,8 +85,12 @@ static tq_status template_part(const char *file, const tq_json *list, const tq_j
             if (ids->n > 64)
                 return tq_fail(TQ_ERR_DATA, "%s: special token \"%s\" has too many ids", file,
                                id->str);
-            for (size_t k = 0; k < ids->n; k++)
+            for (size_t k = 0; k < ids->n; k++) {
+                if (!valid_id(&ids->items[k]))
+                    return tq_fail(TQ_ERR_DATA, "%s: special token \"%s\" has an id that is "
+                                   "not valid", file, id->str);
                 v[k] = (int32_t)ids->items[k].num;
+            }
             r = tpl_add(out, -1, v, ids->n, type_id);
         }
         if (r)

@@ -214,7 +214,8 @@ static tq_status encode(const tq_tokenizer *t, const char *a, size_t alen, const
         size_t cnt = tp[i].seq < 0 ? tp[i].nids : keep[tp[i].seq];
         if (tp[i].seq == 1 && !b)
             cnt = 0;
-        for (size_t c = 0; c < cnt; c++) {
+        /* (a template naming a text twice could outgrow the room: cut) */
+        for (size_t c = 0; c < cnt && k < (size_t)max_len; c++) {
             ids[k] = src[c];
             if (type_ids)
                 type_ids[k] = tp[i].type_id;

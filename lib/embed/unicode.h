@@ -18,7 +18,7 @@ enum {
     TQ_UC_LETTER = 128,  /* any L* category (\p{L})                          */
     TQ_UC_NUMBER = 256,  /* any N* category (\p{N}, char::is_numeric)        */
     TQ_UC_MARKS = 512,   /* any M* category (is_combining_mark)              */
-    TQ_UC_WORD = 1024    /* regex \w: L, M, Nd, Nl, Pc, ZWNJ, ZWJ            */
+    TQ_UC_WORD = 1024    /* regex \w: L M Nd Nl Pc, ZWNJ ZWJ, circled letters */
 };
 
 typedef struct tq_uc_range { uint32_t first, last, flags; } tq_uc_range;

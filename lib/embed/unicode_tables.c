@@ -695,6 +695,7 @@ const tq_uc_range tq_uc_ranges[] = {
     {0x2308, 0x230b, 4},
     {0x2329, 0x232a, 4},
     {0x2460, 0x249b, 256},
+    {0x24b6, 0x24e9, 1024},
     {0x24ea, 0x24ff, 256},
     {0x2768, 0x2775, 4},
     {0x2776, 0x2793, 256},
@@ -1540,6 +1541,9 @@ const tq_uc_range tq_uc_ranges[] = {
     {0x1eea5, 0x1eea9, 1152},
     {0x1eeab, 0x1eebb, 1152},
     {0x1f100, 0x1f10c, 256},
+    {0x1f130, 0x1f149, 1024},
+    {0x1f150, 0x1f169, 1024},
+    {0x1f170, 0x1f189, 1024},
     {0x1fbf0, 0x1fbf9, 1280},
     {0x20000, 0x2a6df, 1160},
     {0x2a700, 0x2b738, 1160},
@@ -1558,7 +1562,7 @@ const tq_uc_range tq_uc_ranges[] = {
     {0xf0000, 0xffffd, 64},
     {0x100000, 0x10fffd, 64},
 };
-const size_t tq_uc_n_ranges = 1554;
+const size_t tq_uc_n_ranges = 1558;
 
 const tq_uc_map tq_uc_lower[] = {
     {0x41, 0, 1},
