@@ -23,16 +23,16 @@
 typedef struct bert_embedder {
     tq_embedder base;
     bert_model *m;
-    tq_wordpiece *wp;
+    tq_tokenizer *tok;
     char *prompt;    /* put before every text, or NULL */
     size_t prompt_n;
     int skip;        /* tokens the pooling leaves out: the prompt's, with include_prompt off */
     int chunk;       /* texts past the window: embedded in windows */
+    /* the special tokens the tokenizer puts around a text's pieces: before
+     * ([CLS], <s>) and after ([SEP], </s>); a window of a long text keeps
+     * them and cuts the pieces */
+    int head, tail;
 } bert_embedder;
-
-/* The tokenizer's special tokens around the pieces of a text: [CLS] before,
- * [SEP] after. A window of a long text keeps them, and cuts the pieces. */
-enum { SPECIAL_HEAD = 1, SPECIAL_TAIL = 1 };
 
 typedef struct doc {
     int64_t i; /* its row of pooled vectors (a text's, or a window's) */
@@ -129,20 +129,31 @@ static const char *prompted(const bert_embedder *be, const char *t, size_t n, ch
     return *buf;
 }
 
-/* A text's ids cut to the window: encoded with room for one more, so a cut
- * shows (then the last piece makes way for [SEP], which is where the
- * tokenizer's own cut would have put it). */
+/* A text's ids cut to the window (ids has room for it), as the tokenizer cuts. */
 static tq_status encode_cut(bert_embedder *be, const char *t, size_t n, int32_t *ids, int *got,
                             int *cut)
 {
-    int w = be->m->cfg.max_seq;
-    tq_status st = tq_wordpiece_encode(be->wp, t, n, ids, w + 1, got);
-    *cut = !st && *got > w;
-    if (*cut) {
-        ids[w - 1] = ids[*got - 1];
-        *got = w;
+    return tq_tokenizer_encode(be->tok, t, n, ids, be->m->cfg.max_seq, got, cut);
+}
+
+/* All of a text's ids, uncut, into *full (malloc'd), *nf of them. */
+static tq_status encode_all(bert_embedder *be, const char *t, size_t tn, int32_t **full, int *nf)
+{
+    /* a byte-level or Metaspace tokenizer may give a bit more than a token
+     * a byte: room for two, grown until nothing is cut */
+    size_t room = 2 * tn + 16;
+    for (;;) {
+        if (room > (size_t)1 << 30)
+            return tq_fail(TQ_ERR_DATA, "bert: a text of %zu bytes is too long to embed whole", tn);
+        int cut = 0;
+        free(*full);
+        if (!(*full = malloc(room * sizeof **full)))
+            return tq_fail(TQ_ERR_NOMEM, "bert: out of memory for windows");
+        tq_status st = tq_tokenizer_encode(be->tok, t, tn, *full, (int)room, nf, &cut);
+        if (st || !cut)
+            return st;
+        room *= 2;
     }
-    return st;
 }
 
 /* Appends a document of n ids (copied) as row *used of the pooled vectors. */
@@ -179,23 +190,21 @@ static void docs_free(doc *d, int64_t n)
 static tq_status windows(bert_embedder *be, const char *t, size_t tn, doc **d, int64_t *used,
                          int64_t *cap, int *win)
 {
-    int w = be->m->cfg.max_seq, body = w - SPECIAL_HEAD - SPECIAL_TAIL;
+    int w = be->m->cfg.max_seq, body = w - be->head - be->tail;
     int stride = body - body / 4 > 0 ? body - body / 4 : 1;
-    /* every piece: at most one a byte, and the specials */
-    int room = (int)(tn < (size_t)1 << 28 ? tn : (size_t)1 << 28) + SPECIAL_HEAD + SPECIAL_TAIL + 2;
-    int32_t *full = malloc((size_t)room * sizeof *full), *o = malloc((size_t)w * sizeof *o);
+    int32_t *full = NULL, *o = malloc((size_t)w * sizeof *o);
     int nf = 0;
-    tq_status st = full && o ? tq_wordpiece_encode(be->wp, t, tn, full, room, &nf)
-                             : tq_fail(TQ_ERR_NOMEM, "bert: out of memory for windows");
-    int pieces = nf - SPECIAL_HEAD - SPECIAL_TAIL;
+    tq_status st = o ? encode_all(be, t, tn, &full, &nf)
+                     : tq_fail(TQ_ERR_NOMEM, "bert: out of memory for windows");
+    int pieces = nf - be->head - be->tail;
     *win = 0;
     for (int at = 0; !st && (at == 0 || at + body - stride < pieces); at += stride) {
         int np = pieces - at < body ? pieces - at : body;
-        memcpy(o, full, SPECIAL_HEAD * sizeof *o);
-        memcpy(o + SPECIAL_HEAD, full + SPECIAL_HEAD + at, (size_t)np * sizeof *o);
-        memcpy(o + SPECIAL_HEAD + np, full + nf - SPECIAL_TAIL, SPECIAL_TAIL * sizeof *o);
+        memcpy(o, full, be->head * sizeof *o);
+        memcpy(o + be->head, full + be->head + at, (size_t)np * sizeof *o);
+        memcpy(o + be->head + np, full + nf - be->tail, be->tail * sizeof *o);
         /* (the prompt starts the text: its first window's) */
-        if (!(st = push(d, used, cap, o, SPECIAL_HEAD + np + SPECIAL_TAIL, at ? 0 : be->skip)))
+        if (!(st = push(d, used, cap, o, be->head + np + be->tail, at ? 0 : be->skip)))
             ++*win;
     }
     be->base.windows += *win;
@@ -297,7 +306,7 @@ static void close_bert(tq_embedder *e)
 {
     bert_embedder *be = (bert_embedder *)e;
     tq_bert_model_free(be->m);
-    tq_wordpiece_free(be->wp);
+    tq_tokenizer_free(be->tok);
     free(be->prompt);
     free(be);
 }
@@ -327,7 +336,7 @@ static tq_status set_prompt(bert_embedder *be, const char *path, const tq_embed_
     if (!ids)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     st = encode_cut(be, be->prompt, be->prompt_n, ids, &got, &cut);
-    be->skip = got - SPECIAL_TAIL;
+    be->skip = got - (be->tail > 0); /* (sentence-transformers drops one special) */
     free(ids);
     return st;
 }
@@ -348,19 +357,12 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_op
         free(be);
         return st;
     }
-    char *vocab = malloc(strlen(cfg.model_dir) + 16);
-    if (!vocab) {
-        tq_bert_config_free(&cfg);
-        free(be);
-        return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    }
-    sprintf(vocab, "%s/vocab.txt", cfg.model_dir);
-    st = tq_wordpiece_load(vocab, &cfg.wp, &be->wp);
-    free(vocab);
-    if (!st && tq_wordpiece_vocab_size(be->wp) > cfg.vocab)
-        st = tq_fail(TQ_ERR_DATA, "%s/vocab.txt: %lld tokens, more than vocab_size %lld",
-                     cfg.model_dir, (long long)tq_wordpiece_vocab_size(be->wp),
-                     (long long)cfg.vocab);
+    /* tokenizer.json when the folder has one, else vocab.txt */
+    st = tq_tokenizer_open(cfg.model_dir, &cfg.wp, &be->tok);
+    if (!st && tq_tokenizer_vocab_size(be->tok) > cfg.vocab)
+        st = tq_fail(TQ_ERR_DATA, "%s/%s: %lld tokens, more than vocab_size %lld",
+                     cfg.model_dir, tq_tokenizer_source(be->tok),
+                     (long long)tq_tokenizer_vocab_size(be->tok), (long long)cfg.vocab);
     if (st) {
         tq_bert_config_free(&cfg);
         close_bert(&be->base);
@@ -370,12 +372,20 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_op
     cfg.prec = prec == TQ_DTYPE_I8 ? TQ_DTYPE_F32 : prec;
     st = tq_bert_model_load(&cfg, dev, &be->m);
     if (!st && prec == TQ_DTYPE_I8)
-        st = tq_bert_int8(be->m, be->wp);
+        st = tq_bert_int8(be->m, be->tok);
     if (st) {
         close_bert(&be->base);
         return st;
     }
-    if ((st = set_prompt(be, path, o))) {
+    /* the specials around a text: those of the empty text, [CLS] (or
+     * <s>) first, the rest after */
+    int32_t sp[16];
+    int nsp = 0, cut = 0;
+    if (!st)
+        st = tq_tokenizer_encode(be->tok, "", 0, sp, 16, &nsp, &cut);
+    be->head = nsp > 0;
+    be->tail = nsp - be->head;
+    if (st || (st = set_prompt(be, path, o))) {
         close_bert(&be->base);
         return st;
     }

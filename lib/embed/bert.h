@@ -4,7 +4,7 @@
 #define TQ_BERT_H
 
 #include "embed.h"
-#include "wordpiece.h"
+#include "tokenizer.h"
 
 /* sentence-transformers' pooling modes, in the order its Pooling module
  * concatenates them when several are on */
@@ -43,7 +43,7 @@ typedef struct bert_config {
     int64_t dim;        /* the output width: pooled, or the last Dense's out */
     int normalize;      /* an L2 Normalize module follows the pooling */
     tq_wordpiece_opts wp;
-    char *model_dir;    /* where config.json, model.safetensors, vocab.txt are */
+    char *model_dir;    /* where config.json, model.safetensors, the tokenizer are */
     /* the layers' product operands (weights and the activations they
      * multiply): f32, or bf16/f16 where the device's GEMM takes them
      * natively (bert.c decides) */
@@ -89,7 +89,7 @@ typedef struct bert_model {
 #define TQ_BERT_I8_REST 8
 /* --precision int8 (bert_int8.c): calibrates m, loaded in f32 on the CPU,
  * on built-in texts, then makes its products int8 (cfg.prec i8). */
-tq_status tq_bert_int8(bert_model *m, const tq_wordpiece *wp);
+tq_status tq_bert_int8(bert_model *m, const tq_tokenizer *tok);
 /* Calibration's hook in the forward pass: the input t [b, len, hidden] of
  * layer's products, which = 0 for q, k, v, 1 for the attention's output
  * projection, 2 for the first feed-forward; key_len [b] its real tokens. */

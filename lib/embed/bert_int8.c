@@ -97,7 +97,7 @@ void tq_bert_calib_fold(const bert_model *m, int64_t layer, int which, const tq_
 
 /* The f32 model on the texts, in one batch, the forward pass folding its
  * products' inputs into calib. */
-static tq_status calibrate(bert_model *m, const tq_wordpiece *wp, float *calib)
+static tq_status calibrate(bert_model *m, const tq_tokenizer *tok, float *calib)
 {
     enum { NT = sizeof calib_texts / sizeof *calib_texts };
     int maxlen = m->cfg.max_seq, lens[NT], len = 0;
@@ -106,8 +106,8 @@ static tq_status calibrate(bert_model *m, const tq_wordpiece *wp, float *calib)
     float *out = malloc((size_t)(NT * maxlen * m->cfg.hidden) * sizeof *out);
     tq_status st = ids && ids64 && out ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
     for (int t = 0; !st && t < NT; t++) {
-        st = tq_wordpiece_encode(wp, calib_texts[t], strlen(calib_texts[t]), ids + t * maxlen,
-                                 maxlen, &lens[t]);
+        st = tq_tokenizer_encode(tok, calib_texts[t], strlen(calib_texts[t]), ids + t * maxlen,
+                                 maxlen, &lens[t], NULL);
         len = lens[t] > len ? lens[t] : len;
     }
     for (int t = 0; !st && t < NT; t++) /* padding stays 0 */
@@ -297,14 +297,14 @@ static tq_status layer_int8(bert_model *m, bert_layer *L, const float *amax, flo
     return m->cfg.ffn2 == TQ_DTYPE_BF16 ? to_bf16(m->dev, &L->wo2) : TQ_OK;
 }
 
-tq_status tq_bert_int8(bert_model *m, const tq_wordpiece *wp)
+tq_status tq_bert_int8(bert_model *m, const tq_tokenizer *tok)
 {
     int64_t H = m->cfg.hidden, nl = m->cfg.layers;
     float *calib = calloc((size_t)(3 * nl * H), sizeof *calib);
     float *s = malloc((size_t)H * sizeof *s);
     tq_status st = calib && s ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st)
-        st = calibrate(m, wp, calib);
+        st = calibrate(m, tok, calib);
     m->cfg.ffn2 = tq_device_native_product(m->dev, TQ_DTYPE_BF16) ? TQ_DTYPE_BF16 : TQ_DTYPE_F32;
     for (int64_t i = 0; !st && i < nl; i++)
         st = layer_int8(m, &m->layer[i], calib + 3 * i * H, s);

@@ -4,7 +4,8 @@
  * sentence-transformers' CrossEncoder applies in predict. The pair is laid
  * out as the model's tokenizer does it: BERT's [CLS] A [SEP] B [SEP] with
  * token types 0 then 1, MPNet's (and RoBERTa's) <s> A </s></s> B </s>
- * with no types; too long a pair is cut as the tokenizers library's
+ * with no types (a tokenizer.json's own pair template, where the folder
+ * has one); too long a pair is cut as the tokenizers library's
  * longest_first truncation cuts it. */
 #include "cross.h"
 #include "bert.h"
@@ -16,7 +17,8 @@
 
 struct tq_cross {
     bert_model *m;
-    tq_wordpiece *wp;
+    tq_tokenizer *tok;
+    int json; /* the ids from tokenizer.json: its pair template lays pairs out */
     int64_t labels;
     int act; /* a tq_activation, or -1 for none */
     tq_tensor *head[4];
@@ -34,7 +36,7 @@ void tq_cross_close(tq_cross *c)
     for (int i = 0; i < 4; i++)
         tq_tensor_free(c->head[i]);
     tq_bert_model_free(c->m);
-    tq_wordpiece_free(c->wp);
+    tq_tokenizer_free(c->tok);
     free(c);
 }
 
@@ -99,15 +101,15 @@ tq_status tq_cross_open(const char *folder, tq_device *dev, tq_cross **out)
         free(c);
         return st;
     }
-    char vocab[4200];
-    snprintf(vocab, sizeof vocab, "%s/vocab.txt", cfg.model_dir);
-    if (!(st = tq_wordpiece_load(vocab, &cfg.wp, &c->wp)) &&
+    if (!(st = tq_tokenizer_open(cfg.model_dir, &cfg.wp, &c->tok)) &&
         !(st = head_config(folder, &c->labels, &c->act)))
         st = tq_bert_model_load(&cfg, dev, &c->m); /* takes cfg over, even failing */
     else
         tq_bert_config_free(&cfg);
     if (!st)
         st = tq_bert_head_load(c->m, c->labels, c->head);
+    if (!st)
+        c->json = !strcmp(tq_tokenizer_source(c->tok), "tokenizer.json");
     if (st) {
         tq_cross_close(c);
         return st;
@@ -135,13 +137,17 @@ typedef struct pair {
 static tq_status pieces(const tq_cross *c, const char *t, size_t n, int32_t **p, int *np,
                         int32_t *cls, int32_t *sep)
 {
-    int room = (int)(n < (size_t)1 << 28 ? n : (size_t)1 << 28) + 4, got = 0;
+    int room = (int)(n < (size_t)1 << 28 ? n : (size_t)1 << 28) + 4, got = 0, cut = 0;
     *p = malloc((size_t)room * sizeof **p);
     if (!*p)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    tq_status st = tq_wordpiece_encode(c->wp, t, n, *p, room, &got);
+    /* (WordPiece gives at most a piece a byte: nothing is cut) */
+    tq_status st = tq_tokenizer_encode(c->tok, t, n, *p, room, &got, &cut);
     if (st)
         return st;
+    if (got < 2)
+        return tq_fail(TQ_ERR_DATA, "cross-encoder: the tokenizer puts no [CLS] and [SEP] "
+                                    "around a text");
     *cls = (*p)[0];
     *sep = (*p)[got - 1];
     *np = got - 2;
@@ -166,9 +172,30 @@ static void longest_first(int *n1, int *n2, int max)
     *n2 = swap ? a : b;
 }
 
+/* A pair by tokenizer.json's pair template and truncation. */
+static tq_status encode_json(const tq_cross *c, const char *a, size_t al, const char *b,
+                             size_t bl, pair *p, int *cut)
+{
+    int w = c->m->cfg.max_seq;
+    int32_t *types = malloc((size_t)w * sizeof *types);
+    p->ids = malloc((size_t)w * sizeof *p->ids);
+    p->types = malloc((size_t)w);
+    if (!types || !p->ids || !p->types) {
+        free(types);
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    }
+    tq_status st = tq_tokenizer_encode_pair(c->tok, a, al, b, bl, p->ids, types, w, &p->n, cut);
+    for (int t = 0; !st && t < p->n; t++) /* RoBERTa's and MPNet's take no types */
+        p->types[t] = (int8_t)(c->m->cfg.arch == BERT_ARCH_BERT && types[t] > 0);
+    free(types);
+    return st;
+}
+
 static tq_status encode(const tq_cross *c, const char *a, size_t al, const char *b, size_t bl,
                         pair *p, int *cut)
 {
+    if (c->json)
+        return encode_json(c, a, al, b, bl, p, cut);
     int bert = c->m->cfg.arch == BERT_ARCH_BERT, w = c->m->cfg.max_seq;
     int specials = bert ? 3 : 4, na = 0, nb = 0;
     int32_t *pa = NULL, *pb = NULL, cls = 0, sep = 0;

@@ -54,7 +54,7 @@ print('ok', max(abs(a[$LABEL] - b) for a, b in zip(r, o)))"
 
 scores() { tq-cat -t tsv --name score | tail -n +2; }
 
-@test "BERT, XLM-RoBERTa and MPNet cross-encoders: scores within 1e-5 of the reference, long pairs cut as the tokenizers library cuts them" {
+@test "BERT, XLM-RoBERTa and MPNet cross-encoders (vocab.txt, then tokenizer.json): scores within 1e-5 of the reference, long pairs cut as the tokenizers library cuts them" {
     pairs 6 7 1 > "$T/in.tsv"
     LABEL=0
     for arch in bert xlm-roberta mpnet; do
@@ -65,6 +65,11 @@ scores() { tq-cat -t tsv --name score | tail -n +2; }
         [[ "$stderr" == *"42 pairs in 6 groups, 42 rows out, "*" pairs longer than the window cut to it"* ]] || fail "$stderr"
         [[ "$stderr" != *" 0 pairs longer"* ]] || fail "no pair was cut: $stderr"
         scores < "$T/out.tq" > "$T/ours.txt"
+        close_to "$T/ref.txt" "$T/ours.txt"
+        # the same tokenizer as tokenizer.json: its pair template and truncation
+        "$VENV_PY" "$TESTS_DIR/lib/cross_ref.py" "$T/$arch" --save-tokenizer 2>/dev/null
+        [ -s "$T/$arch/tokenizer.json" ]
+        tq-score --cross-encoder "$T/$arch" "$T/in.tsv" | scores > "$T/ours.txt"
         close_to "$T/ref.txt" "$T/ours.txt"
     done
 }

@@ -1,4 +1,4 @@
-"""cross_ref.py FOLDER < pairs: the reference scores of a cross-encoder folder
+"""cross_ref.py FOLDER [--save-tokenizer] < pairs: the reference scores of a cross-encoder folder
 (make_cross.py's kind: BERT, RoBERTa, XLM-RoBERTa or MPNet
 ...ForSequenceClassification) for lines QID<TAB>QUERY<TAB>DOCID<TAB>TEXT,
 one line of space-separated scores (one per label) per pair, as
@@ -10,7 +10,8 @@ then 1; MPNetTokenizerFast's layout for the others: [CLS] A [SEP][SEP] B
 model_max_length, at most the positions past the padding id), the encoder of
 encoder_ref.py in float64, the head tanh(W1 h_cls + b1) then W2 . + b2, and
 CrossEncoder's activation (the config's activation_fn, else sigmoid for one
-label, none for more)."""
+label, none for more). --save-tokenizer writes that fast tokenizer into the
+folder as tokenizer.json instead (the library's own pair template then)."""
 import json, math, os, sys
 
 import torch
@@ -37,6 +38,9 @@ def main():
                                               sep_token="[SEP]", cls_token="[CLS]",
                                               unk_token="[UNK]", pad_token="[PAD]",
                                               mask_token="[MASK]")
+    if len(sys.argv) > 2 and sys.argv[2] == "--save-tokenizer":  # the same as tokenizer.json
+        tok.backend_tokenizer.save(os.path.join(d, "tokenizer.json"))
+        return
     W = safetensors(os.path.join(d, "model.safetensors"))
     pre = {"bert": "bert.", "mpnet": "mpnet."}.get(arch, "roberta.")
     base = {k[len(pre):]: t for k, t in W.items() if k.startswith(pre)}
