@@ -22,6 +22,7 @@ enum {
     OPT_EMB,
     OPT_GROUP,
     OPT_BATCH,
+    OPT_PRECISION,
 };
 
 static void help(void)
@@ -40,7 +41,10 @@ static void help(void)
         "  -m, --model FILE      the output of a model written by tq-train (linear,\n"
         "                        logistic, softmax or mlp; see tq-score(1) for the format)\n"
         "      --feature NAME    the input frame NAME, one number a row (repeatable)\n"
-        "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n\n"
+        "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n"
+        "      --precision P     a model of i8 weights (tq-quantize): auto (int8 products\n"
+        "                        where the CPU has int8 instructions, else the weights\n"
+        "                        decoded to f32; the default), int8 or f32\n\n"
         "Output:\n"
         "      --top N           keep the N best rows of each group (default: all)\n"
         "      --sort            rows by rank within each group (default: input order)\n"
@@ -110,6 +114,7 @@ static tq_status open_inputs(char **files, int n, tq_reader **r)
 /* What the command line asks for: the features, their weights, the run's options. */
 struct args {
     const char *query_path, *model_path;
+    tq_score_prec prec;
     const char *extra[TQ_SCORE_MAX_FEATURES];
     double weights[TQ_SCORE_MAX_FEATURES];
     int nweights;
@@ -122,6 +127,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
 {
     a->query_path = NULL;
     a->model_path = NULL;
+    a->prec = TQ_SCORE_PREC_AUTO;
     a->nweights = -1;
     a->o = (tq_score_run_opts){.emb = NULL, .group = "group", .extra = a->extra, .batch = 4096};
     tq_score_run_opts *o = &a->o;
@@ -137,6 +143,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
         {"emb", required_argument, NULL, OPT_EMB},
         {"group", required_argument, NULL, OPT_GROUP},
         {"batch", required_argument, NULL, OPT_BATCH},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -178,6 +185,16 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
             break;
         case OPT_BATCH:
             o->batch = tq_tool_int_arg(t, "--batch", optarg, 1, 1 << 24);
+            break;
+        case OPT_PRECISION:
+            if (!strcmp(optarg, "auto"))
+                a->prec = TQ_SCORE_PREC_AUTO;
+            else if (!strcmp(optarg, "f32"))
+                a->prec = TQ_SCORE_PREC_F32;
+            else if (!strcmp(optarg, "int8"))
+                a->prec = TQ_SCORE_PREC_INT8;
+            else
+                tq_tool_usage(t, "--precision wants auto, f32 or int8, not '%s'", optarg);
             break;
         default:
             tq_tool_usage(t, "unknown option");
@@ -277,7 +294,7 @@ int main(int argc, char **argv)
         st = tq_score_query_load(query_path, o.query_emb, o.group, dev, &query);
     }
     if (!st && model_path)
-        st = tq_score_model_load(model_path, dev, &model);
+        st = tq_score_model_load_prec(model_path, dev, a.prec, &model);
     if (st)
         tq_tool_fail(&t, st);
     o.cfg.dev = dev;
