@@ -175,6 +175,16 @@ tq_status tq_score_model_quantize(tq_reader *r, tq_writer *w, int code_,
                 else if (!(st = tq_convert(tq_quant_code_dtype(code), buf, TQ_DTYPE_F32, x, nv, 0)))
                     st = tq_writer_write(w, f->name, tq_quant_code_dtype(code), f->rank, f->dims,
                                          f->meta, f->meta_len, buf, (uint64_t)nv * 2);
+                float *y = st ? NULL : malloc(nv * 4 + 1);
+                if (!st && !y)
+                    st = tq_fail(TQ_ERR_NOMEM, "out of memory");
+                if (!st && !(st = tq_convert(TQ_DTYPE_F32, y, tq_quant_code_dtype(code), buf, nv, 0)))
+                    for (size_t k = 0; k < nv; k++) {
+                        double e = fabs((double)x[k] - (double)y[k]);
+                        qs->se += e * e, qs->sx += (double)x[k] * x[k];
+                        qs->max_abs = e > qs->max_abs ? e : qs->max_abs;
+                    }
+                free(y);
             }
             qs->weights += (int64_t)nv;
             qs->bytes_out += (uint64_t)nv * 2;

@@ -39,6 +39,12 @@ def frames(path):
     return {f["name"]: f for f in ts.read(open(path, "rb").read())}
 
 
+def rows(path, name):
+    """Every frame NAME of a stream (batches), concatenated, as float64."""
+    fr = [f for f in ts.read(open(path, "rb").read()) if f["name"] == name]
+    return np.concatenate([ts.to_numpy(f).astype(np.float64) for f in fr])
+
+
 def layers_of(path):
     """[(W f64 [in, out] as decoded, b f64 [out], i8 parts or None)], meta."""
     fr = frames(path)
@@ -130,8 +136,8 @@ def decisions(p, kind_out):
 
 
 def check(f32p, qp, datap, outp, int8, tol):
-    x = ts.to_numpy(frames(datap)["emb"]).astype(np.float64)
-    got = ts.to_numpy(frames(outp)["score"]).astype(np.float64)
+    x = rows(datap, "emb")
+    got = rows(outp, "score")
     meta = frames(qp)["model"]["meta"]
     sig = meta["kind"] == "logistic" or meta.get("output") == "sigmoid"
     pf, sf = forward(f32p, x)
