@@ -178,6 +178,36 @@ static tq_status write_report(const char *path, const tq_quant_stat *s, int n)
     return st ? st : cst;
 }
 
+/* A model file of tq-train: its weight matrices coded (lib/score). */
+static int quantize_model(tq_tool *t, const tq_quant_opts *o, tq_reader *r, tq_writer *w,
+                          const char *input, int report, double t0)
+{
+    if (o->code != TQ_QUANT_INT8 && o->code != TQ_QUANT_Q8_0 && o->code != TQ_QUANT_Q4_0 &&
+        o->code != TQ_QUANT_F16 && o->code != TQ_QUANT_BF16)
+        tq_tool_usage(t, "%s is a model file: its weights take --to int8, q8_0, q4_0, f16 "
+                         "or bf16, not %s", tq_took_label(input), tq_quant_code_name(o->code));
+    if (o->nnames || report)
+        tq_tool_usage(t, "%s is a model file: --name and --report are for vectors",
+                      tq_took_label(input));
+    tq_score_quant_stat ms;
+    tq_status st = tq_score_model_quantize(r, w, o->code, &ms);
+    tq_status cst = tq_writer_close(w, !st);
+    if (!st)
+        st = cst;
+    tq_reader_close(r);
+    if (st)
+        tq_tool_fail(t, st);
+    tq_tool_log(t, TQ_LOG_INFO,
+                "model: %lld weights to %s, %llu -> %llu bytes of payload (%.3fx), "
+                "weights' rmse %.3g, relative rmse %.3g, max abs error %.3g, %.3f s",
+                (long long)ms.weights, tq_quant_code_name(o->code),
+                (unsigned long long)ms.bytes_in, (unsigned long long)ms.bytes_out,
+                ms.bytes_in ? (double)ms.bytes_out / (double)ms.bytes_in : 0.0,
+                ms.weights ? sqrt(ms.se / (double)ms.weights) : 0.0,
+                ms.sx > 0 ? sqrt(ms.se / ms.sx) : 0.0, ms.max_abs, tq_tool_now() - t0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -258,32 +288,8 @@ int main(int argc, char **argv)
     size_t nframes;
     if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
         tq_tool_fail(&t, st);
-    if (tq_score_is_model(r)) {
-        if (o.code != TQ_QUANT_INT8 && o.code != TQ_QUANT_Q8_0 && o.code != TQ_QUANT_Q4_0 &&
-            o.code != TQ_QUANT_F16 && o.code != TQ_QUANT_BF16)
-            tq_tool_usage(&t, "%s is a model file: its weights take --to int8, q8_0, q4_0, f16 "
-                              "or bf16, not %s", tq_took_label(input), tq_quant_code_name(o.code));
-        if (o.nnames || report)
-            tq_tool_usage(&t, "%s is a model file: --name and --report are for vectors",
-                          tq_took_label(input));
-        tq_score_quant_stat ms;
-        st = tq_score_model_quantize(r, w, o.code, &ms);
-        tq_status mcst = tq_writer_close(w, !st);
-        if (!st)
-            st = mcst;
-        tq_reader_close(r);
-        if (st)
-            tq_tool_fail(&t, st);
-        tq_tool_log(&t, TQ_LOG_INFO,
-                    "model: %lld weights to %s, %llu -> %llu bytes of payload (%.3fx), "
-                    "weights' rmse %.3g, relative rmse %.3g, max abs error %.3g, %.3f s",
-                    (long long)ms.weights, tq_quant_code_name(o.code),
-                    (unsigned long long)ms.bytes_in, (unsigned long long)ms.bytes_out,
-                    ms.bytes_in ? (double)ms.bytes_out / (double)ms.bytes_in : 0.0,
-                    ms.weights ? sqrt(ms.se / (double)ms.weights) : 0.0,
-                    ms.sx > 0 ? sqrt(ms.se / ms.sx) : 0.0, ms.max_abs, tq_tool_now() - t0);
-        return 0;
-    }
+    if (tq_score_is_model(r))
+        return quantize_model(&t, &o, r, w, input, report != NULL, t0);
     tq_quant_stat stats[TQ_QUANT_MAX_NAMES];
     int nstats = 0;
     st = tq_quant_run(&o, r, w, stats, &nstats);
