@@ -24,6 +24,8 @@
 #               IndexFlatIP.range_search of the rows against themselves (the
 #               faiss-cpu wheel), the same pairs. Target: under 3 s. And
 #               --dedup 0.9 of the same rows (reported).
+#   scorers     bench-qmodel.sh: a tq-train MLP in int8, q8_0, q4_0, bf16 against
+#               the f32 model: sizes, tq-score rate, decisions.
 set -euo pipefail
 BIN=${1:?usage: bench-quantize.sh BINDIR [SCALE]}
 SCALE=${2:-1}
@@ -200,3 +202,6 @@ PY
 then
     echo "near-duplicate pairs: FAISS not measured ($NPY: $(tail -n 1 "$work/faiss_nd.err"))"
 fi
+
+# ---- quantized scorers: sizes, scoring rate and decisions against the f32 model ----
+bash "$root/scripts/bench-qmodel.sh" "$BIN" "$SCALE"
