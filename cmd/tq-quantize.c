@@ -34,6 +34,8 @@ static void help(void)
         "                        floor((x - min) / step), step = (max - min) / 255, clipped\n"
         "                        to 0..255 (int8: minus 128); \"NAME_ranges\" f32 [2, d]\n"
         "  q8_0, q4_0            ggml's blocks of 32 (rows of a multiple of 32 values)\n"
+        "  q2                    blocks of 32: 2 bits a value, a step d and an offset m\n"
+        "                        (f16), x ~ q * d + m (rows of a multiple of 32 values)\n"
         "  bit                   one bit a value, 1 where x > 0, packed as numpy.packbits\n"
         "  f32                   dequantize any of these back to f32\n"
         "A model file of tq-train (its first frame \"model\"): its weight matrices to\n"
@@ -63,11 +65,13 @@ static int code_arg(tq_tool *t, const char *arg)
         {"f32", TQ_QUANT_F32},   {"f16", TQ_QUANT_F16},   {"bf16", TQ_QUANT_BF16},
         {"int8", TQ_QUANT_INT8}, {"uint8", TQ_QUANT_UINT8_RANGES},
         {"q8_0", TQ_QUANT_Q8_0}, {"q4_0", TQ_QUANT_Q4_0}, {"bit", TQ_QUANT_BIT},
+        {"q2", TQ_QUANT_Q2},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(arg, names[i].name))
             return names[i].code;
-    tq_tool_usage(t, "--to wants f16, bf16, int8, uint8, q8_0, q4_0, bit or f32, not '%s'", arg);
+    tq_tool_usage(t, "--to wants f16, bf16, int8, uint8, q8_0, q4_0, q2, bit or f32, not '%s'",
+                  arg);
 }
 
 /* The ranges of --ranges SRC (a file, or the input for auto). */

@@ -32,7 +32,7 @@ int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
         return !strcmp(f->name, name);
     return f->rank == 2 && strcmp(f->name, "key") && !ends_with(f->name, "_scale") &&
            !ends_with(f->name, "_ranges") &&
-           (tq_dtype_is_float(f->dtype) || is_code(f->dtype));
+           (tq_sim_floatlike(f->dtype) || is_code(f->dtype));
 }
 
 /* Bytes of a row of d values of a code. */

@@ -62,11 +62,17 @@ tq_status tq_sim_check_queries(const tq_sim *s)
                    what, s->q_label, s->in_names);
 }
 
+int tq_sim_floatlike(tq_dtype dt)
+{
+    /* q2 rows are searched as the f32 values they decode to */
+    return tq_dtype_is_float(dt) || dt == TQ_DTYPE_Q2;
+}
+
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
         return !strcmp(f->name, name);
-    return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key") &&
+    return f->rank == 2 && tq_sim_floatlike(f->dtype) && strcmp(f->name, "key") &&
            !tq_quant_side_stem(f, NULL);
 }
 
@@ -105,7 +111,7 @@ static tq_status check_vectors(const tq_frame *f)
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->name,
                        (long long)f->dims[1],
                        f->dtype == TQ_DTYPE_I8 ? ", or a database of int8 codes with scales" : "");
-    if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
+    if (f->rank != 2 || !tq_sim_floatlike(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
                                     "not %s rank %d",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);

@@ -194,6 +194,8 @@ tq_status tq_sim_check_queries(const tq_sim *s);
 
 /* Helpers shared by the modes (rows.c). */
 int tq_sim_is_vectors(const tq_frame *f, const char *name);
+/* A dtype searched as f32 rows: the floats, and q2 (decoded). */
+int tq_sim_floatlike(tq_dtype dt);
 /* The rows of f as f32 (converted, or decoded with the ranges of g) in *buf
  * (grown). */
 tq_status tq_sim_frame_f32(tq_frame *f, tq_sim_ranges *g, float **buf, size_t *cap);

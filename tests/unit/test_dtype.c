@@ -698,7 +698,9 @@ static void check_sizes(void)
     CHECK(pb(TQ_DTYPE_BIT, 0, NULL, &b) == TQ_ERR_DATA, "bit scalar refused");
     CHECK(pb(TQ_DTYPE_STR, 1, (int64_t[]){3}, &b) == TQ_ERR_USAGE, "str has no fixed size");
     CHECK(pb(TQ_DTYPE_INVALID, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 0 refused");
-    CHECK(pb((tq_dtype)14, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 14 refused");
+    CHECK(pb(TQ_DTYPE_Q2, 0, NULL, &b) == TQ_ERR_DATA, "q2 scalar refused");
+    CHECK(pb(TQ_DTYPE_Q2, 2, (int64_t[]){3, 64}, &b) == TQ_OK && b == 72, "q2 [3, 64]: 72 bytes");
+    CHECK(pb((tq_dtype)15, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 15 refused");
     CHECK(pb(TQ_DTYPE_F32, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, &b) == TQ_ERR_DATA, "rank 9");
     CHECK(pb(TQ_DTYPE_F32, 2, (int64_t[]){-1, 3}, &b) == TQ_ERR_DATA, "negative dim");
     struct { tq_dtype dt; int rank; int64_t dims[4]; uint64_t want; } ok[] = {
