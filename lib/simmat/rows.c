@@ -169,11 +169,15 @@ typedef struct add_job {
 static void add_rows(void *ctx, int64_t begin, int64_t end)
 {
     add_job *j = ctx;
-    size_t es = tq_dtype_size(j->dtype);
+    /* bytes of a row: q2's blocks have no element size */
+    uint64_t rb = 0;
+    int64_t rd[2] = {1, j->d};
+    if (j->dtype != TQ_DTYPE_INVALID)
+        tq_dtype_payload_bytes(j->dtype, 2, rd, &rb);
     float *x = j->x + begin * j->d;
     tq_status st = TQ_OK;
     if (j->dtype != TQ_DTYPE_INVALID)
-        st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)(begin * j->d) * es,
+        st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)begin * rb,
                         (size_t)((end - begin) * j->d), 0);
     if (st)
         __atomic_store_n(&j->st, st, __ATOMIC_RELAXED);
@@ -191,6 +195,7 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, t
     int64_t n = f->dims[0], d = f->dims[1];
     if (rows->n == 0 && rows->cap == 0)
         rows->d = d;
+    rows->decoded |= f->dtype == TQ_DTYPE_Q2;
     if (d != rows->d)
         return tq_fail(TQ_ERR_DATA, "rows of %lld values after rows of %lld", (long long)d,
                        (long long)rows->d);
