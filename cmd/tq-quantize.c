@@ -186,13 +186,13 @@ static tq_status write_report(const char *path, const tq_quant_stat *s, int n)
 static int quantize_model(tq_tool *t, const tq_quant_opts *o, tq_reader *r, tq_writer *w,
                           const char *input, int report, double t0)
 {
+    if (o->nnames || report || o->ranges)
+        tq_tool_usage(t, "%s is a model file: --name, --ranges and --report are for vectors",
+                      tq_took_label(input));
     if (o->code != TQ_QUANT_INT8 && o->code != TQ_QUANT_Q8_0 && o->code != TQ_QUANT_Q4_0 &&
         o->code != TQ_QUANT_F16 && o->code != TQ_QUANT_BF16)
         tq_tool_usage(t, "%s is a model file: its weights take --to int8, q8_0, q4_0, f16 "
                          "or bf16, not %s", tq_took_label(input), tq_quant_code_name(o->code));
-    if (o->nnames || report)
-        tq_tool_usage(t, "%s is a model file: --name and --report are for vectors",
-                      tq_took_label(input));
     tq_score_quant_stat ms;
     tq_status st = tq_score_model_quantize(r, w, o->code, &ms);
     tq_status cst = tq_writer_close(w, !st);

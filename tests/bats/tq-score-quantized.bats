@@ -147,6 +147,13 @@ PYEOF
     [[ "$stderr" == *"is a model file: its weights take --to int8, q8_0, q4_0, f16 or bf16, not bit"* ]]
     run --separate-stderr tq-quantize --to int8 --name w1 -o "$D/q.tq" "$D/mlp.tq"
     [ "$status" -eq 2 ]
+    run --separate-stderr tq-quantize --to int8 --ranges "$D/in.tq" -o "$D/q.tq" "$D/mlp.tq"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == *"is a model file: --name, --ranges and --report are for vectors"* ]]
+    # from a pipe too: the model is told by its first frame
+    tq-quantize --to int8 < "$D/mlp.tq" > "$D/piped.tq"
+    tq-quantize --to int8 -o "$D/file.tq" "$D/mlp.tq"
+    cmp "$D/piped.tq" "$D/file.tq"
     run --separate-stderr tq-quantize --to q4_0 -o "$D/q.tq" "$D/mlp.tq"
     [ "$status" -eq 65 ]
     [[ "$stderr" == *'"w1": q4_0 weights need a multiple of 32 inputs, not 16 (int8 takes any)'* ]]
