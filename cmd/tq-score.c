@@ -78,8 +78,28 @@ static int parse_weights(tq_tool *t, const char *arg, double *w)
     }
 }
 
+/* The weights of a model file: the elements of its w frames (codes hold
+ * several a byte); its bytes / 4 when it cannot be read here. */
+static double model_weights(const char *path, double dflt)
+{
+    tq_reader *r;
+    if (tq_reader_open_path(&r, path))
+        return dflt;
+    double n = 0;
+    tq_frame *f;
+    while (tq_reader_next(r, &f) == TQ_OK)
+        if (f->name[0] == 'w' && !strchr(f->name, '_')) {
+            double e = 1;
+            for (int i = 0; i < f->rank; i++)
+                e *= (double)f->dims[i];
+            n += e;
+        }
+    tq_reader_close(r);
+    return n > 0 ? n : dflt;
+}
+
 /* The work, for auto (tq(7)): the candidates' values, and a model's weights
- * (its file's bytes / 4) for each row; -1 when not known, huge for a long pipe. */
+ * (the elements of its w frames) for each row; -1 when not known, huge for a long pipe. */
 static double score_work(tq_tool *t, char **files, int n, const char *model)
 {
     double elems = 0, d = 0, weights = 0;
@@ -93,7 +113,9 @@ static double score_work(tq_tool *t, char **files, int n, const char *model)
         d = d ? d : c.cols;
     }
     if (model && !stat(model, &sb))
-        weights = (double)sb.st_size / 4;
+        /* a regular file only: a pipe read here would be gone for the load */
+        weights = S_ISREG(sb.st_mode) ? model_weights(model, (double)sb.st_size / 4)
+                                      : (double)sb.st_size / 4;
     return tq_work_score(elems, d, weights);
 }
 
