@@ -166,3 +166,20 @@ PYEOF
     [ "$status" -eq 2 ]
     [[ "$stderr" == *"--precision wants auto, f32 or int8, not 'int4'"* ]]
 }
+
+@test "every device: an int8 model's scores, both products, within 1e-5 of the reference (tq-score(1))" {
+    py "$TESTS_DIR/lib/score_ref.py" gen "$D" --d 16 --seed 3
+    cp "$D/in.tq" "$D/test.tq"
+    tq-quantize --to int8 -o "$D/q.tq" "$D/mlp3.tq"
+    all_devices
+    for dev in $devices; do
+        for p in int8 f32; do
+            tq-score --device "$dev" --precision $p -m "$D/q.tq" -o "$D/out.tq" "$D/test.tq"
+            int8=""
+            [ $p = int8 ] && int8=--int8
+            run py "$QREF" check "$D/mlp3.tq" "$D/q.tq" "$D/test.tq" "$D/out.tq" $int8 --tol 1e-5 --agree 0
+            echo "$dev $p: $output"
+            [ "$status" -eq 0 ]
+        done
+    done
+}
