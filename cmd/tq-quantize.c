@@ -4,6 +4,7 @@
  * filter in lib/quant. */
 #include "tool/tool.h"
 #include "quant/quant.h"
+#include "score/score.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,8 +34,12 @@ static void help(void)
         "                        floor((x - min) / step), step = (max - min) / 255, clipped\n"
         "                        to 0..255 (int8: minus 128); \"NAME_ranges\" f32 [2, d]\n"
         "  q8_0, q4_0            ggml's blocks of 32 (rows of a multiple of 32 values)\n"
+        "  q2                    blocks of 32: 2 bits a value, a step d and an offset m\n"
+        "                        (f16), x ~ q * d + m (rows of a multiple of 32 values)\n"
         "  bit                   one bit a value, 1 where x > 0, packed as numpy.packbits\n"
-        "  f32                   dequantize any of these back to f32\n\n"
+        "  f32                   dequantize any of these back to f32\n"
+        "A model file of tq-train (its first frame \"model\"): its weight matrices to\n"
+        "int8, q8_0, q4_0, f16 or bf16, the biases as they are (see tq-score(1)).\n\n"
         "Options:\n"
         "      --to CODE         the code (required)\n"
         "      --ranges SRC      the per-dimension ranges: a TQ file holding a \"NAME_ranges\"\n"
@@ -60,11 +65,13 @@ static int code_arg(tq_tool *t, const char *arg)
         {"f32", TQ_QUANT_F32},   {"f16", TQ_QUANT_F16},   {"bf16", TQ_QUANT_BF16},
         {"int8", TQ_QUANT_INT8}, {"uint8", TQ_QUANT_UINT8_RANGES},
         {"q8_0", TQ_QUANT_Q8_0}, {"q4_0", TQ_QUANT_Q4_0}, {"bit", TQ_QUANT_BIT},
+        {"q2", TQ_QUANT_Q2},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(arg, names[i].name))
             return names[i].code;
-    tq_tool_usage(t, "--to wants f16, bf16, int8, uint8, q8_0, q4_0, bit or f32, not '%s'", arg);
+    tq_tool_usage(t, "--to wants f16, bf16, int8, uint8, q8_0, q4_0, q2, bit or f32, not '%s'",
+                  arg);
 }
 
 /* The ranges of --ranges SRC (a file, or the input for auto). */
@@ -175,6 +182,36 @@ static tq_status write_report(const char *path, const tq_quant_stat *s, int n)
     return st ? st : cst;
 }
 
+/* A model file of tq-train: its weight matrices coded (lib/score). */
+static int quantize_model(tq_tool *t, const tq_quant_opts *o, tq_reader *r, tq_writer *w,
+                          const char *input, int report, double t0)
+{
+    if (o->nnames || report || o->ranges)
+        tq_tool_usage(t, "%s is a model file: --name, --ranges and --report are for vectors",
+                      tq_took_label(input));
+    if (o->code != TQ_QUANT_INT8 && o->code != TQ_QUANT_Q8_0 && o->code != TQ_QUANT_Q4_0 &&
+        o->code != TQ_QUANT_F16 && o->code != TQ_QUANT_BF16)
+        tq_tool_usage(t, "%s is a model file: its weights take --to int8, q8_0, q4_0, f16 "
+                         "or bf16, not %s", tq_took_label(input), tq_quant_code_name(o->code));
+    tq_score_quant_stat ms;
+    tq_status st = tq_score_model_quantize(r, w, o->code, &ms);
+    tq_status cst = tq_writer_close(w, !st);
+    if (!st)
+        st = cst;
+    tq_reader_close(r);
+    if (st)
+        tq_tool_fail(t, st);
+    tq_tool_log(t, TQ_LOG_INFO,
+                "model: %lld weights to %s, %llu -> %llu bytes of payload (%.3fx), "
+                "weights' rmse %.3g, relative rmse %.3g, max abs error %.3g, %.3f s",
+                (long long)ms.weights, tq_quant_code_name(o->code),
+                (unsigned long long)ms.bytes_in, (unsigned long long)ms.bytes_out,
+                ms.bytes_in ? (double)ms.bytes_out / (double)ms.bytes_in : 0.0,
+                ms.weights ? sqrt(ms.se / (double)ms.weights) : 0.0,
+                ms.sx > 0 ? sqrt(ms.se / ms.sx) : 0.0, ms.max_abs, tq_tool_now() - t0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -255,6 +292,8 @@ int main(int argc, char **argv)
     size_t nframes;
     if ((st = tq_tool_frame_names(r, frames, sizeof frames, &nframes)))
         tq_tool_fail(&t, st);
+    if (tq_score_is_model(r))
+        return quantize_model(&t, &o, r, w, input, report != NULL, t0);
     tq_quant_stat stats[TQ_QUANT_MAX_NAMES];
     int nstats = 0;
     st = tq_quant_run(&o, r, w, stats, &nstats);

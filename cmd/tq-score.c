@@ -28,6 +28,7 @@ enum {
     OPT_LABEL,
     OPT_TEXTS,
     OPT_QUERY_TEXTS,
+    OPT_PRECISION,
 };
 
 static void help(void)
@@ -46,7 +47,10 @@ static void help(void)
         "  -m, --model FILE      the output of a model written by tq-train (linear,\n"
         "                        logistic, softmax or mlp; see tq-score(1) for the format)\n"
         "      --feature NAME    the input frame NAME, one number a row (repeatable)\n"
-        "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n\n"
+        "      --weights LIST    one weight per feature, comma-separated (default: all 1)\n"
+        "      --precision P     a model of i8 weights (tq-quantize): auto (int8 products\n"
+        "                        where the CPU has int8 instructions, else the weights\n"
+        "                        decoded to f32; the default), int8 or f32\n\n"
         "Reranking text pairs (instead of the features and of streams):\n"
         "      --cross-encoder DIR  score each line QID<TAB>QUERY<TAB>DOCID<TAB>TEXT of\n"
         "                        FILE by a cross-encoder model folder (BERT, RoBERTa,\n"
@@ -93,8 +97,28 @@ static int parse_weights(tq_tool *t, const char *arg, double *w)
     }
 }
 
+/* The weights of a model file: the elements of its w frames (codes hold
+ * several a byte); its bytes / 4 when it cannot be read here. */
+static double model_weights(const char *path, double dflt)
+{
+    tq_reader *r;
+    if (tq_reader_open_path(&r, path))
+        return dflt;
+    double n = 0;
+    tq_frame *f;
+    while (tq_reader_next(r, &f) == TQ_OK)
+        if (f->name[0] == 'w' && !strchr(f->name, '_')) {
+            double e = 1;
+            for (int i = 0; i < f->rank; i++)
+                e *= (double)f->dims[i];
+            n += e;
+        }
+    tq_reader_close(r);
+    return n > 0 ? n : dflt;
+}
+
 /* The work, for auto (tq(7)): the candidates' values, and a model's weights
- * (its file's bytes / 4) for each row; -1 when not known, huge for a long pipe. */
+ * (the elements of its w frames) for each row; -1 when not known, huge for a long pipe. */
 static double score_work(tq_tool *t, char **files, int n, const char *model)
 {
     double elems = 0, d = 0, weights = 0;
@@ -108,7 +132,9 @@ static double score_work(tq_tool *t, char **files, int n, const char *model)
         d = d ? d : c.cols;
     }
     if (model && !stat(model, &sb))
-        weights = (double)sb.st_size / 4;
+        /* a regular file only: a pipe read here would be gone for the load */
+        weights = S_ISREG(sb.st_mode) ? model_weights(model, (double)sb.st_size / 4)
+                                      : (double)sb.st_size / 4;
     return tq_work_score(elems, d, weights);
 }
 
@@ -129,6 +155,7 @@ static tq_status open_inputs(char **files, int n, tq_reader **r)
 /* What the command line asks for: the features, their weights, the run's options. */
 struct args {
     const char *query_path, *model_path, *cross_path, *texts, *query_texts;
+    tq_score_prec prec;
     int64_t label;
     int label_given;
     const char *extra[TQ_SCORE_MAX_FEATURES];
@@ -146,6 +173,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
     a->cross_path = a->texts = a->query_texts = NULL;
     a->label = 0;
     a->label_given = 0;
+    a->prec = TQ_SCORE_PREC_AUTO;
     a->nweights = -1;
     a->o = (tq_score_run_opts){.emb = NULL, .group = "group", .extra = a->extra, .batch = 4096};
     tq_score_run_opts *o = &a->o;
@@ -165,6 +193,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
         {"label", required_argument, NULL, OPT_LABEL},
         {"texts", required_argument, NULL, OPT_TEXTS},
         {"query-texts", required_argument, NULL, OPT_QUERY_TEXTS},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -220,6 +249,16 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
             a->label = tq_tool_int_arg(t, "--label", optarg, 0, 100000);
             a->label_given = 1;
             break;
+        case OPT_PRECISION:
+            if (!strcmp(optarg, "auto"))
+                a->prec = TQ_SCORE_PREC_AUTO;
+            else if (!strcmp(optarg, "f32"))
+                a->prec = TQ_SCORE_PREC_F32;
+            else if (!strcmp(optarg, "int8"))
+                a->prec = TQ_SCORE_PREC_INT8;
+            else
+                tq_tool_usage(t, "--precision wants auto, f32 or int8, not '%s'", optarg);
+            break;
         default:
             tq_tool_usage(t, "unknown option");
         }
@@ -231,6 +270,8 @@ static void parse_args(tq_tool *t, int argc, char **argv, struct args *a)
                           a->nweights >= 0))
         tq_tool_usage(t, "--cross-encoder scores text pairs by itself: no --query, "
                          "--consensus, -m, --feature or --weights with it");
+    if (a->prec != TQ_SCORE_PREC_AUTO && !a->model_path)
+        tq_tool_usage(t, "--precision goes with -m");
     if ((a->label_given || a->texts || a->query_texts) && !a->cross_path)
         tq_tool_usage(t, "--label, --texts and --query-texts go with --cross-encoder");
     if (!a->texts != !a->query_texts)
@@ -401,7 +442,7 @@ int main(int argc, char **argv)
         st = tq_score_query_load(query_path, o.query_emb, o.group, dev, &query);
     }
     if (!st && model_path)
-        st = tq_score_model_load(model_path, dev, &model);
+        st = tq_score_model_load_prec(model_path, dev, a.prec, &model);
     if (st)
         tq_tool_fail(&t, st);
     o.cfg.dev = dev;

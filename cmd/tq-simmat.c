@@ -269,7 +269,7 @@ static tq_status load_db(tq_tool *t, tq_sim *s, const char *db, const char *dbla
         tq_tool_usage(t, "bit codes are searched with --metric hamming");
     if (!*code && s->metric == TQ_SIM_HAMMING && db)
         tq_tool_usage(t, "--metric hamming wants a database of bit codes (tq-quantize --to bit)");
-    if (rescore && !*code)
+    if (rescore && !*code && s->metric == TQ_SIM_L2)
         tq_tool_usage(t, "--rescore goes with a database of codes (tq-quantize --to bit or int8)");
     if (rescore && s->k * s->rescore_m > (1 << 20))
         tq_tool_usage(t, "--rescore-k %lld x --topk %lld: over 2^20 candidates a query",
@@ -281,8 +281,14 @@ static tq_status load_db(tq_tool *t, tq_sim *s, const char *db, const char *dbla
         st = tq_sim_rows_load(&s->db, db, dblabel, pdb->name[0] ? pdb->name : NULL,
                               s->metric == TQ_SIM_COSINE);
     }
+    if (!st && rescore && !*code && !s->db.decoded)
+        tq_tool_usage(t, "--rescore goes with a database of codes (tq-quantize --to bit, int8 or "
+                         "q2)");
     if (!st && rescore) {
-        st = tq_sim_rows_load(&s->rescore, rescore, rescore, s->vec_name ? s->vec_name : s->db.name, 0);
+        /* q2 rows are searched as floats, by the cosine too: the f32 rows
+         * then normalized as the decoded ones are */
+        st = tq_sim_rows_load(&s->rescore, rescore, rescore, s->vec_name ? s->vec_name : s->db.name,
+                              !*code && s->metric == TQ_SIM_COSINE);
         if (!st && (s->rescore.n != s->db.n || s->rescore.d != s->db.d))
             st = tq_fail(TQ_ERR_DATA, "--rescore %s: %lld x %lld rows for a database of %lld x %lld "
                          "from %s", rescore, (long long)s->rescore.n, (long long)s->rescore.d,

@@ -59,6 +59,8 @@ typedef enum tq_dtype {
     TQ_DTYPE_Q8_0 = 11,  /* ggml block_q8_0: f16 d, i8 q[32]      (34 bytes)   */
     TQ_DTYPE_Q4_0 = 12,  /* ggml block_q4_0: f16 d, u8 q[16]      (18 bytes)   */
     TQ_DTYPE_BIT = 13,   /* sign bits, MSB first, each row padded to a byte    */
+    TQ_DTYPE_Q2 = 14,    /* blocks of 32: f16 d, f16 m, u8 q[8], 2 bits a value
+                            (12 bytes); value j = q * d + m (tq-quantize(1)) */
     TQ_DTYPE_COUNT
 } tq_dtype;
 

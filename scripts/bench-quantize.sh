@@ -24,6 +24,10 @@
 #               IndexFlatIP.range_search of the rows against themselves (the
 #               faiss-cpu wheel), the same pairs. Target: under 3 s. And
 #               --dedup 0.9 of the same rows (reported).
+#   scorers     bench-qmodel.sh: a tq-train MLP in int8, q8_0, q4_0, bf16 against
+#               the f32 model: sizes, tq-score rate, decisions.
+#   recall      bench-recall.sh: recall@10 against f32 of bit, q2, q4_0, int8 on
+#               all-MiniLM-L6-v2 embeddings (with --rescore), and their rates.
 set -euo pipefail
 BIN=${1:?usage: bench-quantize.sh BINDIR [SCALE]}
 SCALE=${2:-1}
@@ -200,3 +204,9 @@ PY
 then
     echo "near-duplicate pairs: FAISS not measured ($NPY: $(tail -n 1 "$work/faiss_nd.err"))"
 fi
+
+# ---- quantized scorers: sizes, scoring rate and decisions against the f32 model ----
+bash "$root/scripts/bench-qmodel.sh" "$BIN" "$SCALE"
+
+# ---- recall@10 of bit, q2, q4_0, int8 on real embeddings, and their search rates ----
+bash "$root/scripts/bench-recall.sh" "$BIN" "$SCALE"

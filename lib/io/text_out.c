@@ -70,7 +70,7 @@ int tq_text_format_from_name(const char *name, tq_text_format *fmt)
 
 static int is_code(tq_dtype dt)
 {
-    return dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT;
+    return dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT || dt == TQ_DTYPE_Q2;
 }
 
 /* ---------------------------------------------------------------- escaping */

@@ -25,6 +25,7 @@ static const struct {
     [TQ_QUANT_Q8_0] = {"q8_0", TQ_DTYPE_Q8_0},
     [TQ_QUANT_Q4_0] = {"q4_0", TQ_DTYPE_Q4_0},
     [TQ_QUANT_BIT] = {"bit", TQ_DTYPE_BIT},
+    [TQ_QUANT_Q2] = {"q2", TQ_DTYPE_Q2},
 };
 
 const char *tq_quant_code_name(tq_quant_code c)
@@ -71,7 +72,8 @@ static const char *row_bad(tq_quant_code c, const float *r, int64_t d, int simd)
      * q8_0, up to amax / 8 for q4_0) must stay finite */
     if ((c == TQ_QUANT_F16 && amax >= F16_LIMIT) ||
         (c == TQ_QUANT_Q8_0 && amax / 127.0f >= F16_LIMIT) ||
-        (c == TQ_QUANT_Q4_0 && amax / 8.0f >= F16_LIMIT))
+        (c == TQ_QUANT_Q4_0 && amax / 8.0f >= F16_LIMIT) ||
+        (c == TQ_QUANT_Q2 && amax >= F16_LIMIT)) /* its offset is the block's minimum */
         return "a value beyond the range of f16";
     return NULL;
 }
@@ -296,7 +298,7 @@ static tq_status run(job *j, int64_t n)
 {
     if (j->c >= TQ_QUANT_COUNT || j->c == TQ_QUANT_F32)
         return tq_fail(TQ_ERR_USAGE, "no such code");
-    if ((j->c == TQ_QUANT_Q8_0 || j->c == TQ_QUANT_Q4_0) && j->d % TQ_QK)
+    if ((j->c == TQ_QUANT_Q8_0 || j->c == TQ_QUANT_Q4_0 || j->c == TQ_QUANT_Q2) && j->d % TQ_QK)
         return tq_fail(TQ_ERR_DATA, "%s needs rows of a multiple of %d values, not %lld",
                        tq_quant_code_name(j->c), TQ_QK, (long long)j->d);
     j->row_bytes = row_bytes(j->c, j->d);

@@ -17,6 +17,7 @@ typedef enum tq_quant_code {
     TQ_QUANT_Q8_0,
     TQ_QUANT_Q4_0,
     TQ_QUANT_BIT,
+    TQ_QUANT_Q2,          /* blocks of 32: 2 bits a value, a step and an offset */
     TQ_QUANT_COUNT
 } tq_quant_code;
 

@@ -55,7 +55,7 @@ static int is_code_dtype(tq_dtype dt)
 {
     return dt == TQ_DTYPE_F16 || dt == TQ_DTYPE_BF16 || dt == TQ_DTYPE_I8 ||
            dt == TQ_DTYPE_U8 || dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 ||
-           dt == TQ_DTYPE_BIT;
+           dt == TQ_DTYPE_BIT || dt == TQ_DTYPE_Q2;
 }
 
 int tq_quant_is_default(const tq_frame *f, int dequantize)
@@ -152,7 +152,7 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %lld rows of 0 values: nothing to quantize",
                        (unsigned long long)f->index, f->name, (long long)n);
     tq_quant_code c = o->code;
-    if ((c == TQ_QUANT_Q8_0 || c == TQ_QUANT_Q4_0) && d % TQ_QK)
+    if ((c == TQ_QUANT_Q8_0 || c == TQ_QUANT_Q4_0 || c == TQ_QUANT_Q2) && d % TQ_QK)
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s needs rows of a multiple of %d "
                                     "values, not %lld",
                        (unsigned long long)f->index, f->name, tq_quant_code_name(c), TQ_QK,
@@ -210,6 +210,7 @@ static tq_status quantize_frame(runner *r, slot *s, tq_frame *f)
         [TQ_QUANT_F16] = "f16", [TQ_QUANT_BF16] = "bf16", [TQ_QUANT_INT8] = "int8",
         [TQ_QUANT_UINT8_RANGES] = "uint8-ranges", [TQ_QUANT_INT8_RANGES] = "int8-ranges",
         [TQ_QUANT_Q8_0] = "q8_0", [TQ_QUANT_Q4_0] = "q4_0", [TQ_QUANT_BIT] = "bit",
+        [TQ_QUANT_Q2] = "q2",
     };
     size_t ml;
     if ((st = meta_with(r, f, quant_meta[c], &ml)) ||

@@ -49,7 +49,8 @@ int tq_quant_decodable(const tq_frame *f)
 {
     tq_dtype dt = f->dtype;
     return f->rank == 2 && (tq_dtype_is_float(dt) || dt == TQ_DTYPE_I8 || dt == TQ_DTYPE_U8 ||
-                            dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT);
+                            dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT ||
+                            dt == TQ_DTYPE_Q2);
 }
 
 tq_status tq_quant_side_keep(tq_quant_side *s, tq_frame *f)
@@ -99,6 +100,7 @@ tq_quant_code tq_quant_code_of(tq_dtype dt, int scaled)
     case TQ_DTYPE_Q8_0: return TQ_QUANT_Q8_0;
     case TQ_DTYPE_Q4_0: return TQ_QUANT_Q4_0;
     case TQ_DTYPE_BIT: return TQ_QUANT_BIT;
+    case TQ_DTYPE_Q2: return TQ_QUANT_Q2;
     case TQ_DTYPE_F16: return TQ_QUANT_F16;
     case TQ_DTYPE_BF16: return TQ_QUANT_BF16;
     default: return TQ_QUANT_F32; /* f32, f64: converted as they are */

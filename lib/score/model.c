@@ -18,15 +18,26 @@ struct tq_score_model {
     int64_t cls;
     int64_t dim[TQ_SCORE_MAX_LAYERS + 1]; /* dim[0] inputs, dim[i] outputs of layer i */
     tq_tensor *w[TQ_SCORE_MAX_LAYERS], *b[TQ_SCORE_MAX_LAYERS];
+    /* int8 products (i8 weights, --precision int8 or auto where native):
+     * wq i8 [out, in], ws f32 [out], wc f32 [in] the inputs' column scales
+     * 2^shift (NULL: none); w[i] is then NULL */
+    tq_tensor *wq[TQ_SCORE_MAX_LAYERS], *ws[TQ_SCORE_MAX_LAYERS], *wc[TQ_SCORE_MAX_LAYERS];
+    tq_score_prec prec;
+    tq_dtype code;                        /* the weights' dtype (the first layer's) */
+    int products_i8;                      /* layers run as int8 products */
     char describe[200];
 };
 
-/* A weight frame as read: its name, shape and values in f32. */
+/* A weight frame as read: its name, shape, dtype and values: in f32 for the
+ * float dtypes, else the codes' bytes as they are (i8, q8_0, q4_0 weights,
+ * i8 shifts). */
 typedef struct wframe {
     char name[TQ_MAX_NAME + 1];
     int rank, used;
     int64_t dims[TQ_MAX_RANK];
+    tq_dtype dt;
     float *v;
+    void *raw;
 } wframe;
 
 typedef struct loader {
@@ -40,16 +51,17 @@ typedef struct loader {
 
 #define BAD(L, ...) tq_fail_context(tq_fail(TQ_ERR_DATA, __VA_ARGS__), "%s", (L)->path)
 
-/* Names of weight frames: w, b, or w/b followed by digits. Other frames are
- * free for notes (a training log, say) and ignored. */
+/* Names of weight frames: w, b, or w/b followed by digits, and the side
+ * frames of quantized weights, w_scale, w_shift, wN_scale, wN_shift. Other
+ * frames are free for notes (a training log, say) and ignored. */
 static int is_weight_name(const char *s)
 {
     if (s[0] != 'w' && s[0] != 'b')
         return 0;
-    for (const char *p = s + 1; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    return 1;
+    const char *p = s + 1;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return !*p || (s[0] == 'w' && (!strcmp(p, "_scale") || !strcmp(p, "_shift")));
 }
 
 static const char *meta_of(const loader *L, const char *key)
@@ -93,9 +105,21 @@ static tq_status take_weight(loader *L, tq_frame *f)
     for (int i = 0; i < L->n; i++)
         if (!strcmp(L->f[i].name, f->name))
             return BAD(L, "weight \"%s\" comes in more than one frame", f->name);
-    if (!tq_dtype_is_float(f->dtype))
-        return BAD(L, "weight \"%s\" must be a float tensor, not %s", f->name,
-                   tq_dtype_name(f->dtype));
+    int side = strchr(f->name, '_') != NULL;
+    int shift = side && !strcmp(strchr(f->name, '_'), "_shift");
+    int code = f->dtype == TQ_DTYPE_I8 || f->dtype == TQ_DTYPE_Q8_0 || f->dtype == TQ_DTYPE_Q4_0;
+    if (shift ? f->dtype != TQ_DTYPE_I8 || f->rank != 1
+              : side ? f->dtype != TQ_DTYPE_F32 || f->rank != 1
+                     : !tq_dtype_is_float(f->dtype) && !(code && f->name[0] == 'w'))
+        return BAD(L, "%s \"%s\" must be %s, not %s of rank %d",
+                   side ? "side frame" : "weight", f->name,
+                   shift ? "i8 [in]" : side ? "f32 [out]"
+                   : f->name[0] == 'w' ? "a float tensor or i8, q8_0 or q4_0 codes"
+                                       : "a float tensor",
+                   tq_dtype_name(f->dtype), f->rank);
+    if (code && !side && f->rank != 2)
+        return BAD(L, "weight \"%s\" of %s codes must be [out, in], not of rank %d", f->name,
+                   tq_dtype_name(f->dtype), f->rank);
     wframe *n = realloc(L->f, (size_t)(L->n + 1) * sizeof *n);
     if (!n)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
@@ -104,6 +128,7 @@ static tq_status take_weight(loader *L, tq_frame *f)
     memset(w, 0, sizeof *w);
     snprintf(w->name, sizeof w->name, "%s", f->name);
     w->rank = f->rank;
+    w->dt = f->dtype;
     memcpy(w->dims, f->dims, sizeof w->dims);
     size_t cnt = 1;
     for (int d = 0; d < f->rank; d++)
@@ -112,9 +137,18 @@ static tq_status take_weight(loader *L, tq_frame *f)
     tq_status st = tq_frame_data(f, &data);
     if (st)
         return st;
+    L->n++;
+    if (code) { /* kept as they are, checked against their layer in take_layer */
+        uint64_t bytes;
+        if ((st = tq_dtype_payload_bytes(f->dtype, f->rank, f->dims, &bytes)))
+            return tq_fail_context(st, "%s: weight \"%s\"", L->path, f->name);
+        if (!(w->raw = malloc(bytes ? bytes : 1)))
+            return tq_fail(TQ_ERR_NOMEM, "out of memory");
+        memcpy(w->raw, data, bytes);
+        return TQ_OK;
+    }
     if (!(w->v = malloc(cnt ? cnt * 4 : 4)))
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
-    L->n++;
     if ((st = tq_convert(TQ_DTYPE_F32, w->v, f->dtype, data, cnt, 0)))
         return st;
     for (size_t i = 0; i < cnt; i++)
@@ -145,8 +179,103 @@ static tq_status upload(tq_device *dev, const float *v, int64_t rows, int64_t co
     return st;
 }
 
+/* Weights of codes as f32 [in, out]: w[j, o] = code[o, j] * 2^shift[j], the
+ * code's value as tq-quantize --to f32 decodes it (i8: q * scale[o]). */
+static tq_status decode_codes(loader *L, const wframe *w, const float *scale,
+                              const int8_t *shift, int64_t in, int64_t out, float *dst)
+{
+    float *row = malloc((size_t)in * 4);
+    if (!row)
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    uint64_t rb = 0;
+    int64_t rd[2] = {1, in};
+    tq_dtype_payload_bytes(w->dt, 2, rd, &rb);
+    tq_status st = TQ_OK;
+    for (int64_t o = 0; o < out && !st; o++) {
+        const unsigned char *src = (const unsigned char *)w->raw + (size_t)o * rb;
+        if (w->dt == TQ_DTYPE_I8)
+            for (int64_t j = 0; j < in; j++)
+                row[j] = (float)((const int8_t *)src)[j] * scale[o];
+        else
+            st = tq_convert(TQ_DTYPE_F32, row, w->dt, src, (size_t)in, in);
+        for (int64_t j = 0; j < in && !st; j++) {
+            float v = shift ? ldexpf(row[j], shift[j]) : row[j];
+            if (!isfinite(v))
+                st = BAD(L, "weight \"%s\" decodes to a value that is not finite", w->name);
+            dst[j * out + o] = v;
+        }
+    }
+    free(row);
+    return st;
+}
+
+/* The side frames of coded weights WNAME: WNAME_scale f32 [out] (i8 only,
+ * required there) and WNAME_shift i8 [in] (optional, each -64..64). */
+static tq_status take_sides(loader *L, tq_score_model *m, int i, const wframe *w, int64_t in,
+                            int64_t out, float **dec)
+{
+    char sn[TQ_MAX_NAME + 8], hn[TQ_MAX_NAME + 8];
+    snprintf(sn, sizeof sn, "%s_scale", w->name);
+    snprintf(hn, sizeof hn, "%s_shift", w->name);
+    wframe *sc = find(L, sn), *sh = find(L, hn);
+    if (w->dt == TQ_DTYPE_I8 && !sc)
+        return BAD(L, "i8 weights \"%s\" need their scales \"%s\" f32 [%lld]", w->name, sn,
+                   (long long)out);
+    if (w->dt != TQ_DTYPE_I8 && sc)
+        return BAD(L, "%s weights \"%s\" hold their scales in their blocks: unexpected \"%s\"",
+                   tq_dtype_name(w->dt), w->name, sn);
+    if ((w->dt == TQ_DTYPE_Q8_0 || w->dt == TQ_DTYPE_Q4_0) && in % TQ_QK)
+        return BAD(L, "%s weights \"%s\" need a multiple of %d inputs, not %lld",
+                   tq_dtype_name(w->dt), w->name, TQ_QK, (long long)in);
+    if (sc && sc->dims[0] != out)
+        return BAD(L, "\"%s\" must be [%lld] to match \"%s\"", sn, (long long)out, w->name);
+    if (sh && sh->dims[0] != in)
+        return BAD(L, "\"%s\" must be [%lld] to match \"%s\"", hn, (long long)in, w->name);
+    const int8_t *shift = sh ? sh->raw : NULL;
+    for (int64_t j = 0; shift && j < in; j++)
+        if (shift[j] < -64 || shift[j] > 64)
+            return BAD(L, "\"%s\" holds the shift %d, beyond -64..64", hn, shift[j]);
+    if (sc)
+        sc->used = 1;
+    if (sh)
+        sh->used = 1;
+    if (!(*dec = malloc((size_t)(in * out) * 4)))
+        return tq_fail(TQ_ERR_NOMEM, "out of memory");
+    tq_status st = decode_codes(L, w, sc ? sc->v : NULL, shift, in, out, *dec);
+    if (st || w->dt != TQ_DTYPE_I8)
+        return st;
+    int native = tq_device_native_product(m->dev, TQ_DTYPE_I8);
+    if (m->prec == TQ_SCORE_PREC_F32 || (m->prec == TQ_SCORE_PREC_AUTO && !native) ||
+        in > 65536)
+        return TQ_OK;
+    /* int8 products: the codes as they are, the shifts as the inputs' column
+     * scales (exact powers of 2) */
+    int64_t qd[2] = {out, in};
+    if ((st = tq_tensor_new(m->dev, TQ_DTYPE_I8, 2, qd, &m->wq[i])) ||
+        (st = tq_tensor_upload(m->wq[i], w->raw, (size_t)(in * out))))
+        return st;
+    tq_tensor_set_constant(m->wq[i]);
+    if ((st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 1, &out, &m->ws[i])) ||
+        (st = tq_tensor_upload(m->ws[i], sc->v, (size_t)out * 4)))
+        return st;
+    tq_tensor_set_constant(m->ws[i]);
+    if (shift) {
+        for (int64_t j = 0; j < in; j++)
+            (*dec)[j] = ldexpf(1.0f, shift[j]);
+        if ((st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 1, &in, &m->wc[i])) ||
+            (st = tq_tensor_upload(m->wc[i], *dec, (size_t)in * 4)))
+            return st;
+        tq_tensor_set_constant(m->wc[i]);
+    }
+    m->products_i8 = 1;
+    free(*dec);
+    *dec = NULL;
+    return TQ_OK;
+}
+
 /* Layer i (0-based) from frames WNAME [in, out] (or [in] / [in, 1] when
- * `vector` allows a single output) and BNAME [out] (or a scalar). */
+ * `vector` allows a single output; codes: [out, in], [1, in] for a single
+ * output) and BNAME [out] (or a scalar). */
 static tq_status take_layer(loader *L, tq_score_model *m, int i, const char *wname,
                             const char *bname, int vector)
 {
@@ -156,8 +285,11 @@ static tq_status take_layer(loader *L, tq_score_model *m, int i, const char *wna
     if (!b)
         return BAD(L, "missing bias tensor \"%s\"", bname);
     w->used = b->used = 1;
+    int coded = w->raw != NULL;
     int64_t in, out;
-    if (w->rank == 2)
+    if (coded)
+        in = w->dims[1], out = w->dims[0];
+    else if (w->rank == 2)
         in = w->dims[0], out = w->dims[1];
     else if (w->rank == 1 && vector)
         in = w->dims[0], out = 1;
@@ -174,7 +306,16 @@ static tq_status take_layer(loader *L, tq_score_model *m, int i, const char *wna
         return BAD(L, "\"%s\" must be [%lld] to match \"%s\"", bname, (long long)out, wname);
     m->dim[i] = in;
     m->dim[i + 1] = out;
-    tq_status st = upload(m->dev, w->v, in, out, 2, &m->w[i]);
+    float *dec = NULL;
+    tq_status st = TQ_OK;
+    if (coded) {
+        if (m->code == TQ_DTYPE_F32)
+            m->code = w->dt;
+        st = take_sides(L, m, i, w, in, out, &dec);
+    }
+    if (!st && (dec || !coded))
+        st = upload(m->dev, dec ? dec : w->v, in, out, 2, &m->w[i]);
+    free(dec);
     if (!st)
         st = upload(m->dev, b->v, 1, out, 1, &m->b[i]);
     m->nl = i + 1;
@@ -273,10 +414,20 @@ static tq_status build(loader *L, tq_score_model *m)
                  acts[m->hidden == ACT_GELU ? 3 : m->hidden == TQ_ACT_RELU ? 0
                       : m->hidden == TQ_ACT_TANH ? 1 : 2],
                  outs[m->out]);
+    n = (int)strlen(m->describe);
+    if (m->code != TQ_DTYPE_F32 && n < (int)sizeof m->describe)
+        snprintf(m->describe + n, sizeof m->describe - (size_t)n, ", %s weights, %s",
+                 tq_dtype_name(m->code), m->products_i8 ? "int8 products" : "decoded to f32");
     return TQ_OK;
 }
 
 tq_status tq_score_model_load(const char *path, tq_device *dev, tq_score_model **out)
+{
+    return tq_score_model_load_prec(path, dev, TQ_SCORE_PREC_AUTO, out);
+}
+
+tq_status tq_score_model_load_prec(const char *path, tq_device *dev, tq_score_prec prec,
+                                   tq_score_model **out)
 {
     *out = NULL;
     tq_reader *r;
@@ -290,6 +441,8 @@ tq_status tq_score_model_load(const char *path, tq_device *dev, tq_score_model *
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     }
     m->dev = dev;
+    m->prec = prec;
+    m->code = TQ_DTYPE_F32;
     tq_frame *f;
     while ((st = tq_reader_next(r, &f)) == TQ_OK) {
         if (!strcmp(f->name, "model"))
@@ -302,8 +455,10 @@ tq_status tq_score_model_load(const char *path, tq_device *dev, tq_score_model *
     if (st == TQ_EOF)
         st = build(&L, m);
     tq_reader_close(r);
-    for (int i = 0; i < L.n; i++)
+    for (int i = 0; i < L.n; i++) {
         free(L.f[i].v);
+        free(L.f[i].raw);
+    }
     free(L.f);
     if (st) {
         tq_score_model_free(m);
@@ -316,6 +471,7 @@ tq_status tq_score_model_load(const char *path, tq_device *dev, tq_score_model *
 int64_t tq_score_model_dim(const tq_score_model *m) { return m->dim[0]; }
 int tq_score_model_wants_normalized(const tq_score_model *m) { return m->normalized; }
 const char *tq_score_model_describe(const tq_score_model *m) { return m->describe; }
+int tq_score_model_products_i8(const tq_score_model *m) { return m->products_i8; }
 
 tq_status tq_score_model_run(const tq_score_model *m, const tq_tensor *x, float *out)
 {
@@ -327,10 +483,26 @@ tq_status tq_score_model_run(const tq_score_model *m, const tq_tensor *x, float 
     const tq_tensor *in = x;
     for (int i = 0; i < m->nl && !st; i++) {
         int64_t dims[2] = {n, m->dim[i + 1]};
-        if ((st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 2, dims, &h[i])) ||
-            (st = tq_op_matmul(in, 0, m->w[i], 0, 1.0f, 0.0f, h[i])) ||
-            (st = tq_op_add(h[i], m->b[i], h[i])))
+        if ((st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 2, dims, &h[i])))
             break;
+        if (m->wq[i]) {
+            /* the rows as int8 (a scale each, over the inputs times their
+             * column scales), their exact int32 products with the codes */
+            int64_t qd[2] = {n, m->dim[i]};
+            tq_tensor *q = NULL, *qs = NULL;
+            tq_matmul_then then = {.bias = m->b[i]};
+            if (!(st = tq_tensor_new(m->dev, TQ_DTYPE_I8, 2, qd, &q)) &&
+                !(st = tq_tensor_new(m->dev, TQ_DTYPE_F32, 1, &n, &qs)) &&
+                !(st = tq_op_quantize_rows(in, m->wc[i], q, qs)))
+                st = tq_op_matmul_i8(q, qs, m->wq[i], m->ws[i], 0.0f, &then, h[i]);
+            tq_tensor_free(q);
+            tq_tensor_free(qs);
+            if (st)
+                break;
+        } else if ((st = tq_op_matmul(in, 0, m->w[i], 0, 1.0f, 0.0f, h[i])) ||
+                   (st = tq_op_add(h[i], m->b[i], h[i]))) {
+            break;
+        }
         if (i + 1 < m->nl)
             st = m->hidden == ACT_GELU ? tq_op_gelu(h[i], h[i])
                                        : tq_op_activate(h[i], (tq_activation)m->hidden, h[i]);
@@ -365,6 +537,9 @@ void tq_score_model_free(tq_score_model *m)
     for (int i = 0; i < TQ_SCORE_MAX_LAYERS; i++) {
         tq_tensor_free(m->w[i]);
         tq_tensor_free(m->b[i]);
+        tq_tensor_free(m->wq[i]);
+        tq_tensor_free(m->ws[i]);
+        tq_tensor_free(m->wc[i]);
     }
     free(m);
 }

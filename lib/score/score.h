@@ -16,12 +16,39 @@ typedef struct tq_score_model tq_score_model;
 /* Loads a model file onto dev. Errors: TQ_ERR_NOINPUT when it cannot be opened,
  * TQ_ERR_DATA (message "PATH: what is wrong") for a bad model. */
 tq_status tq_score_model_load(const char *path, tq_device *dev, tq_score_model **m);
+/* How a model of i8 weights computes: int8 products where the device has
+ * int8 instructions, else its weights decoded to f32 (auto); int8 products
+ * everywhere (int8); decoded to f32 (f32). Other weights: always f32. */
+typedef enum tq_score_prec {
+    TQ_SCORE_PREC_AUTO,
+    TQ_SCORE_PREC_F32,
+    TQ_SCORE_PREC_INT8,
+} tq_score_prec;
+tq_status tq_score_model_load_prec(const char *path, tq_device *dev, tq_score_prec prec,
+                                   tq_score_model **m);
+/* Whether some layer runs as int8 products. */
+int tq_score_model_products_i8(const tq_score_model *m);
 int64_t tq_score_model_dim(const tq_score_model *m);       /* input dim */
 int tq_score_model_wants_normalized(const tq_score_model *m);
 const char *tq_score_model_describe(const tq_score_model *m); /* "mlp 8-16-1 relu" */
 /* out[i] = the model's score of row i of x (f32 [n, dim], on the model's device). */
 tq_status tq_score_model_run(const tq_score_model *m, const tq_tensor *x, float *out);
 void tq_score_model_free(tq_score_model *m);
+
+/* ---- quantized models (quantize.c) ---- */
+
+/* Whether the stream r (before its first tq_reader_next) starts with a
+ * "model" frame: a model file rather than vectors. */
+int tq_score_is_model(tq_reader *r);
+typedef struct tq_score_quant_stat {
+    int64_t weights;              /* weights coded */
+    uint64_t bytes_in, bytes_out; /* payloads of every frame */
+    double se, sx, max_abs;       /* of the weights as decoded, against the input's */
+} tq_score_quant_stat;
+/* Copies the model stream r to w with its weight matrices w, w1, w2 ... in
+ * code (TQ_QUANT_INT8, _Q8_0, _Q4_0, _F16 or _BF16; int quant.h's enum, as
+ * tq_quant_code): see man/tq-score.1, MODEL FILES. */
+tq_status tq_score_model_quantize(tq_reader *r, tq_writer *w, int code, tq_score_quant_stat *qs);
 
 /* ---- query vectors (query.c) ---- */
 

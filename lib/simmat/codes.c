@@ -32,7 +32,7 @@ int tq_sim_codes_is_vectors(const tq_frame *f, const char *name)
         return !strcmp(f->name, name);
     return f->rank == 2 && strcmp(f->name, "key") && !ends_with(f->name, "_scale") &&
            !ends_with(f->name, "_ranges") &&
-           (tq_dtype_is_float(f->dtype) || is_code(f->dtype));
+           (tq_sim_floatlike(f->dtype) || is_code(f->dtype));
 }
 
 /* Bytes of a row of d values of a code. */
@@ -220,7 +220,7 @@ tq_status tq_sim_codes_load(tq_sim *s, const char *path, const char *label, cons
 
 /* The k best of each query's m k candidates (vals, idx [n, m k], best first)
  * by the exact dot product of the f32 rows, into the first k of each list. */
-static void rescore(const tq_sim *s, const float *qf, int64_t n, int64_t mk, float *v, int64_t *ix)
+void tq_sim_rescore(const tq_sim *s, const float *qf, int64_t n, int64_t mk, float *v, int64_t *ix)
 {
     int64_t d = s->db.d, k = s->k;
     for (int64_t i = 0; i < n; i++) {
@@ -271,7 +271,7 @@ static tq_status run_batch(tq_sim *s, const void *q, const float *qs, const floa
         st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
     tq_tensor_free(qt), tq_tensor_free(qst), tq_tensor_free(vt), tq_tensor_free(it);
     if (!st && k != s->k)
-        rescore(s, qf, n, k, v, ix);
+        tq_sim_rescore(s, qf, n, k, v, ix);
     if (!st)
         st = tq_sim_topk_write(s, v, ix, n, w);
     free(v);

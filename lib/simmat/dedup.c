@@ -419,7 +419,7 @@ static tq_status load_batch(dd *z, tq_frame *f)
                                     "other (ggml pairs q4_0 with q8_0 only): dedup q8_0 codes, or "
                                     "floats", (unsigned long long)f->index, f->name);
     if (s->db_label && f->rank == 2 && fcode != s->code &&
-        (fcode || ranged || tq_dtype_is_float(f->dtype))) {
+        (fcode || ranged || tq_sim_floatlike(f->dtype))) {
         /* --db of one kind, queries of another: decisions that mix codes and
          * floats would be neither's, so like with like only */
         char qk[64];
@@ -439,7 +439,7 @@ static tq_status load_batch(dd *z, tq_frame *f)
                                     "same codes (tq-quantize)",
                        s->db.name, s->db_label, qk, f->name, s->q_label);
     }
-    if (f->rank != 2 || fcode != s->code || (!fcode && !ranged && !tq_dtype_is_float(f->dtype)))
+    if (f->rank != 2 || fcode != s->code || (!fcode && !ranged && !tq_sim_floatlike(f->dtype)))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": %s rank %d where the rows are %s%s",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank,
                        s->code ? tq_dtype_name(s->code) : "float vectors",

@@ -62,11 +62,17 @@ tq_status tq_sim_check_queries(const tq_sim *s)
                    what, s->q_label, s->in_names);
 }
 
+int tq_sim_floatlike(tq_dtype dt)
+{
+    /* q2 rows are searched as the f32 values they decode to */
+    return tq_dtype_is_float(dt) || dt == TQ_DTYPE_Q2;
+}
+
 int tq_sim_is_vectors(const tq_frame *f, const char *name)
 {
     if (name)
         return !strcmp(f->name, name);
-    return f->rank == 2 && tq_dtype_is_float(f->dtype) && strcmp(f->name, "key") &&
+    return f->rank == 2 && tq_sim_floatlike(f->dtype) && strcmp(f->name, "key") &&
            !tq_quant_side_stem(f, NULL);
 }
 
@@ -105,7 +111,7 @@ static tq_status check_vectors(const tq_frame *f)
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->name,
                        (long long)f->dims[1],
                        f->dtype == TQ_DTYPE_I8 ? ", or a database of int8 codes with scales" : "");
-    if (f->rank != 2 || !tq_dtype_is_float(f->dtype))
+    if (f->rank != 2 || !tq_sim_floatlike(f->dtype))
         return tq_fail(TQ_ERR_DATA, "frame %llu \"%s\": vectors must be a rank 2 float frame, "
                                     "not %s rank %d",
                        (unsigned long long)f->index, f->name, tq_dtype_name(f->dtype), f->rank);
@@ -163,11 +169,15 @@ typedef struct add_job {
 static void add_rows(void *ctx, int64_t begin, int64_t end)
 {
     add_job *j = ctx;
-    size_t es = tq_dtype_size(j->dtype);
+    /* bytes of a row: q2's blocks have no element size */
+    uint64_t rb = 0;
+    int64_t rd[2] = {1, j->d};
+    if (j->dtype != TQ_DTYPE_INVALID)
+        tq_dtype_payload_bytes(j->dtype, 2, rd, &rb);
     float *x = j->x + begin * j->d;
     tq_status st = TQ_OK;
     if (j->dtype != TQ_DTYPE_INVALID)
-        st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)(begin * j->d) * es,
+        st = tq_convert(TQ_DTYPE_F32, x, j->dtype, (const char *)j->data + (size_t)begin * rb,
                         (size_t)((end - begin) * j->d), 0);
     if (st)
         __atomic_store_n(&j->st, st, __ATOMIC_RELAXED);
@@ -185,6 +195,7 @@ tq_status tq_sim_rows_add_frame(tq_sim_rows *rows, tq_frame *f, int normalize, t
     int64_t n = f->dims[0], d = f->dims[1];
     if (rows->n == 0 && rows->cap == 0)
         rows->d = d;
+    rows->decoded |= f->dtype == TQ_DTYPE_Q2;
     if (d != rows->d)
         return tq_fail(TQ_ERR_DATA, "rows of %lld values after rows of %lld", (long long)d,
                        (long long)rows->d);

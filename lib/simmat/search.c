@@ -366,7 +366,10 @@ static tq_status run_threshold(tq_sim *s, slices *t, tq_sim_screen *sc, const fl
 
 static tq_status run_topk(tq_sim *s, const float *q, int64_t n, tq_writer *w)
 {
-    int64_t d = s->db.d, k = s->k, qd[2] = {n, d}, kd[2] = {n, k};
+    /* --rescore over q2 rows: the best m k of the decoded rows, then the k
+     * best of those by the f32 rows, as over the other codes */
+    int64_t d = s->db.d, k = s->k * (s->rescore.x ? s->rescore_m : 1), qd[2] = {n, d},
+            kd[2] = {n, k};
     tq_tensor *qt = NULL, *vt = NULL, *it = NULL;
     float *v = malloc((size_t)(n * k + 1) * 4);
     int64_t *ix = malloc((size_t)(n * k + 1) * 8);
@@ -384,6 +387,8 @@ static tq_status run_topk(tq_sim *s, const float *q, int64_t n, tq_writer *w)
         !(st = tq_tensor_download(vt, v, (size_t)(n * k) * 4)))
         st = tq_tensor_download(it, ix, (size_t)(n * k) * 8);
     tq_tensor_free(qt), tq_tensor_free(vt), tq_tensor_free(it);
+    if (!st && k != s->k)
+        tq_sim_rescore(s, q, n, k, v, ix);
     if (!st)
         st = tq_sim_topk_write(s, v, ix, n, w);
     free(v);

@@ -26,6 +26,7 @@ typedef struct tq_sim_rows {
     tq_buf skey;           /* str keys: bytes back to back */
     uint64_t *skey_off;    /* n + 1 offsets into skey */
     char name[TQ_MAX_NAME + 1]; /* the vector frame's name */
+    int decoded;           /* some rows came as q2 codes, decoded */
 } tq_sim_rows;
 
 /* uint8 and int8 codes over per-dimension ranges (tq-quantize --ranges): the
@@ -194,6 +195,12 @@ tq_status tq_sim_check_queries(const tq_sim *s);
 
 /* Helpers shared by the modes (rows.c). */
 int tq_sim_is_vectors(const tq_frame *f, const char *name);
+/* The k best of each query's mk candidates (vals v, idx ix [n, mk], best
+ * first) by the exact dot product of the f32 queries qf with the rows of
+ * s->rescore, into the first k of each list (codes.c). */
+void tq_sim_rescore(const tq_sim *s, const float *qf, int64_t n, int64_t mk, float *v, int64_t *ix);
+/* A dtype searched as f32 rows: the floats, and q2 (decoded). */
+int tq_sim_floatlike(tq_dtype dt);
 /* The rows of f as f32 (converted, or decoded with the ranges of g) in *buf
  * (grown). */
 tq_status tq_sim_frame_f32(tq_frame *f, tq_sim_ranges *g, float **buf, size_t *cap);

@@ -1,5 +1,5 @@
 /* dtype.c: the dtypes of the stream format, their sizes, and conversions between
- * them (f16/bf16 round to nearest even; ggml's q8_0/q4_0 blocks; sign bits). */
+ * them (f16/bf16 round to nearest even; ggml's q8_0/q4_0 blocks; q2; sign bits). */
 #include "tq.h"
 
 #include <math.h>
@@ -16,7 +16,7 @@ static const struct {
     [TQ_DTYPE_I16] = {"i16", 2},  [TQ_DTYPE_I32] = {"i32", 4},
     [TQ_DTYPE_I64] = {"i64", 8},  [TQ_DTYPE_STR] = {"str", 0},
     [TQ_DTYPE_Q8_0] = {"q8_0", 0}, [TQ_DTYPE_Q4_0] = {"q4_0", 0},
-    [TQ_DTYPE_BIT] = {"bit", 0},
+    [TQ_DTYPE_BIT] = {"bit", 0},  [TQ_DTYPE_Q2] = {"q2", 0},
 };
 
 const char *tq_dtype_name(tq_dtype dt)
@@ -77,10 +77,11 @@ tq_status tq_dtype_payload_bytes(tq_dtype dt, int rank, const int64_t *dims,
     switch (dt) {
     case TQ_DTYPE_Q8_0:
     case TQ_DTYPE_Q4_0:
+    case TQ_DTYPE_Q2:
         if (rank == 0 || last % TQ_QK)
             return tq_fail(TQ_ERR_DATA, "%s needs a last dim that is a multiple of %d",
                            tq_dtype_name(dt), TQ_QK);
-        row = last / TQ_QK * (dt == TQ_DTYPE_Q8_0 ? 34u : 18u);
+        row = last / TQ_QK * (dt == TQ_DTYPE_Q8_0 ? 34u : dt == TQ_DTYPE_Q4_0 ? 18u : 12u);
         break;
     case TQ_DTYPE_BIT:
         if (rank == 0)
@@ -448,6 +449,45 @@ static void dequant_q4_0(float *y, const unsigned char *src, size_t n)
     }
 }
 
+/* q2 (tq-quantize(1)): blocks of 32, m = f16(min), d = f16((max - m) / 3),
+ * q = rint((x - m) / d) clipped to 0..3 (0 where d is 0), value j's 2 bits
+ * at bit 2 * (j / 8) of byte 4 + j % 8; decoded as (float)q * d + m. Each
+ * step one f32 operation in C's order (no contraction under -std=c11). */
+static void quant_q2(unsigned char *dst, const float *x, size_t n)
+{
+    for (size_t b = 0; b < n / TQ_QK; b++, x += TQ_QK, dst += 12) {
+        float mn = x[0], mx = x[0];
+        for (int j = 1; j < TQ_QK; j++) {
+            mn = x[j] < mn ? x[j] : mn;
+            mx = x[j] > mx ? x[j] : mx;
+        }
+        uint16_t mh = tq_f32_to_f16(mn);
+        float m = tq_f16_to_f32(mh);
+        uint16_t dh = tq_f32_to_f16((mx - m) / 3.0f);
+        float d = tq_f16_to_f32(dh);
+        memcpy(dst, &dh, 2);
+        memcpy(dst + 2, &mh, 2);
+        memset(dst + 4, 0, 8);
+        for (int j = 0; j < TQ_QK; j++) {
+            float q = d > 0.0f ? nearbyintf((x[j] - m) / d) : 0.0f;
+            unsigned v = q >= 3.0f ? 3u : q > 0.0f ? (unsigned)q : 0u; /* NaN: 0 */
+            dst[4 + (j & 7)] |= (unsigned char)(v << (2 * (j >> 3)));
+        }
+    }
+}
+
+static void dequant_q2(float *y, const unsigned char *src, size_t n)
+{
+    for (size_t b = 0; b < n / TQ_QK; b++, src += 12, y += TQ_QK) {
+        uint16_t dh, mh;
+        memcpy(&dh, src, 2);
+        memcpy(&mh, src + 2, 2);
+        float d = tq_f16_to_f32(dh), m = tq_f16_to_f32(mh);
+        for (int j = 0; j < TQ_QK; j++)
+            y[j] = (float)((src[4 + (j & 7)] >> (2 * (j >> 3))) & 3) * d + m;
+    }
+}
+
 /* Sign bits: 1 where x > 0, element 0 of a row in the top bit of its first byte
  * (numpy.packbits order), rows padded with zero bits to whole bytes. */
 static void pack_bits(unsigned char *dst, const float *x, size_t n, int64_t row)
@@ -471,7 +511,7 @@ static void unpack_bits(float *y, const unsigned char *src, size_t n, int64_t ro
 
 static int is_code(tq_dtype dt)
 {
-    return dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT;
+    return dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_BIT || dt == TQ_DTYPE_Q2;
 }
 
 tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
@@ -485,8 +525,8 @@ tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
     if ((to == TQ_DTYPE_BIT || from == TQ_DTYPE_BIT) &&
         (bit_row <= 0 || n % (size_t)bit_row))
         return tq_fail(TQ_ERR_USAGE, "bit conversion needs a row length dividing %zu", n);
-    if ((to == TQ_DTYPE_Q8_0 || to == TQ_DTYPE_Q4_0 || from == TQ_DTYPE_Q8_0 ||
-         from == TQ_DTYPE_Q4_0) && n % TQ_QK)
+    if ((to == TQ_DTYPE_Q8_0 || to == TQ_DTYPE_Q4_0 || to == TQ_DTYPE_Q2 ||
+         from == TQ_DTYPE_Q8_0 || from == TQ_DTYPE_Q4_0 || from == TQ_DTYPE_Q2) && n % TQ_QK)
         return tq_fail(TQ_ERR_USAGE, "block codes need a multiple of %d elements", TQ_QK);
     if (to == from) {
         uint64_t bytes;
@@ -510,6 +550,8 @@ tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
                 dequant_q8_0(tmp, src, n);
             else if (from == TQ_DTYPE_Q4_0)
                 dequant_q4_0(tmp, src, n);
+            else if (from == TQ_DTYPE_Q2)
+                dequant_q2(tmp, src, n);
             else if (from == TQ_DTYPE_BIT)
                 unpack_bits(tmp, src, n, bit_row);
             else
@@ -520,6 +562,8 @@ tq_status tq_convert(tq_dtype to, void *dst, tq_dtype from, const void *src,
             quant_q8_0(dst, f, n);
         else if (to == TQ_DTYPE_Q4_0)
             quant_q4_0(dst, f, n);
+        else if (to == TQ_DTYPE_Q2)
+            quant_q2(dst, f, n);
         else if (to == TQ_DTYPE_BIT)
             pack_bits(dst, f, n, bit_row);
         else if (f != dst)

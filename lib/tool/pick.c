@@ -11,7 +11,8 @@ static int is_codes(const tq_reader *r, size_t n, const tq_frame *f)
 {
     if (f->rank != 2)
         return 0;
-    if (f->dtype == TQ_DTYPE_Q8_0 || f->dtype == TQ_DTYPE_Q4_0 || f->dtype == TQ_DTYPE_BIT)
+    if (f->dtype == TQ_DTYPE_Q8_0 || f->dtype == TQ_DTYPE_Q4_0 || f->dtype == TQ_DTYPE_BIT ||
+        f->dtype == TQ_DTYPE_Q2)
         return 1;
     if (f->dtype != TQ_DTYPE_I8 && f->dtype != TQ_DTYPE_U8)
         return 0;

@@ -100,4 +100,7 @@ open("kv.tq", "wb").write(tq.array_frame("keys", x) + tq.array_frame("vals", x))
     comp 2 tq-train --precision ""
     [ "${COMPREPLY[*]}" = "f32 bf16 f16" ]
     run -2 tq-train --precision int8 --help
+    # tq-score: how a model of i8 weights computes
+    comp 2 tq-score --precision ""
+    [ "${COMPREPLY[*]}" = "auto f32 int8" ]
 }

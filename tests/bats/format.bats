@@ -104,8 +104,8 @@ expect_bad() {
 }
 
 @test "unknown dtype code" {
-    craft a.tq 'S = f32(dtype_code=14)'
-    expect_bad a.tq 0 emb 6 'unknown dtype code 14'
+    craft a.tq 'S = f32(dtype_code=15)'
+    expect_bad a.tq 0 emb 6 'unknown dtype code 15'
     craft b.tq 'S = f32(dtype_code=0)'
     expect_bad b.tq 0 emb 6 'unknown dtype code 0'
     craft c.tq 'S = f32(dtype_code=0xffff)'

@@ -131,6 +131,11 @@ open('x.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_frame('
     sweep out.tq tq-score --device cpu -m logistic.tq in.tq -o out.tq
     sweep -i x.tq out.tq tq-quantize --device cpu --to int8 -o out.tq
     sweep -i x.tq out.tq tq-quantize --device cpu --to bit -o out.tq
+    # a quantized scorer: coded by tq-quantize, read by tq-score both ways
+    sweep out.tq tq-quantize --device cpu --to int8 -o out.tq mlp.tq
+    tq-quantize --to int8 -o mlp8.tq mlp.tq
+    sweep out.tq tq-score --device cpu --precision int8 -m mlp8.tq in.tq -o out.tq
+    sweep out.tq tq-score --device cpu --precision f32 -m mlp8.tq in.tq -o out.tq
 }
 
 @test "host fault sweep: tq-embed on text, TSV and JSON lines, with hash: and a .vec model" {

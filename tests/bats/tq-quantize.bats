@@ -28,7 +28,7 @@ code_of() {
 @test "every code: the reference's bytes, batch by batch, other frames passed through" {
     py "$TESTS_DIR/lib/quantref.py" make tiny.tq 2 100 64 33 1e-6
     py "$TESTS_DIR/lib/quantref.py" make big.tq 3 100 64 100 3000
-    for c in f16 bf16 int8 q8_0 q4_0 bit; do
+    for c in f16 bf16 int8 q8_0 q4_0 q2 bit; do
         for in in x tiny big; do
             tq-quantize --to "$c" < "$in.tq" > out.tq
             QR check "$c" "$in.tq" out.tq
@@ -39,7 +39,7 @@ code_of() {
 @test "--to f32: every code decodes to the values of its definition (NumPy), byte for byte" {
     # quantref.py decode: ggml's dequantize_row_q8_0/_q4_0, q x scale, the
     # ranges' min + q step (float64, then float32), +1/-1, the f16/bf16 widening
-    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 q2 bit; do
         code_of "$c" < x.tq > c.tq
         QR decode c.tq want.tq
         tq-quantize --to f32 < c.tq > got.tq
@@ -48,7 +48,7 @@ code_of() {
 }
 
 @test "dequantized values stay within the bounds the man page states" {
-    for c in f16 bf16 int8 q8_0 q4_0 bit; do
+    for c in f16 bf16 int8 q8_0 q4_0 q2 bit; do
         tq-quantize --to "$c" < x.tq | tq-quantize --to f32 > back.tq
         QR bounds "$c" x.tq back.tq
         # frames other than the codes come back as they were
@@ -174,14 +174,14 @@ open("inf.tq","wb").write(t.array_frame("emb", y))
 y[137, 5] = 70000
 open("big.tq","wb").write(t.array_frame("emb", y))
 open("r3.tq","wb").write(t.array_frame("emb", x[:, :3]))'
-    for c in q8_0 q4_0; do
+    for c in q8_0 q4_0 q2; do
         run --separate-stderr tq-quantize --to "$c" < w100.tq
         one 65
         [[ "$stderr" == *"multiple of 32"*"100"* ]]
     done
     # tq-quantize.1 (NaN and infinities): no code holds them, the row is
     # refused by its number (counted across batches), with every code
-    for c in f16 int8 q8_0 q4_0 bit bf16; do
+    for c in f16 int8 q8_0 q4_0 q2 bit bf16; do
         run --separate-stderr tq-quantize --to "$c" < nan.tq
         one 65
         [ "$stderr" = "tq-quantize: error: frame 1 \"emb\": row 137 has a NaN or an infinity; $c cannot hold it" ]
@@ -229,7 +229,7 @@ got = np.loadtxt("q4.tsv", skiprows=1, dtype=np.float32, delimiter="\t")
 assert np.array_equal(got, want), np.abs(got - want).max()'
     # a tool fed codes computes what it computes on their values, decoded
     # here by the reference (quantref.py decode)
-    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 q2 bit; do
         code_of "$c" < x.tq > c.tq
         QR decode c.tq f.tq
         tq-score --consensus < c.tq | tq-cat -t tsv --name key,score,rank > a.tsv
@@ -254,7 +254,7 @@ open("q1.tq", "wb").write(out)'
         tq-score --query q1f.tq < f.tq | tq-cat -t tsv --name key,score,rank > b.tsv
         diff a.tsv b.tsv
     done
-    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 bit; do
+    for c in f16 bf16 int8 uint8 int8r q8_0 q4_0 q2 bit; do
         code_of "$c" < x.tq > c.tq
         QR decode c.tq f.tq
         tq-attend --self --heads 2 --q emb < c.tq | tq-cat -t tsv --name out > a.tsv

@@ -339,6 +339,33 @@ open("v.tq", "wb").write(b"".join(t.frame(ren(f["name"]), f["dtype"], f["dims"],
     cmp a.tq b.tq
 }
 
+@test "q2 rows: searched in every mode as their values, top-k against the float64 reference of the decoded rows" {
+    tq-quantize --to q2 < db.tq > cdb.tq
+    tq-quantize --to q2 < q.tq > cq.tq
+    py "$TESTS_DIR/lib/quantref.py" decode cdb.tq fdb.tq
+    py "$TESTS_DIR/lib/quantref.py" decode cq.tq fq.tq
+    for m in cosine dot l2; do
+        # float queries against q2 rows: simref.py's brute force over the rows
+        # NumPy decodes (its tolerances)
+        tq-simmat --metric $m --topk 6 --db cdb.tq < q.tq > out.tq
+        py "$TESTS_DIR/lib/simref.py" topk out.tq q.tq fdb.tq $m 6
+        for mode in "--topk 5" "--threshold 0.2" "" "--shard 2/3 --topk 4"; do
+            [ "$m" = l2 ] && [ "$mode" = "--threshold 0.2" ] && mode="--threshold -0.3"
+            tq-simmat --metric $m $mode --db cdb.tq < cq.tq > a.tq
+            tq-simmat --metric $m $mode --db fdb.tq < fq.tq > b.tq
+            cmp a.tq b.tq
+            tq-simmat --metric $m $mode < cq.tq > a.tq
+            tq-simmat --metric $m $mode < fq.tq > b.tq
+            cmp a.tq b.tq
+        done
+    done
+    # --dedup keeps the same rows, as q2 codes
+    tq-simmat --dedup 0.3 < cq.tq > a.tq
+    tq-simmat --dedup 0.3 < fq.tq > b.tq
+    py "$TESTS_DIR/lib/quantref.py" decode a.tq ad.tq
+    cmp ad.tq b.tq
+}
+
 @test "FAISS IndexBinaryFlat finds the same neighbours at the same distances" {
     PYF=""
     for p in "$ROOT_DIR/.venv/bin/python" /usr/bin/python3; do
@@ -479,6 +506,10 @@ n = len(x)
 if code == "bit":
     qb, xb = np.unpackbits(r.bits(q), axis=1), np.unpackbits(r.bits(x), axis=1)
     first = -(qb[:, None, :] != xb[None, :, :]).sum(2).astype(np.float64)
+elif code == "q2":
+    # the decoded q2 rows (quantref.py, from tq-quantize(1)'s definition)
+    xd = r.values("q2", r.q2(x).tobytes(), n, x.shape[1]).astype(np.float64)
+    first = q.astype(np.float64) @ xd.T
 else:
     (qq, qs), (xq, xs) = r.int8_row(q), r.int8_row(x)
     first = (qq.astype(np.int64) @ xq.astype(np.int64).T) * qs[:, None].astype(np.float64) * xs[None, :].astype(np.float64)
@@ -524,6 +555,14 @@ open("cx.tq","wb").write(t.array_frame("emb", x)); open("cq.tq","wb").write(t.ar
     tq-simmat --db cx8.tq --metric dot -k 10 --rescore cx.tq < cq.tq > out.tq
     run py rescore.py cq.tq cx.tq out.tq int8 4 10
     [ "$status" -eq 0 ] && [ "$(echo "$output >= 0.95" | bc -l)" = 1 ]
+    # q2 rows: the best 4 x 10 of the decoded rows, ranked by the f32 rows
+    tq-quantize --to q2 < cx.tq > cx2.tq
+    tq-simmat --db cx2.tq --metric dot -k 10 --rescore cx.tq < cq.tq > out.tq
+    run py rescore.py cq.tq cx.tq out.tq q2 4 10
+    echo "q2 + rescore recall@10: $output"
+    [ "$status" -eq 0 ] && [ "$(echo "$output >= 0.9" | bc -l)" = 1 ]
+    run --separate-stderr tq-simmat --db cx2.tq --metric l2 -k 3 --rescore cx.tq < cq.tq
+    [ "$status" -eq 2 ]
     # the float queries quantized by the tool search as tq-quantize's codes do
     tq-simmat --db cxb.tq --metric hamming -k 10 < cq.tq > a.tq
     tq-quantize --to bit < cq.tq | tq-simmat --db cxb.tq --metric hamming -k 10 > b.tq

@@ -92,6 +92,23 @@ def q4_0(x):
     return out.reshape(-1)
 
 
+def q2(x):
+    """tq-quantize(1)'s q2, from its definition: per block of 32, m = f16(min),
+    d = f16((max - m) / 3), q = rint((x - m) / d) (half to even) clipped to
+    0..3 (0 where d is 0); value j at bits 2 (j // 8) of byte 4 + j % 8."""
+    b = np.asarray(x, F32).reshape(-1, 32)
+    mh = b.min(axis=1).astype(np.float16)
+    m = mh.astype(F32)
+    dh = ((b.max(axis=1) - m) / F32(3)).astype(F32).astype(np.float16)
+    d = dh.astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(d[:, None] > 0, np.rint((b - m[:, None]).astype(F32) / d[:, None]), 0)
+    q = np.clip(q, 0, 3).astype(np.uint8)
+    packed = q[:, 0:8] | (q[:, 8:16] << 2) | (q[:, 16:24] << 4) | (q[:, 24:32] << 6)
+    out = np.concatenate([dh[:, None].view(np.uint8), mh[:, None].view(np.uint8), packed], axis=1)
+    return out.reshape(-1)
+
+
 def bits(x):
     return np.packbits(np.asarray(x) > 0, axis=-1)
 
@@ -113,6 +130,8 @@ def codes(code, x, ranges=None):
         return q4_0(x).tobytes(), {}
     if code == "bit":
         return bits(x).tobytes(), {}
+    if code == "q2":
+        return q2(x).tobytes(), {}
     raise SystemExit("unknown code " + code)
 
 
@@ -234,6 +253,16 @@ def bounds(code, inp, deqp, ranges_path=None):
         bmax = ax.reshape(len(x), -1, 32).max(axis=2).repeat(32, axis=1)
         dd = bmax / 8
         lim = dd * (1 + 8 * 2.0 ** -11) + 8 * 2.0 ** -25 + bmax * 2.0 ** -20
+    elif code == "q2":
+        # per block: d = (max - min) / 3, half a step d / 2; the f16 offset
+        # within 2^-11 |min| (2^-25 below 2^-14), the f16 step's 3 |d16 - d|
+        # where the largest value clips to 3, and f32 roundings
+        bl = x.reshape(len(x), -1, 32)
+        bmin, bmax = bl.min(axis=2), bl.max(axis=2)
+        dd = ((bmax - bmin) / 3).repeat(32, axis=1)
+        am = np.maximum(np.abs(bmin), np.abs(bmax)).repeat(32, axis=1)
+        lim = dd / 2 + np.abs(bmin).repeat(32, axis=1) * 2.0 ** -11 + 2.0 ** -25 + \
+            3 * (dd * 2.0 ** -11 + 2.0 ** -25) + am * 2.0 ** -20
     elif code == "bit":
         assert np.all(y == np.where(x > 0, 1.0, -1.0)), "bit: not the signs as +1 / -1"
         print("ok bounds", code)
@@ -293,6 +322,12 @@ def values(dtype, raw, n, d, scale=None, ranges=None):
         v = np.concatenate([(blk[:, 2:] & 15).astype(F32) - 8, (blk[:, 2:] >> 4).astype(F32) - 8],
                            axis=1)
         return (v * dd).astype(F32).reshape(n, d)
+    if dtype == "q2":
+        blk = b.reshape(-1, 12)
+        dd = blk[:, 0:2].copy().view(np.float16).astype(F32)
+        mm = blk[:, 2:4].copy().view(np.float16).astype(F32)
+        v = np.concatenate([(blk[:, 4:] >> s) & 3 for s in (0, 2, 4, 6)], axis=1).astype(F32)
+        return ((v * dd).astype(F32) + mm).astype(F32).reshape(n, d)
     if dtype == "bit":
         v = np.unpackbits(b.reshape(n, -1), axis=1)[:, :d]
         return np.where(v == 1, F32(1), F32(-1))
@@ -301,7 +336,8 @@ def values(dtype, raw, n, d, scale=None, ranges=None):
 
 def decode(inp, outp):
     fr = load(inp)
-    names = {f["name"] for f in fr if f["dtype"] in ("f16", "bf16", "i8", "u8", "q8_0", "q4_0", "bit")
+    names = {f["name"] for f in fr if f["dtype"] in ("f16", "bf16", "i8", "u8", "q8_0", "q4_0", "bit",
+                                                      "q2")
              and len(f["dims"]) == 2}
     scale, ranges, out = {}, {}, []
     for f in fr:

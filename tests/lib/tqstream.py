@@ -7,7 +7,8 @@ import zlib
 MAGIC = b"\x89TQF"
 VERSION = 1
 DTYPES = {"f32": 1, "f64": 2, "f16": 3, "bf16": 4, "i8": 5, "u8": 6, "i16": 7,
-          "i32": 8, "i64": 9, "str": 10, "q8_0": 11, "q4_0": 12, "bit": 13}
+          "i32": 8, "i64": 9, "str": 10, "q8_0": 11, "q4_0": 12, "bit": 13,
+          "q2": 14}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 NUMPY = {"f32": "<f4", "f64": "<f8", "f16": "<f2", "i8": "i1", "u8": "u1",
          "i16": "<i2", "i32": "<i4", "i64": "<i8"}

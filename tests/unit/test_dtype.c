@@ -698,7 +698,9 @@ static void check_sizes(void)
     CHECK(pb(TQ_DTYPE_BIT, 0, NULL, &b) == TQ_ERR_DATA, "bit scalar refused");
     CHECK(pb(TQ_DTYPE_STR, 1, (int64_t[]){3}, &b) == TQ_ERR_USAGE, "str has no fixed size");
     CHECK(pb(TQ_DTYPE_INVALID, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 0 refused");
-    CHECK(pb((tq_dtype)14, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 14 refused");
+    CHECK(pb(TQ_DTYPE_Q2, 0, NULL, &b) == TQ_ERR_DATA, "q2 scalar refused");
+    CHECK(pb(TQ_DTYPE_Q2, 2, (int64_t[]){3, 64}, &b) == TQ_OK && b == 72, "q2 [3, 64]: 72 bytes");
+    CHECK(pb((tq_dtype)15, 1, (int64_t[]){3}, &b) == TQ_ERR_DATA, "dtype 15 refused");
     CHECK(pb(TQ_DTYPE_F32, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, &b) == TQ_ERR_DATA, "rank 9");
     CHECK(pb(TQ_DTYPE_F32, 2, (int64_t[]){-1, 3}, &b) == TQ_ERR_DATA, "negative dim");
     struct { tq_dtype dt; int rank; int64_t dims[4]; uint64_t want; } ok[] = {
@@ -743,16 +745,16 @@ static void check_sizes(void)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         CHECK(pb(bad[i].dt, bad[i].rank, bad[i].dims, &b) == TQ_ERR_DATA && tq_errmsg()[0],
               "bad case %zu (%s) accepted", i, tq_dtype_name(bad[i].dt));
-    /* names and sizes of the 13 codes, as tq-format.5 numbers them */
+    /* names and sizes of the 14 codes, as tq-format.5 numbers them */
     static const char *names[] = {NULL, "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32",
-                                  "i64", "str", "q8_0", "q4_0", "bit"};
-    static const size_t sizes[] = {0, 4, 8, 2, 2, 1, 1, 2, 4, 8, 0, 0, 0, 0};
+                                  "i64", "str", "q8_0", "q4_0", "bit", "q2"};
+    static const size_t sizes[] = {0, 4, 8, 2, 2, 1, 1, 2, 4, 8, 0, 0, 0, 0, 0};
     int nbad = 0;
-    for (int i = 1; i <= 13; i++)
+    for (int i = 1; i <= 14; i++)
         nbad += strcmp(tq_dtype_name((tq_dtype)i), names[i]) || tq_dtype_from_name(names[i]) != (tq_dtype)i ||
                 tq_dtype_size((tq_dtype)i) != sizes[i];
     CHECK(nbad == 0, "dtype names, codes or sizes differ");
-    CHECK(!tq_dtype_name(TQ_DTYPE_INVALID) && !tq_dtype_name((tq_dtype)14) &&
+    CHECK(!tq_dtype_name(TQ_DTYPE_INVALID) && !tq_dtype_name((tq_dtype)15) &&
           tq_dtype_from_name("f8") == TQ_DTYPE_INVALID && tq_dtype_from_name(NULL) == TQ_DTYPE_INVALID,
           "unknown dtypes");
     CHECK(tq_convert(TQ_DTYPE_STR, &b, TQ_DTYPE_F32, &b, 1, 0) == TQ_ERR_USAGE, "to str refused");

@@ -143,9 +143,13 @@ static void test_bounds(void)
                 amax = fmax(amax, fabs(x[i * d + j]));
             for (int64_t j = 0; j < d; j++) {
                 double xv = x[i * d + j], e = fabs((double)y[i * d + j] - xv), lim;
-                double bmax = 0;
-                for (int64_t k = j / 32 * 32; k < j / 32 * 32 + 32; k++)
+                double bmax = 0, bmin = INFINITY, bhi = -INFINITY;
+                for (int64_t k = j / 32 * 32; k < j / 32 * 32 + 32; k++) {
                     bmax = fmax(bmax, fabs(x[i * d + k]));
+                    bmin = fmin(bmin, x[i * d + k]);
+                    bhi = fmax(bhi, x[i * d + k]);
+                }
+                double D = (bhi - bmin) / 3;
                 double step = ((double)rg[d + j] - rg[j]) / 255;
                 switch (c) {
                 case TQ_QUANT_F16: lim = fmax(fabs(xv) * 0x1p-11, 0x1p-25); break;
@@ -154,6 +158,9 @@ static void test_bounds(void)
                 case TQ_QUANT_Q8_0: lim = bmax / 127 * (0.5 + 127 * 0x1p-11) + 0x1p-18; break;
                 case TQ_QUANT_Q4_0: lim = bmax / 8 * (1 + 8 * 0x1p-11) + 0x1p-22; break;
                 case TQ_QUANT_BIT: lim = 0, e = y[i * d + j] != (xv > 0 ? 1.0f : -1.0f); break;
+                case TQ_QUANT_Q2: /* tq-quantize.1's bound, D = (max - min) / 3 of the block */
+                    lim = D / 2 + 3 * (D * 0x1p-11 + 0x1p-25) + fabs(bmin) * 0x1p-11 + 0x1p-25;
+                    break;
                 default: /* ranges: floor, within one step above */
                     lim = step * (1 + 1e-5) + 1e-7;
                     e = xv - y[i * d + j] < -1e-7 ? INFINITY : e;

@@ -142,7 +142,7 @@ static const char *strings[] = {"", "a", "héllo", "\xe4\xb8\xad\xe6\x96\x87", "
 static void make_frames(made *m, int *count)
 {
     int k = 0;
-    for (int dt = 1; dt <= 13; dt++) {
+    for (int dt = 1; dt <= 14; dt++) {
         if (dt == TQ_DTYPE_STR)
             continue;
         made *f = &m[k++];
@@ -150,7 +150,7 @@ static void make_frames(made *m, int *count)
         f->dt = (tq_dtype)dt;
         f->rank = dt == TQ_DTYPE_F64 ? 3 : 2;
         f->dims[0] = 3;
-        f->dims[1] = dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 ? 64 : dt == TQ_DTYPE_BIT ? 13 : 5;
+        f->dims[1] = dt == TQ_DTYPE_Q8_0 || dt == TQ_DTYPE_Q4_0 || dt == TQ_DTYPE_Q2 ? 64 : dt == TQ_DTYPE_BIT ? 13 : 5;
         f->dims[2] = 2;
         tq_dtype_payload_bytes(f->dt, f->rank, f->dims, &f->bytes);
         f->data = malloc(f->bytes);
@@ -503,7 +503,7 @@ static void check_api_errors(void)
     TRY(tq_writer_write(w, "s", TQ_DTYPE_F32, 2, d2, NULL, 0, NULL, 24), "no data");
     TRY(tq_writer_write(w, "r", TQ_DTYPE_F32, 9, d9, NULL, 0, x, 4), "rank");
     TRY(tq_writer_write(w, "r", TQ_DTYPE_F32, -1, d2, NULL, 0, x, 4), "rank");
-    TRY(tq_writer_write(w, "t", (tq_dtype)14, 1, d2, NULL, 0, x, 4), "dtype");
+    TRY(tq_writer_write(w, "t", (tq_dtype)15, 1, d2, NULL, 0, x, 4), "dtype");
     TRY(tq_writer_write(w, "q", TQ_DTYPE_Q8_0, 2, dq, NULL, 0, x, 34), "multiple of 32");
     TRY(tq_writer_write(w, "z", TQ_DTYPE_STR, 1, d2, NULL, 0, x, 8), "str");
     unsigned char sbad[24] = {0};
