@@ -112,6 +112,9 @@ tq_status tq_bert_head(const bert_model *m, int64_t n, const float *rows, float 
 /* Reads the sentence-transformers folder's JSON files into cfg. */
 tq_status tq_bert_config_load(const char *folder, bert_config *cfg);
 void tq_bert_config_free(bert_config *cfg);
+/* The tq_activation of a torch.nn class name (Tanh, ReLU, Sigmoid), -1 for
+ * Identity, -2 for any other. */
+int tq_bert_torch_act(const char *cls);
 /* The same settings of a bare Hugging Face model folder (config.json,
  * vocab.txt, tokenizer_config.json: a cross-encoder's), no modules: the
  * window is tokenizer_config.json's model_max_length where it has one. */

@@ -329,9 +329,7 @@ static tq_status tokenizer(bert_config *c)
     return st;
 }
 
-/* A Dense module's config.json: sizes, bias, and an activation of the four
- * that torch.nn names and the op API has (Tanh is the module's default). */
-static tq_status dense(bert_dense_cfg *d, int64_t in)
+int tq_bert_torch_act(const char *cls)
 {
     static const struct {
         const char *cls;
@@ -340,6 +338,16 @@ static tq_status dense(bert_dense_cfg *d, int64_t in)
                 {"torch.nn.modules.linear.Identity", -1},
                 {"torch.nn.modules.activation.ReLU", TQ_ACT_RELU},
                 {"torch.nn.modules.activation.Sigmoid", TQ_ACT_SIGMOID}};
+    for (size_t i = 0; i < sizeof acts / sizeof *acts; i++)
+        if (!strcmp(cls, acts[i].cls))
+            return acts[i].act;
+    return -2;
+}
+
+/* A Dense module's config.json: sizes, bias, and an activation of the four
+ * that torch.nn names and the op API has (Tanh is the module's default). */
+static tq_status dense(bert_dense_cfg *d, int64_t in)
+{
     tq_json *j;
     tq_status st = load(d->dir, "config.json", 0, &j);
     if (st)
@@ -354,16 +362,14 @@ static tq_status dense(bert_dense_cfg *d, int64_t in)
         !(st = get_bool(j, file, "use_residual", 0, &resid))) {
         d->act = TQ_ACT_TANH;
         if (a && a->type != TQ_JSON_NULL) {
-            size_t i = 0, n = sizeof acts / sizeof *acts;
-            while (a->type == TQ_JSON_STR && i < n && strcmp(a->str, acts[i].cls))
-                i++;
-            if (a->type != TQ_JSON_STR || i == n)
+            int k = a->type == TQ_JSON_STR ? tq_bert_torch_act(a->str) : -2;
+            if (k == -2)
                 st = tq_fail(TQ_ERR_DATA,
                              "%s: activation_function %s is not supported (Tanh, Identity, ReLU "
                              "and Sigmoid of torch.nn are)",
                              file, a->type == TQ_JSON_STR ? a->str : "(not a string)");
             else
-                d->act = acts[i].act;
+                d->act = k;
         }
         if (!st && resid)
             st = tq_fail(TQ_ERR_DATA, "%s: use_residual is not supported", file);

@@ -65,24 +65,15 @@ static tq_status head_config(const char *dir, int64_t *labels, int *act)
     if (*labels < 1 || *labels > 100000)
         st = tq_fail(TQ_ERR_DATA, "%s: %lld labels", path, (long long)*labels);
     *act = *labels == 1 ? TQ_ACT_SIGMOID : -1;
-    static const struct {
-        const char *cls;
-        int act;
-    } acts[] = {{"torch.nn.modules.activation.Sigmoid", TQ_ACT_SIGMOID},
-                {"torch.nn.modules.linear.Identity", -1},
-                {"torch.nn.modules.activation.Tanh", TQ_ACT_TANH},
-                {"torch.nn.modules.activation.ReLU", TQ_ACT_RELU}};
     if (!st && fn) {
-        size_t i = 0, n = sizeof acts / sizeof *acts;
-        while (i < n && strcmp(fn->str, acts[i].cls))
-            i++;
-        if (i == n)
+        int k = tq_bert_torch_act(fn->str);
+        if (k == -2)
             st = tq_fail(TQ_ERR_DATA,
                          "%s: activation %s is not supported (Sigmoid, Identity, Tanh and ReLU "
                          "of torch.nn are)",
                          path, fn->str);
         else
-            *act = acts[i].act;
+            *act = k;
     }
     tq_json_free(j);
     return st;

@@ -152,7 +152,7 @@ for i, k in enumerate(q):
     assert_output "tq-score: error: candidate doc1: no line with that ID in $T/less.tsv"
 }
 
-@test "bad pairs and options: a short line is 65 naming it, other features with --cross-encoder 2, a missing model 66" {
+@test "bad pairs and options: a short line is 65 naming it, other features with --cross-encoder 2, an unknown activation 65, a missing model 66" {
     make_model "$T/m" --arch bert
     printf 'q1\tquery\td1\ttext\nq1\tquery only\n' > "$T/bad.tsv"
     run -65 tq-score --cross-encoder "$T/m" "$T/bad.tsv"
@@ -161,6 +161,11 @@ for i, k in enumerate(q):
     assert_output --partial "scores text pairs by itself"
     run -2 tq-score --cross-encoder "$T/m" --texts "$T/bad.tsv" "$T/bad.tsv"
     assert_output --partial "go together"
+    py -c "
+import json; p = '$T/m/config.json'; c = json.load(open(p))
+c['sentence_transformers'] = {'activation_fn': 'torch.nn.modules.activation.GELU'}; json.dump(c, open(p, 'w'))"
+    run -65 tq-score --cross-encoder "$T/m" "$T/bad.tsv"
+    assert_output "tq-score: error: $T/m/config.json: activation torch.nn.modules.activation.GELU is not supported (Sigmoid, Identity, Tanh and ReLU of torch.nn are)"
     run -66 tq-score --cross-encoder "$T/nothing" "$T/bad.tsv"
     [ "${#lines[@]}" -eq 1 ]
     run -66 tq-score --cross-encoder "$T/m" "$T/missing.tsv"
