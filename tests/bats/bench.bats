@@ -68,6 +68,7 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
     assert_line "bench: 1 peer(s) not measured: PyTorch (attention peer, and tq-attend with it)"
 }
 
+# bats test_tags=san:sample
 @test "bench-gpu: without a CUDA or HIP device it says so; on a device it prints every figure" {
     run --separate-stderr env TQ_CUDA_DRIVER=/nonexistent/libcuda.so.1 TQ_HIP_RUNTIME=/nonexistent/libamdhip64.so \
         timeout 60 bash "$ROOT_DIR/scripts/bench-gpu.sh" "$TQ_BIN"

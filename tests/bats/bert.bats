@@ -78,6 +78,7 @@ assert max(n) - min(n) > 0.1, (min(n), max(n))"
     assert_success
 }
 
+# bats test_tags=san:sample
 @test "max pooling, bf16 weights, a cased model, no tokenizer_config.json, 3 layers 2 heads" {
     make_model "$T/m" --pool max --dtype bf16 --cased --seed 3 --layers 3 --heads 2 --hidden 16 --inter 48
     stress_lines "$T/m/vocab.txt" 200 7 > "$T/in.txt"

@@ -74,6 +74,7 @@ scores() { tq-cat -t tsv --name score | tail -n +2; }
     done
 }
 
+# bats test_tags=san:sample
 @test "two labels: --label picks the output, no activation by default; a saved Identity activation" {
     pairs 3 5 2 > "$T/in.tsv"
     make_model "$T/m2" --arch bert --labels 2

@@ -49,6 +49,7 @@ all_modes() { # FOLDER
     same_ids "$1" 5 pair
 }
 
+# bats test_tags=san:sample
 @test "WordPiece with BertNormalizer and a normalized added token: the library's ids" {
     build wordpiece
     all_modes "$T/wordpiece"
@@ -64,6 +65,7 @@ all_modes() { # FOLDER
     all_modes "$T/bpe-suffix"
 }
 
+# bats test_tags=san:sample
 @test "BPE with byte fallback, Prepend and Replace normalizers (Llama's way): the library's ids" {
     build bpe-bytes
     all_modes "$T/bpe-bytes"

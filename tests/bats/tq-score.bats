@@ -231,6 +231,7 @@ print("same")' "$D/out.tq" "$D/ref.tq"
 # the order of its other rows, with NaN last. The consensus is the mean over
 # the group, which every row of it sees: the whole group's scores go NaN, and
 # no other group's.
+# bats test_tags=san:sample
 @test "NaN and infinities stay in their row (their group for --consensus), every feature and model, every device" {
     py "$TESTS_DIR/lib/scorenan.py" gen "$D"
     all_devices

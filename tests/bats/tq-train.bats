@@ -471,6 +471,7 @@ open(sys.argv[1], "wb").write(ts.array_frame("emb", x.astype(np.float32)) + ts.a
 PYEOF
 }
 
+# bats test_tags=san:sample
 @test "lbfgs defaults against scikit-learn's defaults on its bundled data: accuracy (R^2) within 0.01, weights within 1e-3 of their norm" {
     needs_sklearn
     # scikit-learn: LogisticRegression() (lbfgs, C = 1, tol 1e-4, max_iter 100)
@@ -592,6 +593,7 @@ PYEOF
 
 # ---- issue 38: an MLP's defaults are scikit-learn's MLPClassifier's ----
 
+# bats test_tags=san:sample
 @test "MLP defaults (a hidden layer of 100, Adam, batches of min(200, n), up to 200 epochs, 10 without progress, alpha 1e-4): MLPClassifier's test accuracy within 0.01" {
     needs_sklearn
     for n in digits iris wine breast_cancer; do
