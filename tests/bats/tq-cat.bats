@@ -276,6 +276,7 @@ EOF
     [ "${lines[19]}" = '{"key":"r19","v":19}' ]
 }
 
+# bats test_tags=san:sample
 @test "--tail keeps memory bounded by its rows, not by the input" {
     [ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
     # 256 MiB of f32 in 16 MiB batches; the last 2 rows need a few MiB at most
