@@ -8,7 +8,9 @@
  *   stats f32: the running max m of every query row, [B H Lq], then its sum l,
  *      [B H Lq], written by tq_k_attention and read by the other two;
  *   klen i64 [B] (when has_len), qgrp i64 [B, Lq] and kgrp i64 [B, Lk] (when
- *      has_groups); unused pointers may be anything (never read);
+ *      has_groups), bias f32 [H, Lq, Lk] (when has_bias: added to every batch
+ *      item's scaled scores, as MPNet's relative positions); unused pointers
+ *      may be anything (never read);
  *   scale: already resolved by the host (0 there means 1/sqrt(Dk)).
  * Key j is masked for query i when causal and j > i, when j >= klen[b] (a
  * negative length masks every key), or when qgrp[b,i] != kgrp[b,j].
@@ -45,8 +47,10 @@ static __device__ __forceinline__ int tq_att_live(const long long *klen, const l
     return 1;
 }
 
-/* scale (q[b,i,h] . k[b,j,h]), the sum in order of p */
-static __device__ __forceinline__ float tq_att_score(const float *q, const float *k, unsigned Lq,
+/* scale (q[b,i,h] . k[b,j,h]), the sum in order of p, then + bias[h,i,j]
+ * when there is one (the CPU's order: tq_op_attention's bits) */
+static __device__ __forceinline__ float tq_att_score(const float *q, const float *k,
+                                                     const float *bias, unsigned Lq,
                                                      unsigned Lk, unsigned H, unsigned Dk,
                                                      float scale, unsigned long long b,
                                                      unsigned h, unsigned i, unsigned j)
@@ -57,13 +61,15 @@ static __device__ __forceinline__ float tq_att_score(const float *q, const float
     float s = 0.0f;
     for (unsigned p = 0; p < Dk; p++)
         s = fmaf(qr[p], kr[p], s);
-    return scale * s;
+    s = scale * s;
+    return bias ? s + bias[((unsigned long long)h * Lq + i) * Lk + j] : s;
 }
 
 #define TQ_ATT_LIVE(b, i, j) tq_att_live(klen, qgrp, kgrp, Lq, Lk, causal, has_len, has_groups, b, i, j)
-#define TQ_ATT_SCORE(b, h, i, j) tq_att_score(q, k, Lq, Lk, H, Dk, scale, b, h, i, j)
+#define TQ_ATT_SCORE(b, h, i, j) \
+    tq_att_score(q, k, has_bias ? bias : 0, Lq, Lk, H, Dk, scale, b, h, i, j)
 
-extern "C" __global__ void tq_k_attention(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups)
+extern "C" __global__ void tq_k_attention(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, const float *bias, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups, unsigned has_bias)
 {
     __shared__ float slots[TQ_MAX_WARPS];
     __shared__ float ps[TQ_MAX_BLOCK]; /* the tile's weights, one a key */
@@ -116,7 +122,7 @@ extern "C" __global__ void tq_k_attention(const float *q, const float *k, const 
     }
 }
 
-extern "C" __global__ void tq_k_attention_weights(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups)
+extern "C" __global__ void tq_k_attention_weights(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, const float *bias, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups, unsigned has_bias)
 {
     (void)v;
     (void)Dv;
@@ -133,7 +139,7 @@ extern "C" __global__ void tq_k_attention_weights(const float *q, const float *k
     }
 }
 
-extern "C" __global__ void tq_k_attention_received(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups)
+extern "C" __global__ void tq_k_attention_received(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, const float *bias, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups, unsigned has_bias)
 {
     __shared__ float slots[TQ_MAX_WARPS];
     (void)v;

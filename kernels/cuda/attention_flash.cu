@@ -49,7 +49,8 @@
  *   range of their ids, as the CPU does) are skipped too.
  *   Query tiles are taken last-first, so the longest (causal) go out first.
  * - A score is sum_p q_p k_p by fused multiply-adds in order of p, then times
- *   scale: the bits of tq_att_score, so the stats match what the weights
+ *   scale, then plus the score bias when there is one: the bits of
+ *   tq_att_score, so the stats match what the weights
  *   kernel recomputes. exp is exp2f of (s - m) log2(e) (the hardware's exp2,
  *   within 2 ulp): tq_exp_neg's polynomial would cost as much as a fifth of
  *   the products. A query with no live key keeps m = -inf, l = 0: out 0. */
@@ -206,6 +207,23 @@ TQ_UNROLL
     }
 }
 
+/* Head h's score bias for the tile, bias_h [Lq, Lk] rows i0.. and columns
+ * j0.., into Ps (whose probabilities of the previous tile have been read:
+ * the caller's barrier), zeros past Lq and Lk. A warp reads a row's 32
+ * neighbouring keys at once; fl_scores' caller then adds each thread's own
+ * entries, the ones it overwrites with probabilities (so no barrier between):
+ * in registers it would spill (nvcc 13, sm_90: 24 bytes). */
+static __device__ __forceinline__ void fl_load_bias(float *Ps, const float *bias_h, unsigned i0,
+                                                    unsigned j0, unsigned Lq, unsigned Lk)
+{
+    for (unsigned x = threadIdx.x; x < FL_BQ * FL_BK; x += FL_THREADS) {
+        unsigned r = x / FL_BK, c = x % FL_BK;
+        Ps[r * FL_PP + c] = i0 + r < Lq && j0 + c < Lk
+                                ? bias_h[(unsigned long long)(i0 + r) * Lk + j0 + c]
+                                : 0.0f;
+    }
+}
+
 /* Masks of one tile: past the key length (kend), causal (j > i), groups. */
 static __device__ __forceinline__ void fl_mask(float s[4][4], const fl_job *J, unsigned j0,
                                                unsigned ty, unsigned tx, unsigned causal,
@@ -269,9 +287,9 @@ TQ_UNROLL
     }
 }
 
-extern "C" __global__ void __launch_bounds__(FL_THREADS, 4) tq_k_attention_flash(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups);
+extern "C" __global__ void __launch_bounds__(FL_THREADS, 4) tq_k_attention_flash(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, const float *bias, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups, unsigned has_bias);
 
-extern "C" __global__ void tq_k_attention_flash(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups)
+extern "C" __global__ void tq_k_attention_flash(const float *q, const float *k, const float *v, float *o, float *stats, const long long *klen, const long long *qgrp, const long long *kgrp, const float *bias, unsigned B, unsigned Lq, unsigned Lk, unsigned H, unsigned Dk, unsigned Dv, float scale, unsigned causal, unsigned has_len, unsigned has_groups, unsigned has_bias)
 {
     /* float4 arrays for their alignment, used as rows of floats */
     __shared__ float4 qs4[FL_BQ * FL_QP / 4], ks4[FL_BK * FL_QP / 4], vs4[FL_BK * FL_D / 4],
@@ -338,9 +356,18 @@ TQ_UNROLL
             fl_load(Vs, FL_D, FL_BK, J.v, dv, j0, J.kend, Dv, vec);
             if (has_groups && threadIdx.x < FL_BK)
                 kgs[threadIdx.x] = j0 + threadIdx.x < Lk ? kgrp[b * Lk + j0 + threadIdx.x] : 0;
+            if (has_bias)
+                fl_load_bias(Ps, bias + (unsigned long long)h * Lq * Lk, J.i0, j0, Lq, Lk);
             __syncthreads();
             float s[4][4];
             fl_scores(s, Qs, Ks, ty, tx, dk4, scale);
+            if (has_bias) {
+TQ_UNROLL
+                for (int r = 0; r < 4; r++)
+TQ_UNROLL
+                    for (int c = 0; c < 4; c++)
+                        s[r][c] += Ps[(ty + 16 * r) * FL_PP + tx + 8 * c];
+            }
             if (has_groups || j0 + FL_BK > J.kend || (causal && j0 + FL_BK - 1 > J.i0))
                 fl_mask(s, &J, j0, ty, tx, causal, qg, kgs, has_groups);
             fl_softmax(s, m, l, acc);

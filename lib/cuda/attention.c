@@ -4,7 +4,7 @@
  * for the received scores. The outputs come from tq_k_attention_flash (tiles
  * of 64 queries, FlashAttention-2 style) for heads of up to FLASH_D values,
  * else from tq_k_attention (a block a query row). The kernels take one
- * argument list. */
+ * argument list, the score bias (MPNet's relative positions) included. */
 #include "gpu.h"
 #include "../op/hostpath.h"
 
@@ -28,8 +28,7 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
     /* each thread folds up to 4 output columns; B, H, Lq, Lk travel as 32 bits */
     if (!c->fn[K_ATTENTION] || (a->weights && !c->fn[K_ATTENTION_WEIGHTS]) ||
         (a->received && !c->fn[K_ATTENTION_RECEIVED]) || Dv > 4 * ATT_BLOCK ||
-        B > UINT32_MAX || Lq > UINT32_MAX || Lk > UINT32_MAX || H * Dk > UINT32_MAX ||
-        a->bias) /* (no kernel adds a score bias yet: MPNet's runs on the host) */
+        B > UINT32_MAX || Lq > UINT32_MAX || Lk > UINT32_MAX || H * Dk > UINT32_MAX)
         return tq_host_attention(q, k, v, a, out);
     uint64_t rows = B * H * Lq;
     if (!B || (!rows && !a->received))
@@ -38,15 +37,16 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
     tq_status st = TQ_GPU(pool_alloc)(c, (size_t)(2 * rows + 1) * 4, &stats);
     if (st)
         return st;
-    const tq_tensor *len = a->key_len, *qg = a->qgroup, *kg = a->kgroup;
+    const tq_tensor *len = a->key_len, *qg = a->qgroup, *kg = a->kgroup, *bs = a->bias;
     gpu_ptr pq = gpu_tensor_ptr(q), pk = gpu_tensor_ptr(k), pv = gpu_tensor_ptr(v);
     gpu_ptr pst = stats->ptr, none = pq; /* absent inputs: never read */
     gpu_ptr pl = len ? gpu_tensor_ptr(len) : none, pqg = qg ? gpu_tensor_ptr(qg) : none,
-            pkg = kg ? gpu_tensor_ptr(kg) : none;
+            pkg = kg ? gpu_tensor_ptr(kg) : none, pbs = bs ? gpu_tensor_ptr(bs) : none;
     unsigned uB = (unsigned)B, uLq = (unsigned)Lq, uLk = (unsigned)Lk, uH = (unsigned)H,
              uDk = (unsigned)Dk, uDv = (unsigned)Dv;
     float scale = a->scale != 0 ? a->scale : (float)(1.0 / sqrt((double)Dk));
-    unsigned causal = a->causal != 0, has_len = len != NULL, has_groups = qg != NULL;
+    unsigned causal = a->causal != 0, has_len = len != NULL, has_groups = qg != NULL,
+             has_bias = bs != NULL;
     /* the same list for the three kernels, but for the output pointer */
     gpu_ptr outs[3] = {gpu_tensor_ptr(out), a->weights ? gpu_tensor_ptr(a->weights) : 0,
                        a->received ? gpu_tensor_ptr(a->received) : 0};
@@ -72,6 +72,7 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
         ARG(&g, pl);
         ARG(&g, pqg);
         ARG(&g, pkg);
+        ARG(&g, pbs);
         ARG(&g, uB);
         ARG(&g, uLq);
         ARG(&g, uLk);
@@ -82,6 +83,7 @@ tq_status TQ_GPU(attention)(void *ctx, const tq_tensor *q, const tq_tensor *k, c
         ARG(&g, causal);
         ARG(&g, has_len);
         ARG(&g, has_groups);
+        ARG(&g, has_bias);
         st = TQ_GPU(launch)(c, kern[i], grid_for(units[i]), 1, 1, block[i], 0, &g);
     }
     TQ_GPU(pool_free)(c, stats); /* back to the pool: reuse is ordered after these */

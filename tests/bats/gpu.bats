@@ -128,6 +128,35 @@ needs_gpu() {
     done
 }
 
+# MPNet's relative position bias is the attention op's score bias, which the
+# CUDA/HIP kernels add themselves (kernels/cuda/attention*.cu): rows against
+# the float64 reference (tests/lib/encoder_ref.py, encoders.bats' tolerance)
+# and the CPU's, and -v names no attention run through the host.
+@test "tq-embed of an MPNet model --device cuda/hip: the score bias on the device, rows agree with the reference" {
+    needs_gpu
+    VENV_PY="$ROOT_DIR/.venv/bin/python"
+    [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
+    "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
+    T="$BATS_TEST_TMPDIR"
+    "$VENV_PY" "$TESTS_DIR/lib/make_encoder.py" "$T/m" --arch mpnet --pool mean --normalize \
+        --max-seq 40 --seed 9 2>/dev/null
+    printf '%s\n' "the cat sat on the mat" "hello world music" "café naïve 中国人" \
+        "paris london tokyo model vector search embedding sentence hello night food guitar the a cat dog sat mat running quickly house city world music book read" > "$T/in.txt"
+    "$VENV_PY" "$TESTS_DIR/lib/encoder_ref.py" "$T/m" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
+    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    for b in $(built_backends); do
+        tq-embed -v -m "$T/m" --device "$b" --batch 3 "$T/in.txt" 2> "$T/$b.err" |
+            tq-cat -t tsv --name emb | tail -n +2 | tr '\t' ' ' > "$T/$b.txt"
+        [ "$(wc -l < "$T/$b.txt")" -eq 4 ]
+        ! grep -q 'ran on the host.*attention' "$T/$b.err" || fail "$b: $(cat "$T/$b.err")"
+        run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/$b.txt" 0.99999
+        assert_success
+        run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.txt" 0.99999
+        assert_success
+    done
+}
+
 # tq-embed --precision bf16/f16 (tq-embed.1): on CUDA and HIP the layers'
 # weights and each product's left operand are rounded to bf16 (8 significant
 # bits) or f16 (11), the sums stay f32. The man page promises cosine >= 0.999

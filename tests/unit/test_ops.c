@@ -2549,11 +2549,14 @@ static void test_attention(void)
         {"d_k 80, d_v 16", 1, 40, 50, 2, 80, 16, 0, 1, 0, 1, 1, 0, NULL, -1, 1, 0, 0},
         {"groups in runs", 2, 200, 300, 2, 16, 24, 1, 0, 2, 1, 1, 0, lens2, -1, 1, 0, 0},
         /* a score bias (MPNet's relative positions): keys in one tile and
-         * in several, with key_len, causal, groups and the second pass */
+         * in several, with key_len, causal, groups and the second pass; on
+         * the GPUs the flash kernel's tiles of 64 x 32 (ragged edges too) */
         {"bias, sentences", 5, 20, 20, 12, 32, 32, 1, 0, 0, 1, 1, 0, lens5, -1, 1, 0, 1},
         {"bias, tiles, key_len", 2, 100, 100, 2, 16, 16, 1, 0, 0, 1, 1, 0, lens2, -1, 1, 0, 1},
         {"bias, causal + groups, cross", 2, 70, 130, 3, 8, 12, 1, 1, 1, 1, 1, 0.7f, NULL, -1, 1,
          0, 1},
+        /* on the GPUs: d_k 80 takes the row kernel (attention.cu) with its bias */
+        {"bias, d_k 80, key_len", 2, 33, 70, 2, 80, 24, 1, 0, 0, 1, 1, 0, lens2, -1, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         att_run(&cases[i], NULL, NULL);
