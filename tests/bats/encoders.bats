@@ -185,3 +185,34 @@ import json; p = '$T/c/$1'; c = json.load(open(p)); $2; json.dump(c, open(p, 'w'
     "$BE" "$T/m" 3 vulkan < "$T/in.txt" > "$T/vk.txt"
     agree "$T/ref.txt" "$T/vk.txt"
 }
+
+# --precision bf16 and int8 on the other families (AVX512-BF16, AVX512-VNNI):
+# the same products as BERT's (bert.bats tests their recipe on the real
+# all-MiniLM-L6-v2), here through MPNet's biased attention (whose products
+# stay f32: the CPU's bf16 attention takes no bias) and RoBERTa's positions,
+# on texts past 64 tokens too (where RoBERTa's attention products go bf16).
+# Bound: tq-embed.1's cosine 0.999 with the f32 rows (measured 0.99996 and
+# more on these random models, on a Zen 4); a product left f32 shows as f32's bytes.
+# Without the instructions: f32's bytes and one -v note.
+@test "MPNet and RoBERTa --precision bf16 and int8: within cosine 0.999 of f32, or f32's bytes and a note" {
+    { lines 12 5; py -c "print(' '.join(['music book read write paris'] * 30))"; } > "$T/in.txt"
+    for arch in mpnet roberta; do
+        make_model "$T/$arch" --arch "$arch" --pool mean --max-seq 200 --seed 4
+        tool_rows -m "$T/$arch" --batch 5 "$T/in.txt" > "$T/$arch.f32"
+        for p in bf16 int8; do
+            flag=$([ "$p" = bf16 ] && echo avx512_bf16 || echo avx512_vnni)
+            tq-embed -v -m "$T/$arch" --batch 5 --precision "$p" "$T/in.txt" 2> "$T/err" |
+                tq-cat -t tsv --name emb | tail -n +2 | tr '\t' ' ' > "$T/$arch.$p"
+            if ! grep -qw "$flag" /proc/cpuinfo; then
+                cmp "$T/$arch.f32" "$T/$arch.$p"
+                grep -q -- "--precision $p: f32 products on cpu" "$T/err" || fail "$arch $p: no note: $(cat "$T/err")"
+                continue
+            fi
+            ! grep -q 'f32 products on' "$T/err" || fail "$arch $p: a fallback note: $(cat "$T/err")"
+            ! cmp -s "$T/$arch.f32" "$T/$arch.$p" || fail "$arch $p: f32's bytes"
+            [ "$(wc -l < "$T/$arch.$p")" -eq 15 ]
+            run py "$TESTS_DIR/lib/cosine.py" "$T/$arch.f32" "$T/$arch.$p" 0.999
+            assert_success
+        done
+    done
+}
