@@ -490,8 +490,8 @@ typedef struct tq_attention_args {
     /* f32 [H, Lq, Lk], added to every batch item's scaled scores before the
      * softmax: scale * q . k + bias[h, i, j] (a relative position bias, as
      * MPNet's and T5's); NULL: none. Masked keys stay masked. With it the
-     * CPU takes f32 products (bf16 is ignored), CUDA and HIP add it in their
-     * kernels, and Vulkan runs the op through the host. */
+     * CPU takes f32 products (bf16 is ignored); CUDA, HIP and Vulkan add it
+     * in their kernels. */
     const tq_tensor *bias;
 } tq_attention_args;
 tq_status tq_op_attention(const tq_tensor *q, const tq_tensor *k, const tq_tensor *v,

@@ -8,6 +8,9 @@
 // POST_WEIGHTS: the softmax itself, from the final m and l of each row.
 // POST_RECEIVED: one workgroup a key (b, j): the weight it receives from
 // queries i != j, summed over i and averaged over heads.
+// BIAS: a score bias f32 [H, Lq, Lk] (MPNet's relative positions) added to
+// every batch item's scaled scores; a ninth buffer, so only these variants
+// need a device with nine storage buffers a stage (tq_vk_caps).
 #extension GL_GOOGLE_include_directive : enable
 layout(local_size_x_id = 0) in; // before the includes: see common.glsl
 #include "common.glsl"
@@ -21,12 +24,16 @@ layout(std430, binding = 4) buffer St { float stats[]; }; // m then l, [B H Lq] 
 layout(std430, binding = 5) readonly buffer L { uint klen[]; }; // i64 [B]
 layout(std430, binding = 6) readonly buffer QG { uint qgrp[]; }; // i64 [B, Lq]
 layout(std430, binding = 7) readonly buffer KG { uint kgrp[]; }; // i64 [B, Lk]
+#ifdef BIAS
+layout(std430, binding = 8) readonly buffer Bi { float bias[]; }; // f32 [H, Lq, Lk]
+#endif
 
 layout(push_constant) uniform PC {
     uint q_off, k_off, v_off, o_off, st_off, len_off, qg_off, kg_off;
     uint B, Lq, Lk, H, Dk, Dv;
     float scale;
     uint causal, has_len, has_groups;
+    uint bias_off;
 } pc;
 
 const float INF = 1.0 / 0.0;
@@ -57,7 +64,11 @@ float score(uint b, uint h, uint i, uint j)
     float s = 0.0;
     for (uint p = 0; p < pc.Dk; p++)
         s += q[qa + p] * k[ka + p];
+#ifdef BIAS
+    return pc.scale * s + bias[pc.bias_off + (h * pc.Lq + i) * pc.Lk + j];
+#else
     return pc.scale * s;
+#endif
 }
 
 #if defined(POST_RECEIVED)

@@ -16,7 +16,7 @@ static int shader_index(const char *name)
 static tq_status pipe_build(tq_vk_ctx *c, int si, int nargs, tq_vk_pipe *p)
 {
     const tq_vk_spirv *s = &tq_vk_spirv_table[si];
-    VkDescriptorSetLayoutBinding b[8];
+    VkDescriptorSetLayoutBinding b[TQ_VK_MAX_BINDINGS];
     for (int i = 0; i < nargs; i++)
         b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
                                               VK_SHADER_STAGE_COMPUTE_BIT, NULL};
@@ -80,7 +80,7 @@ tq_status tq_vk_dispatch(tq_vk_ctx *c, const char *name, const tq_vk_arg *args, 
                          const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz)
 {
     int si = shader_index(name);
-    if (si < 0 || si >= TQ_VK_MAX_SHADERS || nargs > 8 || pc_size > 128)
+    if (si < 0 || si >= TQ_VK_MAX_SHADERS || nargs > TQ_VK_MAX_BINDINGS || pc_size > 128)
         return tq_fail(TQ_ERR_RUNTIME, "vulkan: no shader '%s' in this build", name);
     tq_vk_pipe *p = &c->pipes[si];
     tq_status st;
@@ -111,8 +111,8 @@ tq_status tq_vk_dispatch(tq_vk_ctx *c, const char *name, const tq_vk_arg *args, 
     if (r != VK_SUCCESS)
         return tq_vk_fail(r, "vkAllocateDescriptorSets");
     f->sets++;
-    VkDescriptorBufferInfo bi[8];
-    VkWriteDescriptorSet w[8];
+    VkDescriptorBufferInfo bi[TQ_VK_MAX_BINDINGS];
+    VkWriteDescriptorSet w[TQ_VK_MAX_BINDINGS];
     for (int i = 0; i < nargs; i++) {
         bi[i] = (VkDescriptorBufferInfo){((const tq_vk_buf *)args[i].buf)->buf, 0, VK_WHOLE_SIZE};
         w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,

@@ -17,6 +17,7 @@ void tq_vk_caps_probe(const tq_vk_instance *vi, VkPhysicalDevice pd, tq_vk_caps 
     caps->max_invocations = p.limits.maxComputeWorkGroupInvocations;
     memcpy(caps->max_groups, p.limits.maxComputeWorkGroupCount, sizeof caps->max_groups);
     caps->max_range = p.limits.maxStorageBufferRange;
+    caps->max_buffers = p.limits.maxPerStageDescriptorStorageBuffers;
     caps->timestamp_period = p.limits.timestampPeriod;
     snprintf(caps->driver, sizeof caps->driver, "driver %u.%u.%u", VK_VERSION_MAJOR(p.driverVersion),
              VK_VERSION_MINOR(p.driverVersion), VK_VERSION_PATCH(p.driverVersion));

@@ -20,7 +20,7 @@ tq_status tq_vk_frames_init(tq_vk_ctx *c)
         .commandBufferCount = 1,
     };
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, TQ_VK_SETS_PER_FRAME * 8};
+    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, TQ_VK_SETS_PER_FRAME * TQ_VK_MAX_BINDINGS};
     VkDescriptorPoolCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = TQ_VK_SETS_PER_FRAME,

@@ -113,6 +113,7 @@ typedef struct tq_vk_caps {
     uint32_t max_invocations;  /* maxComputeWorkGroupInvocations */
     uint32_t max_groups[3];    /* maxComputeWorkGroupCount */
     uint64_t max_range;        /* maxStorageBufferRange */
+    uint32_t max_buffers;      /* maxPerStageDescriptorStorageBuffers */
     float timestamp_period;    /* nanoseconds a timestamp tick */
     char driver[96];           /* "llvmpipe", "NVIDIA 550.54" ... */
 } tq_vk_caps;
@@ -167,6 +168,9 @@ typedef struct tq_vk_pipe {
 } tq_vk_pipe;
 
 enum { TQ_VK_MAX_SHADERS = 64, TQ_VK_POOL_CLASSES = 160 };
+/* the most buffers a shader binds (the attention with a score bias: 9; the
+ * rest 8 at most, which every device tq has met allows) */
+enum { TQ_VK_MAX_BINDINGS = 9 };
 
 typedef struct tq_vk_ctx {
     tq_vk_instance vi;

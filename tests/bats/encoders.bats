@@ -173,16 +173,16 @@ import json; p = '$T/c/$1'; c = json.load(open(p)); $2; json.dump(c, open(p, 'w'
     check config.json "c['model_type'] = 7" "must be a string"
 }
 
-# Vulkan has no attention shader with a score bias yet: MPNet's attention runs
-# through the host there (said under -v as a host op), and the rows must be the
-# reference's all the same. (CUDA and HIP add the bias in their kernels:
-# gpu.bats, which make gpu-check also runs on a real GPU.)
-@test "MPNet on Vulkan: rows agree with the reference" {
+# MPNet's relative position bias on Vulkan: the attention shaders' _bias
+# variants, not the host (-v would name it). (CUDA and HIP: gpu.bats, which
+# make gpu-check also runs on a real GPU.)
+@test "MPNet on Vulkan: the score bias in the shader, rows agree with the reference" {
     tq-cat --list-devices 2>/dev/null | grep -q '^vulkan:0' || skip "no Vulkan device here"
     make_model "$T/m" --arch mpnet --pool mean --normalize --max-seq 24 --seed 9
-    lines 6 7 > "$T/in.txt"
+    lines 6 7 | grep -v '^$' > "$T/in.txt" # (tq-embed skips empty lines)
     reference "$T/m" < "$T/in.txt" > "$T/ref.txt"
-    "$BE" "$T/m" 3 vulkan < "$T/in.txt" > "$T/vk.txt"
+    tool_rows -v -m "$T/m" --device vulkan --batch 3 "$T/in.txt" 2> "$T/err" > "$T/vk.txt"
+    ! grep -q 'ran on the host.*attention' "$T/err" || fail "$(cat "$T/err")"
     agree "$T/ref.txt" "$T/vk.txt"
 }
 
