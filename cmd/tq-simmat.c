@@ -23,6 +23,7 @@ enum {
     OPT_NAME,
     OPT_RESCORE,
     OPT_RESCORE_K,
+    OPT_PRECISION,
 };
 
 static void help(void)
@@ -52,7 +53,9 @@ static void help(void)
         "                        one rank 2 float frame; see tq(7))\n"
         "      --rescore FILE    --topk in codes: rank the best M x K candidates again\n"
         "                        by the f32 dot product with FILE's rows (float queries)\n"
-        "      --rescore-k M     candidates a query for --rescore, M x K (default: 4)\n\n"
+        "      --rescore-k M     candidates a query for --rescore, M x K (default: 4)\n"
+        "      --precision P     f32 or bf16: the products that rank --topk's candidates\n"
+        "                        (the output is the same: see tq-simmat(1))\n\n"
         TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-embed docs.txt > db.tq; tq-embed q.txt | tq-simmat --db db.tq -k 10 | tq-cat -t tsv\n"
@@ -128,6 +131,7 @@ static const char *metrics[] = {"cosine", "dot", "l2", "hamming", NULL};
 typedef struct opts {
     const char *db, *rescore;
     int modes, merge, shard_set;
+    int bf16; /* --precision bf16 */
 } opts;
 
 /* The getopt loop, and the usage checks of the options together. */
@@ -145,6 +149,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, tq_sim *s, opts *o)
         {"name", required_argument, NULL, OPT_NAME},
         {"rescore", required_argument, NULL, OPT_RESCORE},
         {"rescore-k", required_argument, NULL, OPT_RESCORE_K},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -207,6 +212,11 @@ static void parse_args(tq_tool *t, int argc, char **argv, tq_sim *s, opts *o)
             s->rescore_m = m;
             break;
         }
+        case OPT_PRECISION:
+            if (strcmp(optarg, "f32") && strcmp(optarg, "bf16"))
+                tq_tool_usage(t, "--precision wants f32 or bf16, not '%s'", optarg);
+            o->bf16 = !strcmp(optarg, "bf16");
+            break;
         default:
             tq_tool_usage(t, "unknown option");
         }
@@ -221,6 +231,9 @@ static void parse_args(tq_tool *t, int argc, char **argv, tq_sim *s, opts *o)
         tq_tool_usage(t, "one input at most, not %d (the database: --db)", argc - optind);
     if (o->merge && optind == argc)
         tq_tool_usage(t, "--merge wants the shards' output files");
+    if (o->bf16 && s->mode != TQ_SIM_TOPK)
+        tq_tool_usage(t, "--precision bf16 ranks the candidates of --topk (the full matrix is "
+                         "f32, and --threshold and --dedup screen with int8 codes)");
 }
 
 /* --merge: the shards' --topk outputs named as files, merged. */
@@ -256,6 +269,9 @@ static tq_status load_db(tq_tool *t, tq_sim *s, const char *db, const char *dbla
     tq_status st = TQ_OK;
     if (db && (st = tq_sim_codes_probe(db, dblabel, s->vec_name, code)))
         tq_tool_fail(t, st);
+    if (*code && *code != TQ_DTYPE_Q2 && tq_device_rank_precision(s->dev) == TQ_DTYPE_BF16)
+        tq_tool_log(t, TQ_LOG_INFO, "--precision bf16: %s codes are searched in their own "
+                    "arithmetic", tq_dtype_name(*code));
     if (rescore && s->mode != TQ_SIM_TOPK)
         tq_tool_usage(t, "--rescore goes with --topk");
     if ((*code == TQ_DTYPE_I8 || *code == TQ_DTYPE_Q8_0 || *code == TQ_DTYPE_Q4_0) &&
@@ -322,6 +338,11 @@ static void report(tq_tool *t, tq_sim *s, tq_dtype code, double t0)
     if (s->mode == TQ_SIM_DEDUP)
         tq_tool_log(t, TQ_LOG_INFO, "%lld rows kept, %lld dropped", (long long)s->kept,
                     (long long)s->dropped);
+    if (s->mode == TQ_SIM_TOPK && (!code || code == TQ_DTYPE_Q2) &&
+        tq_device_backend(s->dev) == TQ_BACKEND_CPU)
+        tq_tool_log(t, TQ_LOG_INFO, "%lld rows scored exactly, the candidates of %s products",
+                    tq_device_rescored(s->dev),
+                    tq_device_rank_precision(s->dev) == TQ_DTYPE_BF16 ? "bf16" : "f32");
     if (s->mode == TQ_SIM_DEDUP && s->screen_dh)
         tq_tool_log(t, TQ_LOG_INFO, "an int8 screen of the first %lld values let %lld pairs "
                     "through to the exact score", (long long)s->screen_dh, (long long)s->screened);
@@ -348,7 +369,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.shard_n = 1;
     s.rescore_m = 4;
-    opts o = {NULL, NULL, 0, 0, 0};
+    opts o = {NULL, NULL, 0, 0, 0, 0};
     parse_args(&t, argc, argv, &s, &o);
     const char *db = o.db, *rescore = o.rescore;
     tq_tool_ready(&t);
@@ -370,6 +391,10 @@ int main(int argc, char **argv)
     s.db_label = db ? tq_took_label(db) : s.mode == TQ_SIM_DEDUP ? NULL : s.q_label;
     if ((st = tq_tool_device_open(&t, simmat_work(&t, qpath, db), &s.dev)))
         tq_tool_fail(&t, st);
+    if (o.bf16 && !(st = tq_device_set_rank_precision(s.dev, TQ_DTYPE_BF16)) &&
+        tq_device_rank_precision(s.dev) != TQ_DTYPE_BF16)
+        tq_tool_log(&t, TQ_LOG_INFO, "--precision bf16: f32 products on %s (it has no bf16 "
+                    "ranking products; the output is the same)", tq_device_name(s.dev));
     double t0 = tq_tool_now();
     if (!db && s.mode != TQ_SIM_DEDUP) { /* the input is the database too */
         if ((st = self_path(qfile, tmp, sizeof tmp, &is_tmp)))

@@ -138,6 +138,8 @@ struct tq_device {
     char timer_why[192];  /* why its timer failed to start; "" while it has not */
     char why[320];        /* how it was chosen: "auto: cpu (work ... < ...)" */
     char startup[192];    /* what its start took, "" when nothing to say */
+    tq_dtype rank_dtype;  /* products that only rank candidates: f32 or bf16 */
+    long long rescored;   /* rows scored exactly by simtopk (atomic) */
 };
 
 /* The backends compiled into this build; the CPU one always is. */

@@ -250,6 +250,18 @@ const char *tq_device_describe(const tq_device *dev); /* one line of detail */
 /* The ops that ran on the host so far because the device has no kernel for
  * them (or not for those arguments), as "topk, convert"; "" when none. */
 const char *tq_device_host_ops(const tq_device *dev);
+/* The products of tq_op_simtopk only rank candidates: every row whose
+ * product value, widened by that product's proven error bound, could still
+ * reach a list is scored exactly, and only exact scores rank. So they may
+ * be low precision with the same results, bit for bit. dt: TQ_DTYPE_F32 (the
+ * default) or TQ_DTYPE_BF16, which the CPU takes where it has AVX512-BF16
+ * (wider bounds: more rows scored exactly; faster where rows are many);
+ * elsewhere the products stay f32. tq_device_rank_precision says which a
+ * device uses; tq_device_rescored how many rows its simtopk scored exactly
+ * so far (-v's count). */
+tq_status tq_device_set_rank_precision(tq_device *dev, tq_dtype dt);
+tq_dtype tq_device_rank_precision(const tq_device *dev);
+long long tq_device_rescored(const tq_device *dev);
 /* Graphs: on a device that has them (cuda, hip), the ops called between
  * tq_graph_begin and tq_graph_end are recorded instead of run, and
  * tq_graph_launch replays them, all at once, as often as wanted: the same

@@ -8,12 +8,17 @@
  * those scores decide. So the result is the same, bit for bit, whatever the
  * sgemm engine, the threads, the tiling, the blocks a caller feeds
  * (idx_base) or the order of shards.
+ * With the device's rank precision bf16 (tq_device_set_rank_precision, on a
+ * CPU with AVX512-BF16) the products take bf16 operands (VDPBF16PS, f32
+ * sums) and the bound widens to cover their rounding (margin below): more
+ * rows are scored exactly, and the result is again the same, bit for bit.
  *
  * Ranking: larger score first, ties to the lower index, NaN below every
  * number; an empty slot (idx -1, as the caller starts the lists) below all. */
 #include "../internal.h"
 #include "../op/simscore.h"
 #include "cpu.h"
+#include "gemm.h"
 
 /* QB queries x TB database rows per sgemm: a 512 KiB score tile that stays in
  * L2 between the sgemm writing it and the fold reading it. */
@@ -97,6 +102,10 @@ typedef struct st {
     int64_t nq, ndb, d, k, base;
     int metric;
     int64_t qblocks, slices, slice_rows;
+    int bf16;            /* products of bf16 operands (q16, each tile packed) */
+    uint16_t *q16;       /* [nq, ldq] the queries rounded to bf16 */
+    int ldq;
+    long long rescored;  /* rows scored exactly (atomic) */
     float *qnorm;        /* [nq] ||q|| (for the margins) */
     float *xsq;          /* [ndb] ||x||^2 as f32 (L2's expansion) */
     float *tile_max;     /* [tiles] max ||x|| over each tile */
@@ -136,6 +145,14 @@ static void xnorms(void *ctx, int64_t begin, int64_t end)
         }
         p->tile_max[t] = sqrtf(mx);
     }
+}
+
+/* Queries begin..end rounded to bf16 rows of ldq (an even width). */
+static void qrows_bf16(void *ctx, int64_t begin, int64_t end)
+{
+    st *p = ctx;
+    tq_cpu_att_bf16_rows(p->q + begin * p->d, p->d, (int)(end - begin), (int)p->d,
+                         p->q16 + begin * p->ldq, p->ldq);
 }
 
 static void qnorms(void *ctx, int64_t begin, int64_t end)
@@ -190,14 +207,35 @@ static passes_fn passes_best(void)
     return passes_c;
 }
 
+/* The bound of |product value - q . x| for norms nq, nx (the sgemm's, or the
+ * bf16 products'): INFINITY when none holds. bf16 operands are each within
+ * u = 2^-8 of themselves (8 significant bits, rounded to nearest), so each
+ * product within (2u + u^2) |q_i x_i|, their sum within that times ||q|| ||x||
+ * (Cauchy-Schwarz); the f32 sums of those exact products (VDPBF16PS, or AMX
+ * tiles in any order) within the sgemm's bound for operands (1 + u) larger;
+ * values under 2^-126 read (and sums written) as zero, each off by 2^-126 at
+ * most, fewer than d (1 + ||q|| + ||x||) of them in all. L2 ranks by
+ * 2 q . x - ||x||^2: twice the product's error (||x||^2 is f32's, as before).
+ * Norms past 2^100 give no bound (bf16 rounding may overflow to infinity). */
+static double margin(const st *p, double nq, double nx)
+{
+    double m = tq_simscore_margin(p->metric, p->d, nq, nx);
+    if (!p->bf16 || !isfinite(m))
+        return m;
+    if (!(nq < 0x1p100 && nx < 0x1p100))
+        return INFINITY;
+    const double u = 0x1p-8;
+    double e = (2 * u + u * u) * nq * nx + 0x1p-125 * (double)p->d * (1 + nq + nx);
+    return (m * (1 + u) * (1 + u) + (p->metric ? 2 : 1) * e) * (1 + 1e-6);
+}
+
 /* The lowest sgemm-derived value that might still beat (wv, wi), as a float
  * that is <= the exact bound; -inf (everything passes) when no bound holds. */
 static float pass_threshold(const st *p, float wv, int64_t wi, float nq, float nx, float shift)
 {
     if (wi < 0 || wv != wv)
         return -INFINITY;
-    double m = tq_simscore_margin(p->metric, p->d, (double)nq * (1 + 1e-6),
-                                  (double)nx * (1 + 1e-6));
+    double m = margin(p, (double)nq * (1 + 1e-6), (double)nx * (1 + 1e-6));
     double t = (double)wv + (double)shift - m;
     t -= 0x1p-22 * (fabs((double)wv) + fabs((double)shift));
     if (!(t > -(double)FLT_MAX))
@@ -222,6 +260,7 @@ typedef struct defer {
     float *cand_a;    /* candidates: product value and index */
     int64_t *cand_i;
     int64_t cand_n;
+    long long scored; /* rows scored exactly */
 } defer;
 
 /* The worst entry the heap, or while it is not full the caller's floor
@@ -258,8 +297,7 @@ static void apx_offer(const st *p, defer *df, float a, int64_t gi, float nq, flo
     if (h->n < h->k)
         return;
     const float *v = h->v;
-    double m = tq_simscore_margin(p->metric, p->d, (double)nq * (1 + 1e-6),
-                                  (double)nxmax * (1 + 1e-6));
+    double m = margin(p, (double)nq * (1 + 1e-6), (double)nxmax * (1 + 1e-6));
     double low = (double)v[0] - (double)shift - m;
     low -= 0x1p-21 * (fabs((double)v[0]) + fabs((double)shift));
     float f = !(low > -(double)FLT_MAX) ? -INFINITY : (float)low;
@@ -279,6 +317,7 @@ static void rescore(const st *p, int64_t qi, heap *h, defer *df, float fv, int64
         if (df->cand_a[c] < row_threshold(p, h, df, fv, fi, nq, nx, shift))
             continue;
         float v = tq_simscore(p->metric, q, p->x + j * p->d, p->d), wv;
+        df->scored++;
         int64_t wi;
         worst(h, fv, fi, &wv, &wi);
         if (tq_simscore_better(v, gi, wv, wi))
@@ -324,6 +363,8 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
  * deferred candidates, allocated once per chunk of jobs. */
 typedef struct scratch {
     float *tile;
+    uint16_t *pairs; /* bf16: the tile's rows packed as K^T (tq_cpu_att_bf16_pack_k) */
+    uint32_t *ktmp;  /* and that packing's scratch */
     float *apx_v, *cand_a;
     int64_t *apx_i, *cand_i;
     defer *df;
@@ -342,14 +383,18 @@ static void run_job(st *p, int64_t job, scratch *w)
     for (int64_t r = 0; r < mq; r++) {
         pn[r] = 0;
         w->df[r] = (defer){{w->apx_v + r * k, w->apx_i + r * k, 0, k}, -INFINITY,
-                           w->cand_a + r * w->cap, w->cand_i + r * w->cap, 0};
+                           w->cand_a + r * w->cap, w->cand_i + r * w->cap, 0, 0};
     }
     float nxmax = 0;
     for (int64_t j0 = s0; j0 < s1; j0 += TB) {
         int64_t nb = s1 - j0 < TB ? s1 - j0 : TB;
         float nx = p->tile_max[j0 / TB];
         nxmax = nx > nxmax || nx != nx ? nx : nxmax;
-        if (p->d > 0)
+        if (p->bf16) {
+            tq_cpu_att_bf16_pack_k(p->x + j0 * p->d, p->d, (int)nb, p->d, w->pairs, w->ktmp);
+            tq_cpu_att_bf16_product((int)mq, (int)p->d, (int)nb, 1.0f, p->q16 + q0 * p->ldq,
+                                    p->ldq, w->pairs, 0.0f, tile, TB);
+        } else if (p->d > 0)
             p->sgemm(0, 1, (int)mq, (int)nb, (int)p->d, 1.0f, p->q + q0 * p->d, (int)p->d,
                      p->x + j0 * p->d, (int)p->d, 0.0f, tile, TB);
         else
@@ -370,6 +415,7 @@ static void run_job(st *p, int64_t job, scratch *w)
         rescore(p, qi, &h, &w->df[r], p->vals[qi * k + k - 1], p->idx[qi * k + k - 1]);
         pn[r] = h.n;
         heap_sort(&h);
+        __atomic_add_fetch(&p->rescored, w->df[r].scored, __ATOMIC_RELAXED);
     }
 }
 
@@ -384,11 +430,19 @@ static void jobs_fn(void *ctx, int64_t begin, int64_t end)
     w.cand_a = malloc((size_t)(QB * w.cap) * sizeof *w.cand_a);
     w.cand_i = malloc((size_t)(QB * w.cap) * sizeof *w.cand_i);
     w.df = malloc(QB * sizeof *w.df);
-    if (w.tile && w.apx_v && w.apx_i && w.cand_a && w.cand_i && w.df)
+    /* bf16: TB keys of (d + 1) / 2 pairs, in strips of 32; the packing's
+     * scratch a key's pairs rounded to 16 words */
+    int64_t pairs = (p->d + 1) / 2;
+    w.pairs = p->bf16 ? tq_cpu_alloc64((size_t)(TB * 2 * pairs) * sizeof *w.pairs) : NULL;
+    w.ktmp = p->bf16 ? tq_cpu_alloc64((size_t)(TB * ((pairs + 15) & ~15)) * sizeof *w.ktmp) : NULL;
+    if (w.tile && w.apx_v && w.apx_i && w.cand_a && w.cand_i && w.df &&
+        (!p->bf16 || (w.pairs && w.ktmp)))
         for (int64_t j = begin; j < end; j++)
             run_job(p, j, &w);
     /* else caught by the caller: part_n stays -1 */
     free(w.tile);
+    free(w.pairs);
+    free(w.ktmp);
     free(w.apx_v);
     free(w.apx_i);
     free(w.cand_a);
@@ -460,6 +514,10 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
         return TQ_OK;
     const char *engine;
     p.sgemm = tq_cpu_sgemm_current(&engine);
+    /* (d up to 2^20: the bf16 products count their k in an int, pairs a key) */
+    p.bf16 = p.d > 0 && p.d <= (1 << 20) && tq_device_rank_precision(q->dev) == TQ_DTYPE_BF16 &&
+             tq_cpu_att_bf16_use();
+    p.ldq = (int)((p.d + 1) & ~1);
     p.passes = passes_best();
     p.qblocks = (p.nq + QB - 1) / QB;
     /* slices: by the shape alone (never the thread count) */
@@ -483,13 +541,17 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
     p.part_v = malloc((size_t)(jobs * QB * p.k) * sizeof *p.part_v);
     p.part_i = malloc((size_t)(jobs * QB * p.k) * sizeof *p.part_i);
     p.part_n = malloc((size_t)(jobs * QB) * sizeof *p.part_n);
-    if (!p.qnorm || !p.xsq || !p.tile_max || !p.part_v || !p.part_i || !p.part_n) {
+    p.q16 = p.bf16 ? tq_cpu_alloc64((size_t)(p.nq * p.ldq) * sizeof *p.q16) : NULL;
+    if (!p.qnorm || !p.xsq || !p.tile_max || !p.part_v || !p.part_i || !p.part_n ||
+        (p.bf16 && !p.q16)) {
         stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
         goto done;
     }
     for (int64_t i = 0; i < jobs * QB; i++)
         p.part_n[i] = -1;
     tq_parallel_for(p.nq, 1 + 16384 / (p.d ? p.d : 1), qnorms, &p);
+    if (p.bf16)
+        tq_parallel_for(p.nq, 1 + 16384 / p.d, qrows_bf16, &p);
     tq_parallel_for(tiles, 1 + 16 / (1 + p.d / 64), xnorms, &p);
     /* OpenBLAS serves at most 64 concurrent callers (see matmul.c) */
     tq_parallel_for(jobs, engine[0] == 'O' ? (jobs + 63) / 64 : 1, jobs_fn, &p);
@@ -504,7 +566,9 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
     tq_parallel_for(p.nq, 1 + 4096 / (p.k * (p.slices + 1)), merge_fn, &p);
     if (p.merge_failed)
         stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory to merge the lists");
+    __atomic_add_fetch(&q->dev->rescored, p.rescored, __ATOMIC_RELAXED);
 done:
+    free(p.q16);
     free(p.qnorm);
     free(p.xsq);
     free(p.tile_max);

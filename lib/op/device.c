@@ -53,6 +53,7 @@ static tq_status device_make(const tq_backend *b, int index, tq_device **out)
     }
     d->backend = b;
     d->index = index;
+    d->rank_dtype = TQ_DTYPE_F32;
     if (b->startup)
         b->startup(d->ctx, d->startup, sizeof d->startup);
     if (b->kind == TQ_BACKEND_CPU)
@@ -266,6 +267,30 @@ int tq_device_native_product(const tq_device *dev, tq_dtype dt)
     return b->native_product && b->native_product(dt);
 }
 const char *tq_device_name(const tq_device *dev) { return dev->name; }
+
+tq_status tq_device_set_rank_precision(tq_device *dev, tq_dtype dt)
+{
+    if (dt != TQ_DTYPE_F32 && dt != TQ_DTYPE_BF16)
+        return tq_fail(TQ_ERR_USAGE, "ranking products are f32 or bf16, not %s", tq_dtype_name(dt));
+    dev->rank_dtype = dt;
+    return TQ_OK;
+}
+
+/* bf16 where the CPU multiplies bf16 as such (the only simtopk that takes
+ * it so far: the GPUs' and Vulkan's rank in f32) */
+tq_dtype tq_device_rank_precision(const tq_device *dev)
+{
+    const tq_backend *b = dev->backend;
+    return dev->rank_dtype == TQ_DTYPE_BF16 && b->kind == TQ_BACKEND_CPU && b->native_product &&
+                   b->native_product(TQ_DTYPE_BF16)
+               ? TQ_DTYPE_BF16
+               : TQ_DTYPE_F32;
+}
+
+long long tq_device_rescored(const tq_device *dev)
+{
+    return __atomic_load_n(&dev->rescored, __ATOMIC_RELAXED);
+}
 /* The one-line description, made on first use: the CPU's names its sgemm
  * engine, which means loading OpenBLAS (~4 ms: a fifth of a small tq-train
  * run), so a process that never asks, and never multiplies big enough to

@@ -103,4 +103,8 @@ open("kv.tq", "wb").write(tq.array_frame("keys", x) + tq.array_frame("vals", x))
     # tq-score: how a model of i8 weights computes
     comp 2 tq-score --precision ""
     [ "${COMPREPLY[*]}" = "auto f32 int8" ]
+    # tq-simmat: the products that rank --topk's candidates
+    comp 2 tq-simmat --precision ""
+    [ "${COMPREPLY[*]}" = "f32 bf16" ]
+    run -2 tq-simmat --precision f16 -k 1 /dev/null
 }

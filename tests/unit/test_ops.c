@@ -1974,6 +1974,28 @@ static void test_simtopk_same_bits(void)
             CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
                   "%s: simtopk %s differs with %s", dev_name, metric ? "l2" : "dot", alt[a].what);
         }
+        /* bf16 ranking products (a CPU with AVX512-BF16; elsewhere f32's):
+         * wider bounds, more rows scored exactly, the same lists */
+        long long before = tq_device_rescored(dev);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk f32 again");
+        long long f32_rows = tq_device_rescored(dev) - before;
+        CHECK(tq_device_set_rank_precision(dev, TQ_DTYPE_BF16) == TQ_OK, "%s: rank precision bf16",
+              dev_name);
+        int bf16 = tq_device_rank_precision(dev) == TQ_DTYPE_BF16;
+        before = tq_device_rescored(dev);
+        run_simtopk(q, x, nq, d, metric, k, one, 1, v1, i1, "simtopk bf16 ranking");
+        long long bf16_rows = tq_device_rescored(dev) - before;
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs with bf16 ranking products", dev_name, metric ? "l2" : "dot");
+        run_simtopk(q, x, nq, d, metric, k, blocks, 4, v1, i1, "simtopk bf16 blocks");
+        tq_device_set_rank_precision(dev, TQ_DTYPE_F32);
+        CHECK(!memcmp(v0, v1, nb * 4) && !memcmp(i0, i1, nb * 8),
+              "%s: simtopk %s differs with bf16 ranking products in blocks", dev_name,
+              metric ? "l2" : "dot");
+        if (tq_device_backend(dev) == TQ_BACKEND_CPU)
+            CHECK(f32_rows >= nq * k && (bf16 ? bf16_rows > f32_rows : bf16_rows == f32_rows),
+                  "%s: simtopk %s scored %lld rows exactly with f32 products, %lld with %s",
+                  dev_name, metric ? "l2" : "dot", f32_rows, bf16_rows, bf16 ? "bf16" : "f32");
         tq_threads_set(0);
     }
     free(q), free(x), free(v0), free(v1), free(i0), free(i1);
@@ -3904,8 +3926,15 @@ int main(void)
             test_convert();
         if (group("above"))
             test_above();
-        if (group("simtopk"))
+        if (group("simtopk")) {
             test_simtopk();
+            /* again with bf16 ranking products, where the device takes them
+             * (a CPU with AVX512-BF16): the same references must hold */
+            if (tq_device_set_rank_precision(dev, TQ_DTYPE_BF16) == TQ_OK &&
+                tq_device_rank_precision(dev) == TQ_DTYPE_BF16)
+                test_simtopk();
+            tq_device_set_rank_precision(dev, TQ_DTYPE_F32);
+        }
         if (group("simtopk_same_bits"))
             test_simtopk_same_bits();
         if (group("rowprod"))
