@@ -254,9 +254,9 @@ const char *tq_device_host_ops(const tq_device *dev);
  * product value, widened by that product's proven error bound, could still
  * reach a list is scored exactly, and only exact scores rank. So they may
  * be low precision with the same results, bit for bit. dt: TQ_DTYPE_F32 (the
- * default) or TQ_DTYPE_BF16, which the CPU takes where it has AVX512-BF16
- * (wider bounds: more rows scored exactly; faster where rows are many);
- * elsewhere the products stay f32. tq_device_rank_precision says which a
+ * default) or TQ_DTYPE_BF16, which the CPU takes where it has AVX512-BF16,
+ * and CUDA and HIP (their BLAS's bf16 GEMM: tensor cores), with wider
+ * bounds (more rows scored exactly); Vulkan's products stay f32. tq_device_rank_precision says which a
  * device uses; tq_device_rescored how many rows its simtopk scored exactly
  * so far (-v's count). */
 tq_status tq_device_set_rank_precision(tq_device *dev, tq_dtype dt);

@@ -207,26 +207,12 @@ static passes_fn passes_best(void)
     return passes_c;
 }
 
-/* The bound of |product value - q . x| for norms nq, nx (the sgemm's, or the
- * bf16 products'): INFINITY when none holds. bf16 operands are each within
- * u = 2^-8 of themselves (8 significant bits, rounded to nearest), so each
- * product within (2u + u^2) |q_i x_i|, their sum within that times ||q|| ||x||
- * (Cauchy-Schwarz); the f32 sums of those exact products (VDPBF16PS, or AMX
- * tiles in any order) within the sgemm's bound for operands (1 + u) larger;
- * values under 2^-126 read (and sums written) as zero, each off by 2^-126 at
- * most, fewer than d (1 + ||q|| + ||x||) of them in all. L2 ranks by
- * 2 q . x - ||x||^2: twice the product's error (||x||^2 is f32's, as before).
- * Norms past 2^100 give no bound (bf16 rounding may overflow to infinity). */
+/* The bound of |product value - q . x| for norms nq, nx: the sgemm's, or
+ * the bf16 products' (simscore.h); INFINITY when none holds. */
 static double margin(const st *p, double nq, double nx)
 {
     double m = tq_simscore_margin(p->metric, p->d, nq, nx);
-    if (!p->bf16 || !isfinite(m))
-        return m;
-    if (!(nq < 0x1p100 && nx < 0x1p100))
-        return INFINITY;
-    const double u = 0x1p-8;
-    double e = (2 * u + u * u) * nq * nx + 0x1p-125 * (double)p->d * (1 + nq + nx);
-    return (m * (1 + u) * (1 + u) + (p->metric ? 2 : 1) * e) * (1 + 1e-6);
+    return p->bf16 ? tq_simscore_margin_bf16(p->metric, p->d, m, nq, nx) : m;
 }
 
 /* The lowest sgemm-derived value that might still beat (wv, wi), as a float

@@ -141,7 +141,8 @@ tq_status TQ_GPU(simtopk)(void *ctx, const tq_tensor *q, const tq_tensor *db, tq
     static const tq_simdev_backend be = {.matmul = TQ_GPU(matmul), .add = TQ_GPU(add),
                                          .rownorm = TQ_GPU(rownorm), .select = gpu_select,
                                          .above = gpu_above, .download_rows = gpu_rows,
-                                         .rescore = gpu_rescore, .tile_q = 1024, .tile_d = 8192};
+                                         .rescore = gpu_rescore, .convert = TQ_GPU(convert),
+                                         .tile_q = 1024, .tile_d = 8192};
     tq_gpu_ctx *c = ctx;
     /* a kernel missing from the image: the whole op on the host, rather than
      * parts of it through other host paths */

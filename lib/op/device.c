@@ -276,12 +276,14 @@ tq_status tq_device_set_rank_precision(tq_device *dev, tq_dtype dt)
     return TQ_OK;
 }
 
-/* bf16 where the CPU multiplies bf16 as such (the only simtopk that takes
- * it so far: the GPUs' and Vulkan's rank in f32) */
+/* bf16 where the device multiplies bf16 as such and its simtopk takes it:
+ * the CPU (AVX512-BF16), CUDA and HIP (their BLAS's bf16 GEMM, tensor
+ * cores); Vulkan ranks in f32 */
 tq_dtype tq_device_rank_precision(const tq_device *dev)
 {
     const tq_backend *b = dev->backend;
-    return dev->rank_dtype == TQ_DTYPE_BF16 && b->kind == TQ_BACKEND_CPU && b->native_product &&
+    int takes = b->kind == TQ_BACKEND_CPU || b->kind == TQ_BACKEND_CUDA || b->kind == TQ_BACKEND_HIP;
+    return dev->rank_dtype == TQ_DTYPE_BF16 && takes && b->native_product &&
                    b->native_product(TQ_DTYPE_BF16)
                ? TQ_DTYPE_BF16
                : TQ_DTYPE_F32;

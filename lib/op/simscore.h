@@ -76,4 +76,23 @@ static inline double tq_simscore_margin(int metric, int64_t d, double nq, double
     return isfinite(m) ? m * (1 + 1e-6) + 1e-300 : INFINITY;
 }
 
+/* A bound m of an f32 product's error (as above) widened for bf16 operands
+ * (tq_device_set_rank_precision): each within u = 2^-8 of itself (8
+ * significant bits, rounded to nearest), so each term of the product within
+ * (2u + u^2) |q_i x_i|, their sum within that times ||q|| ||x|| (Cauchy-
+ * Schwarz); the f32 sums of those exact products within m for operands
+ * (1 + u) larger; values under 2^-126 read (and sums written) as zero, each
+ * off by 2^-126 at most, fewer than d (1 + ||q|| + ||x||) of them in all. L2
+ * ranks by 2 q . x - ||x||^2: twice the product's error. Norms past 2^100:
+ * no bound (bf16 rounding may overflow to infinity). */
+static inline double tq_simscore_margin_bf16(int metric, int64_t d, double m, double nq,
+                                             double nx)
+{
+    if (!isfinite(m) || !(nq < 0x1p100 && nx < 0x1p100))
+        return INFINITY;
+    const double u = 0x1p-8;
+    double e = (2 * u + u * u) * nq * nx + 0x1p-125 * (double)d * (1 + nq + nx);
+    return (m * (1 + u) * (1 + u) + (metric ? 2 : 1) * e) * (1 + 1e-6);
+}
+
 #endif

@@ -13,7 +13,10 @@
  * repeated across the k-th place). What is left (NaN, huge values, more rows
  * above the threshold than the list holds) goes through the CPU op over the
  * whole block. Either way the lists are the CPU's, bit for bit, whatever the
- * tiles and the blocks. */
+ * tiles and the blocks. With the device's rank precision bf16
+ * (tq_device_set_rank_precision) the tiles' operands are bf16 copies of the
+ * queries and the block (tensor cores), and the proofs take the wider bound
+ * (simtopk_exact.c): the lists are the same. */
 #include "simtopk_dev.h"
 #include "hostpath.h"
 #include "simtopk_exact.h"
@@ -112,12 +115,21 @@ static int cmp_i64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
+/* x as a new tensor of dtype dt on its device (tq_op_convert's rounding). */
+static tq_status converted(const tq_simdev_backend *be, void *c, const tq_tensor *x, tq_dtype dt,
+                           tq_tensor **out)
+{
+    tq_status st = tq_tensor_new(x->dev, dt, x->rank, x->dims, out);
+    return st ? st : be->convert(c, x, *out);
+}
+
 /* The undecided queries that have a threshold: the device lists the rows
  * whose value reaches it, the host scores those and the rows without a
  * bound. Every other row scores below the query's k-th so far, so the list
- * is final, unless more than TQ_SIMDEV_ABOVE_CAP rows reached the threshold. */
+ * is final, unless more than TQ_SIMDEV_ABOVE_CAP rows reached the threshold.
+ * dbs: the block as the tiles score it (db, or its bf16 copy). */
 static tq_status settle_above(const tq_simdev_backend *be, void *c, const tq_simdev_sim *s, const tq_tensor *db,
-                              const tq_tensor *negsq)
+                              const tq_tensor *dbs, const tq_tensor *negsq)
 {
     int64_t nu = 0, d = s->d;
     for (int64_t i = 0; i < s->nq; i++)
@@ -126,7 +138,7 @@ static tq_status settle_above(const tq_simdev_backend *be, void *c, const tq_sim
     if (!nu || (uint64_t)nu * TQ_SIMDEV_ABOVE_CAP > UINT32_MAX / 2)
         return TQ_OK;
     int64_t qd[2] = {nu, d}, ld[2] = {nu, TQ_SIMDEV_ABOVE_CAP}, nrows = 0;
-    tq_tensor *qt = NULL, *tt = NULL, *ct = NULL, *lt = NULL;
+    tq_tensor *qt = NULL, *tt = NULL, *ct = NULL, *lt = NULL, *q16 = NULL;
     int64_t *qs = malloc((size_t)nu * 8), *rows = NULL;
     float *hq = malloc((size_t)(nu * d) * 4), *ht = malloc((size_t)nu * 4), *x = NULL;
     uint32_t *hc = calloc((size_t)nu, 4), *hl = malloc((size_t)(nu * TQ_SIMDEV_ABOVE_CAP) * 4);
@@ -148,7 +160,8 @@ static tq_status settle_above(const tq_simdev_backend *be, void *c, const tq_sim
         (st = tq_tensor_upload(qt, hq, (size_t)(nu * d) * 4)) ||
         (st = tq_tensor_upload(tt, ht, (size_t)nu * 4)) ||
         (st = tq_tensor_upload(ct, hc, (size_t)nu * 4)) ||
-        (st = score_tiles(be, c, qt, db, s->metric, negsq, above_tile,
+        (s->bf16 && (st = converted(be, c, qt, TQ_DTYPE_BF16, &q16))) ||
+        (st = score_tiles(be, c, s->bf16 ? q16 : qt, dbs, s->metric, negsq, above_tile,
                           &(above_ctx){tt, ct, lt})) ||
         (st = tq_tensor_download(ct, hc, (size_t)nu * 4)) ||
         (st = tq_tensor_download(lt, hl, (size_t)(nu * TQ_SIMDEV_ABOVE_CAP) * 4)))
@@ -182,6 +195,7 @@ static tq_status settle_above(const tq_simdev_backend *be, void *c, const tq_sim
     tq_parallel_for(nu, 1 + 65536 / (TQ_SIMDEV_ABOVE_CAP * d + 1), tq_simdev_settle, &job);
 done:
     tq_tensor_free(qt), tq_tensor_free(tt), tq_tensor_free(ct), tq_tensor_free(lt);
+    tq_tensor_free(q16);
     free(qs), free(rows), free(hq), free(ht), free(x), free(hc), free(hl);
     return st;
 }
@@ -267,9 +281,11 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
 
     tq_simdev_sim s = {.metric = metric == TQ_METRIC_L2, .nq = nq, .ndb = ndb, .d = d, .k = k, .kp = kp,
              .base = idx_base};
+    s.bf16 = be->convert && tq_device_rank_precision(q->dev) == TQ_DTYPE_BF16;
     size_t nk = (size_t)(nq * k), nc = (size_t)(nq * kp), xbytes = (size_t)(ndb * d) * 4;
     int64_t cd[2] = {nq, kp};
     tq_tensor *norms = NULL, *negsq = NULL, *cvt = NULL, *cit = NULL, *thrt = NULL;
+    tq_tensor *q16 = NULL, *db16 = NULL; /* bf16 copies, when s.bf16 */
     float *hn = malloc((size_t)ndb * 4), *hq = malloc((size_t)(nq * d) * 4), *hce = NULL;
     float *hv = malloc(nk * 4), *ov = malloc(nk * 4), *hcv = malloc(nc * 4);
     int64_t *hi = malloc(nk * 8), *oi = malloc(nk * 8), *hci = malloc(nc * 8);
@@ -319,10 +335,13 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
                      (st = tq_tensor_upload(negsq, hn, (size_t)ndb * 4))))
         goto done;
 
+    if (s.bf16 && ((st = converted(be, c, q, TQ_DTYPE_BF16, &q16)) ||
+                   (st = converted(be, c, db, TQ_DTYPE_BF16, &db16))))
+        goto done;
     if ((st = tq_tensor_new(q->dev, TQ_DTYPE_F32, 2, cd, &cvt)) ||
         (st = tq_tensor_new(q->dev, TQ_DTYPE_I64, 2, cd, &cit)) ||
         (st = tq_tensor_new(q->dev, TQ_DTYPE_I32, 1, &nq, &thrt)) ||
-        (st = score_tiles(be, c, q, db, s.metric, negsq, select_tile,
+        (st = score_tiles(be, c, s.bf16 ? q16 : q, s.bf16 ? db16 : db, s.metric, negsq, select_tile,
                           &(sel_ctx){cvt, cit, thrt, kp, idx_base})) ||
         (st = tq_tensor_download(cvt, hcv, nc * 4)) ||
         (st = tq_tensor_download(cit, hci, nc * 8)) ||
@@ -365,7 +384,7 @@ tq_status tq_simdev_simtopk(const tq_simdev_backend *be, void *c, const tq_tenso
 
 scored:
     tq_parallel_for(nq, 1 + 65536 / (kp * d + 1), tq_simdev_rescore, &s);
-    if ((st = settle_above(be, c, &s, db, negsq)))
+    if ((st = settle_above(be, c, &s, db, s.bf16 ? db16 : db, negsq)))
         goto done;
 
     int any = 0;
@@ -386,6 +405,8 @@ scored:
     if (!(st = tq_tensor_upload(vals, ov, nk * 4)))
         st = tq_tensor_upload(idx, oi, nk * 8);
 done:
+    tq_tensor_free(q16);
+    tq_tensor_free(db16);
     tq_tensor_free(norms);
     tq_tensor_free(negsq);
     tq_tensor_free(cvt);

@@ -45,6 +45,9 @@ typedef struct tq_simdev_backend {
      * (f32), so that only scores travel, not rows. */
     tq_status (*rescore)(void *ctx, const tq_tensor *q, const tq_tensor *db, const tq_tensor *ci,
                          int64_t base, int metric, tq_tensor *out);
+    /* Optional (NULL: f32 operands only): tq_op_convert, which rounds the
+     * operands to bf16 when the device's rank precision is bf16. */
+    tq_status (*convert)(void *ctx, const tq_tensor *x, tq_tensor *y);
     /* The score tile's shape, queries x rows (0: 512 x 8192, 16 MiB): a
      * large GPU wants more work a launch; the tile should stay in its L2. */
     int64_t tile_q, tile_d;

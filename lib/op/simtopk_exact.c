@@ -22,11 +22,15 @@
  * Vulkan lets a device flush subnormals to zero: a flushed input moves a
  * product sum by at most 2^-126 times the other side's 1-norm (<= sqrt(d)
  * times its norm), a flushed result or partial sum by 2^-126; the last term
- * covers all of them 8 times over. */
-static double device_margin(int metric, int64_t d, double nq, double nx)
+ * covers all of them 8 times over. With bf16 operands (s->bf16: the
+ * device's rank precision), that bound widened by their rounding
+ * (tq_simscore_margin_bf16); a tensor core's f32 sums, which may truncate
+ * rather than round, stay inside the factor 2 of the f32 part. */
+static double device_margin(const tq_simdev_sim *s, double nq, double nx)
 {
-    double m = tq_simscore_margin(metric, d, nq, nx);
-    return m + 0x1p-122 * (sqrt((double)d) * (nq + nx) * 2 + (double)d + 2);
+    double m = tq_simscore_margin(s->metric, s->d, nq, nx);
+    m += 0x1p-122 * (sqrt((double)s->d) * (nq + nx) * 2 + (double)s->d + 2);
+    return s->bf16 ? tq_simscore_margin_bf16(s->metric, s->d, m, nq, nx) : m;
 }
 
 static int cand_cmp(const void *pa, const void *pb)
@@ -133,7 +137,7 @@ static int rescore_one(const tq_simdev_sim *s, int64_t qi, tq_simdev_cand *cs, f
             double v = s->cv[qi * s->kp + r];
             amin = v < amin || v != v || amin != amin ? v : amin;
         }
-        double top = (s->metric ? amin - qq : amin) + device_margin(s->metric, s->d, nq, s->nx) +
+        double top = (s->metric ? amin - qq : amin) + device_margin(s, nq, s->nx) +
                      (double)(s->d + 4) * 0x1p-52 * (fabs(amin) + qq);
         /* values of 2^120 and more may have overflowed on the device */
         if (mi[s->k - 1] < 0 || !(size < 0x1p120) || kv != kv)
@@ -142,7 +146,7 @@ static int rescore_one(const tq_simdev_sim *s, int64_t qi, tq_simdev_cand *cs, f
             /* a row whose device value lies below kv less the margin (plus
              * ||q||^2 for L2) cannot reach kv: the threshold for above.comp,
              * rounded down to an f32 */
-            double m = device_margin(s->metric, s->d, nq, s->nx);
+            double m = device_margin(s, nq, s->nx);
             double t = (double)kv + (s->metric ? qq : 0) - m -
                        (double)(s->d + 4) * 0x1p-51 * (fabs((double)kv) + qq + m);
             float f = (float)t;

@@ -16,6 +16,7 @@ typedef struct tq_simdev_cand {
 
 typedef struct tq_simdev_sim {
     int metric;
+    int bf16;                /* the device values came from bf16 operands */
     int64_t nq, ndb, d, k, kp, base;
     const float *q;          /* [nq, d] */
     const float *vals;       /* [nq, k] the caller's lists */

@@ -258,7 +258,7 @@ open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_fra
 
 # tq-simmat.1 (DETERMINISM): top-k, threshold and dedup score every pair that
 # decides something exactly on the host, so every device writes the CPU's bytes.
-@test "tq-simmat --device cuda/hip: top-k, threshold and dedup are the CPU's bytes" {
+@test "tq-simmat --device cuda/hip: top-k (f32 and bf16 ranking), threshold and dedup are the CPU's bytes" {
     needs_gpu
     needs_numpy
     cd "$BATS_TEST_TMPDIR"
@@ -269,6 +269,13 @@ open('$T/in.tq', 'wb').write(tqstream.array_frame('emb', x) + tqstream.array_fra
                 tq-simmat --device "$dev" --db db.tq --metric "$m" -k 5 < q.tq > "$dev.tq"
             done
             cmp cpu.tq "$b.tq" || fail "$b: -k 5 --metric $m differs"
+            # bf16 ranking products (the BLAS's bf16 GEMM: tensor cores),
+            # the wider bound of simtopk_exact.c: the same bytes
+            run --separate-stderr tq-simmat -v --precision bf16 --device "$b" --db db.tq --metric "$m" \
+                -k 5 -o "$b-bf16.tq" q.tq
+            assert_success
+            [[ "$stderr" != *"f32 products on"* ]] || fail "$b: bf16 ranking refused: $stderr"
+            cmp cpu.tq "$b-bf16.tq" || fail "$b: --precision bf16 -k 5 --metric $m differs"
         done
         for dev in cpu "$b"; do
             tq-simmat --device "$dev" --db db.tq --metric cosine --threshold 0.5 < q.tq > "$dev.tq"
