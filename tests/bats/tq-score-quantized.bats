@@ -21,13 +21,29 @@ needs_digits() {
     "$VENV_PY" "$TESTS_DIR/lib/train_ref.py" digits "$D"
 }
 
+# Whether the CPU has the int8 products auto takes (tq-score(1): AVX512-VNNI,
+# with AVX512-BW; lib/cpu/gemm_i8.c).
+native_int8() {
+    grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo
+}
+
 # qcheck F32 CODE PRECISION AGREE MAXDIFF: quantize, score the test rows, check
+# (auto on int8 weights: int8 products where the CPU has them, and the
+# reference then emulates those)
 qcheck() {
     local m=$1 code=$2 prec=$3
     tq-quantize --to "$code" -o "$D/q.tq" "$m"
-    tq-score --precision "$prec" -m "$D/q.tq" -o "$D/out.tq" "$D/test.tq"
+    tq-score -v --precision "$prec" -m "$D/q.tq" -o "$D/out.tq" "$D/test.tq" 2> "$D/score.err"
     local int8=""
     [ "$code" = int8 ] && [ "$prec" = int8 ] && int8=--int8
+    if [ "$code" = int8 ] && [ "$prec" = auto ]; then
+        if native_int8; then
+            int8=--int8
+            grep -q 'i8 weights, int8 products' "$D/score.err" || fail "auto without int8 products: $(cat "$D/score.err")"
+        else
+            grep -q 'i8 weights, decoded to f32' "$D/score.err" || fail "auto with int8 products: $(cat "$D/score.err")"
+        fi
+    fi
     run py "$QREF" check "$m" "$D/q.tq" "$D/test.tq" "$D/out.tq" $int8 --tol 1e-5 \
         --agree "$4" --maxdiff "$5"
     echo "$(basename "$m") $code $prec: $output"
