@@ -98,6 +98,20 @@ printf '  %-46s %6.3f s  %6s GFLOP/s  (%s%% of sgemm; target >= 70%%)\n' "tq-sim
 t_tq1=$(best3 "tq-simmat --threads $threads --db '$work/db1.tq' --metric dot -k 10 < '$work/q.tq' > /dev/null")
 printf '  %-46s %6.3f s  %6s GFLOP/s  (%s%% of sgemm)\n' "the same, database as one frame (mapped)" "$t_tq1" \
     "$(gflops $flop "$t_tq1")" "$(echo "scale=0; 100 * $flop / $t_tq1 / 1000000000 / $sgemm" | bc -l)"
+# --precision bf16 (issue 36 item 2, on the CPU): bf16 ranking products,
+# the same output bytes, on a CPU with AVX512-BF16
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    t_bf=$(best3 "tq-simmat --precision bf16 --threads $threads --db '$work/db.tq' --metric dot -k 10 < '$work/q.tq' > '$work/top-bf16.tq'")
+    same=no
+    cmp -s "$work/top.tq" "$work/top-bf16.tq" && same=yes
+    rows=$(tq-simmat -v --precision bf16 --threads "$threads" --db "$work/db.tq" --metric dot -k 10 \
+        < "$work/q.tq" 2>&1 >/dev/null | sed -n 's/.*: \([0-9]*\) rows scored exactly.*/\1/p')
+    printf '  %-46s %6.3f s  %6s GFLOP/s  %sx f32'"'"'s rate, the same bytes: %s, %s rows scored exactly\n' \
+        "tq-simmat --precision bf16, whole tool" "$t_bf" "$(gflops $flop "$t_bf")" \
+        "$(ratio "$t_tq" "$t_bf")" "$same" "$rows"
+else
+    not_measured "tq-simmat --precision bf16" "no AVX512-BF16 on this CPU (its products stay f32)"
+fi
 fa=$(faiss_time "$root/.venv/bin/python")
 report "(a) faiss-cpu wheel (.venv), search only" "$fa"
 fb=$(faiss_time /usr/bin/python3)
