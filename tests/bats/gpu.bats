@@ -102,30 +102,41 @@ needs_gpu() {
     done
 }
 
-# tq-embed's tolerance (tq-embed.1): cosine >= 0.99999 with the float64
-# reference, on every device.
-@test "tq-embed -m FOLDER --device cuda/hip: rows agree with the reference and with --device cpu" {
-    needs_gpu
+# needs_venv: the reference tokenizer's Python (.venv), or skips saying why.
+needs_venv() {
     VENV_PY="$ROOT_DIR/.venv/bin/python"
     [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
     "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
+}
+
+# embed_agrees DIR N: tq-embed -m DIR of $T/in.txt (N lines) on the CPU and
+# on each backend (-v into $T/BACKEND.err), every row within cosine 0.99999
+# of $T/ref.txt and of the CPU's: tq-embed's tolerance (tq-embed.1) with the
+# float64 reference, on every device.
+embed_agrees() {
+    tq-embed -m "$1" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
+        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    for b in $(built_backends); do
+        tq-embed -v -m "$1" --device "$b" --batch 3 "$T/in.txt" 2> "$T/$b.err" |
+            tq-cat -t tsv --name emb | tail -n +2 | tr '\t' ' ' > "$T/$b.txt"
+        [ "$(wc -l < "$T/$b.txt")" -eq "$2" ]
+        run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/$b.txt" 0.99999
+        assert_success
+        run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.txt" 0.99999
+        assert_success
+    done
+}
+
+@test "tq-embed -m FOLDER --device cuda/hip: rows agree with the reference and with --device cpu" {
+    needs_gpu
+    needs_venv
     T="$BATS_TEST_TMPDIR"
     needs_torch
     py "$TESTS_DIR/lib/make_bert.py" "$T/m" --pool mean --normalize --max-seq 32 --seed 11
     printf '%s\n' "the cat sat on the mat" "Hello world" "café naïve résumé" "中国人 日本語" \
         "a much longer line with many words to fill the sequence up to its limit and past it" > "$T/in.txt"
     "$VENV_PY" "$TESTS_DIR/lib/bert_ref.py" "$T/m" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
-    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
-        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
-    for b in $(built_backends); do
-        tq-embed -m "$T/m" --device "$b" --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
-            tail -n +2 | tr '\t' ' ' > "$T/$b.txt"
-        [ "$(wc -l < "$T/$b.txt")" -eq 5 ]
-        run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/$b.txt" 0.99999
-        assert_success
-        run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.txt" 0.99999
-        assert_success
-    done
+    embed_agrees "$T/m" 5
 }
 
 # MPNet's relative position bias is the attention op's score bias, which the
@@ -134,26 +145,16 @@ needs_gpu() {
 # and the CPU's, and -v names no attention run through the host.
 @test "tq-embed of an MPNet model --device cuda/hip: the score bias on the device, rows agree with the reference" {
     needs_gpu
-    VENV_PY="$ROOT_DIR/.venv/bin/python"
-    [ -x "$VENV_PY" ] || skip "no .venv (make deps-test makes it): the reference tokenizer is missing"
-    "$VENV_PY" -c 'import transformers, torch' 2>/dev/null || skip "transformers or torch missing from .venv"
+    needs_venv
     T="$BATS_TEST_TMPDIR"
     "$VENV_PY" "$TESTS_DIR/lib/make_encoder.py" "$T/m" --arch mpnet --pool mean --normalize \
         --max-seq 40 --seed 9 2>/dev/null
     printf '%s\n' "the cat sat on the mat" "hello world music" "café naïve 中国人" \
         "paris london tokyo model vector search embedding sentence hello night food guitar the a cat dog sat mat running quickly house city world music book read" > "$T/in.txt"
     "$VENV_PY" "$TESTS_DIR/lib/encoder_ref.py" "$T/m" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
-    tq-embed -m "$T/m" --device cpu --batch 3 "$T/in.txt" | tq-cat -t tsv --name emb |
-        tail -n +2 | tr '\t' ' ' > "$T/cpu.txt"
+    embed_agrees "$T/m" 4
     for b in $(built_backends); do
-        tq-embed -v -m "$T/m" --device "$b" --batch 3 "$T/in.txt" 2> "$T/$b.err" |
-            tq-cat -t tsv --name emb | tail -n +2 | tr '\t' ' ' > "$T/$b.txt"
-        [ "$(wc -l < "$T/$b.txt")" -eq 4 ]
         ! grep -q 'ran on the host.*attention' "$T/$b.err" || fail "$b: $(cat "$T/$b.err")"
-        run py "$TESTS_DIR/lib/cosine.py" "$T/ref.txt" "$T/$b.txt" 0.99999
-        assert_success
-        run py "$TESTS_DIR/lib/cosine.py" "$T/cpu.txt" "$T/$b.txt" 0.99999
-        assert_success
     done
 }
 
