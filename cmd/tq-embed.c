@@ -51,7 +51,8 @@ static void help(void)
         "      --precision P     a model folder's products: f32, bf16, f16 or int8\n"
         "                        (bf16/f16 on CUDA and HIP devices and bf16 on AVX512-BF16\n"
         "                        CPUs, int8 on AVX512-VNNI CPUs; elsewhere f32, said\n"
-        "                        under -v)\n\n"
+        "                        under -v; default f32, or int8 for a folder of\n"
+        "                        tq-quantize --model, which has no f32 weights)\n\n"
         "Input (default: plain lines; keys are the line numbers from 0, as i64; a TQ\n"
         "stream or binary data, a NUL byte, is refused: exit 65):\n"
         "      --tsv             lines are ID<TAB>TEXT; keys are the IDs (str)\n"
@@ -318,7 +319,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
                1024, TQ_DTYPE_F32};
     *model = "hash:384";
     int field_set = 0;
-    *eo = (tq_embed_opts){TQ_DTYPE_F32, NULL, NULL, TQ_LONG_TRUNCATE};
+    *eo = (tq_embed_opts){.prec = TQ_DTYPE_F32, .on_long = TQ_LONG_TRUNCATE, .prec_default = 1};
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"model", required_argument, NULL, 'm'},
@@ -367,6 +368,7 @@ static void parse_args(tq_tool *t, int argc, char **argv, cfg *c, const char **m
             break;
         case OPT_PRECISION:
             eo->prec = precs[pick(t, "--precision", optarg, prec_names)];
+            eo->prec_default = 0;
             break;
         case OPT_MAX_LINE:
             c->max_line = (size_t)tq_tool_int_arg(t, "--max-line", optarg, 1, (int64_t)1 << 30);

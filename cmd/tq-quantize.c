@@ -5,6 +5,7 @@
 #include "tool/tool.h"
 #include "quant/quant.h"
 #include "score/score.h"
+#include "embed/embed.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,12 +19,14 @@ enum {
     OPT_RANGES,
     OPT_NAME,
     OPT_REPORT,
+    OPT_MODEL,
 };
 
 static void help(void)
 {
     fputs(
         "Usage: tq-quantize --to CODE [OPTION]... [FILE]\n"
+        "       tq-quantize --model DIR -o DIR8 [OPTION]...\n"
         "Replace the vector frames of a TQ stream by quantized codes, batch by batch;\n"
         "every other frame passes through.\n\n"
         "Codes (--to):\n"
@@ -47,12 +50,18 @@ static void help(void)
         "                        auto: the input itself (a file: it is read twice)\n"
         "      --name NAME       a frame to replace (repeatable; default: the first rank 2\n"
         "                        float frame, or for f32 the first rank 2 code frame)\n"
-        "      --report FILE     the figures of -v as a TQ stream, one row per frame name\n\n"
+        "      --report FILE     the figures of -v as a TQ stream, one row per frame name\n"
+        "      --model DIR       a sentence-transformers folder (BERT, RoBERTa, MPNet; or\n"
+        "                        ORG/NAME in the Hugging Face cache, as tq-embed -m) to\n"
+        "                        the folder -o DIR8 (new or empty), whose encoder tq-embed\n"
+        "                        runs in int8 as --precision int8 does, its calibration\n"
+        "                        done here once (model.int8.safetensors; --to int8 implied)\n\n"
         TQ_COMMON_HELP
         "\nExamples:\n"
         "  tq-embed docs.txt | tq-quantize --to int8 -v > db8.tq\n"
         "  tq-quantize --to uint8 --ranges calib.tq < emb.tq > emb-u8.tq\n"
-        "  tq-quantize --to bit < emb.tq | tq-quantize --to f32 | tq-cat -t tsv\n",
+        "  tq-quantize --to bit < emb.tq | tq-quantize --to f32 | tq-cat -t tsv\n"
+        "  tq-quantize --model all-MiniLM-L6-v2 -o minilm-int8 && tq-embed -m minilm-int8 docs.txt\n",
         stdout);
 }
 
@@ -212,6 +221,47 @@ static int quantize_model(tq_tool *t, const tq_quant_opts *o, tq_reader *r, tq_w
     return 0;
 }
 
+/* --model DIR -o DIR8: an encoder folder quantized (lib/embed/bert_quantize.c) */
+static int quantize_folder(tq_tool *t, const char *dir, int to_set, tq_quant_code code,
+                           int other_opts, int inputs)
+{
+    if (to_set && code != TQ_QUANT_INT8)
+        tq_tool_usage(t, "--model quantizes an encoder to int8, not %s", tq_quant_code_name(code));
+    if (other_opts || inputs)
+        tq_tool_usage(t, "--model takes no input file, --name, --ranges or --report");
+    if (!t->output || !strcmp(t->output, "-"))
+        tq_tool_usage(t, "--model writes a model folder: give it with -o DIR8");
+    if (t->device && strcmp(t->device, "cpu") && strcmp(t->device, "auto"))
+        tq_tool_usage(t, "--model calibrates on the CPU, whose products alone are int8 in "
+                         "this version: not --device %s", t->device);
+    /* a hub name as tq-embed -m takes it: the folder in the local cache */
+    char hub[4096];
+    struct stat sb;
+    if (stat(dir, &sb) && errno == ENOENT && tq_embed_hub_folder(dir, hub, sizeof hub) > 0) {
+        tq_tool_log(t, TQ_LOG_INFO, "model %s: %s (the Hugging Face cache)", dir, hub);
+        dir = hub;
+    }
+    double t0 = tq_tool_now();
+    tq_device *dev = NULL;
+    tq_embed_quant_info qi;
+    tq_status st = tq_device_open("cpu", &dev);
+    if (!st)
+        st = tq_embed_quantize_folder(dir, t->output, dev, &qi);
+    tq_device_close(dev);
+    if (st)
+        tq_tool_fail(t, st);
+    tq_tool_log(t, TQ_LOG_INFO,
+                "%s: %s, %lld layers of %lld, calibrated in %.3f s on the CPU; %s written: "
+                "%llu bytes (%.3fx the %llu of model.safetensors), the second feed-forward "
+                "product %s; %d other files copied; %.3f s",
+                dir, qi.arch, (long long)qi.layers, (long long)qi.hidden, qi.calib_s,
+                t->output, (unsigned long long)qi.int8_bytes,
+                qi.f32_bytes ? (double)qi.int8_bytes / (double)qi.f32_bytes : 0.0,
+                (unsigned long long)qi.f32_bytes, tq_dtype_name(qi.ffn2), qi.files,
+                tq_tool_now() - t0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tq_tool t;
@@ -219,13 +269,14 @@ int main(int argc, char **argv)
     tq_quant_opts o;
     memset(&o, 0, sizeof o);
     int to_set = 0;
-    const char *ranges_src = NULL, *report = NULL;
+    const char *ranges_src = NULL, *report = NULL, *model = NULL;
     static const struct option longopts[] = {
         TQ_COMMON_LONGOPTS,
         {"to", required_argument, NULL, OPT_TO},
         {"ranges", required_argument, NULL, OPT_RANGES},
         {"name", required_argument, NULL, OPT_NAME},
         {"report", required_argument, NULL, OPT_REPORT},
+        {"model", required_argument, NULL, OPT_MODEL},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -252,11 +303,19 @@ int main(int argc, char **argv)
         case OPT_REPORT:
             report = optarg;
             break;
+        case OPT_MODEL:
+            if (!*optarg)
+                tq_tool_usage(&t, "--model wants a model folder");
+            model = optarg;
+            break;
         default:
             tq_tool_usage(&t, "unknown option");
         }
     }
     tq_tool_ready(&t);
+    if (model)
+        return quantize_folder(&t, model, to_set, o.code, o.nnames || ranges_src || report,
+                               argc - optind);
     if (!to_set)
         tq_tool_usage(&t, "--to CODE is required");
     if (argc - optind > 1)

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <sys/stat.h>
 
 /* Padded tokens per forward call: bounds the scratch memory, and the
  * attention scores ([b, len, len]) with it. */
@@ -341,6 +342,42 @@ static tq_status set_prompt(bert_embedder *be, const char *path, const tq_embed_
     return st;
 }
 
+static int is_file(const char *dir, const char *name)
+{
+    char p[4096];
+    struct stat sb;
+    return (size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p && !stat(p, &sb) &&
+           S_ISREG(sb.st_mode);
+}
+
+/* Whether the folder's int8 products are to be loaded (*stored): it has
+ * tq-quantize --model's file, and no --precision, or int8, was asked. Other
+ * precisions need the f32 weights, which such a folder lacks: a usage error
+ * (the folder is as tq-quantize made it; the option asks what it cannot give). */
+static tq_status int8_folder(bert_embedder *be, const bert_config *cfg, tq_device *dev,
+                             const tq_embed_opts *o, int *stored)
+{
+    *stored = 0;
+    if (!is_file(cfg->model_dir, TQ_BERT_INT8_FILE))
+        return TQ_OK;
+    tq_dtype asked = o->prec_asked ? o->prec_asked : o->prec;
+    if (!o->prec_default && asked != TQ_DTYPE_I8) {
+        if (is_file(cfg->model_dir, "model.safetensors"))
+            return TQ_OK;
+        return tq_fail(TQ_ERR_USAGE, "%s: an int8 folder of tq-quantize --model has no f32 "
+                       "weights for --precision %s: leave --precision out (int8), or use the "
+                       "folder it was made from", cfg->model_dir, tq_dtype_name(asked));
+    }
+    *stored = 1;
+    snprintf(be->base.note, sizeof be->base.note,
+             "int8 products loaded from %s/%s (tq-quantize --model), not calibrated%s",
+             cfg->model_dir, TQ_BERT_INT8_FILE,
+             tq_device_native_product(dev, TQ_DTYPE_I8) ? ""
+                                  : "; this CPU has no AVX512-VNNI: the portable integer loop "
+                                    "(the same sums, slower)");
+    return TQ_OK;
+}
+
 tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_opts *o,
                              tq_embedder **out)
 {
@@ -368,10 +405,20 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_op
         close_bert(&be->base);
         return st;
     }
-    /* int8: the f32 model first, which calibrates the int8 one */
-    cfg.prec = prec == TQ_DTYPE_I8 ? TQ_DTYPE_F32 : prec;
+    /* a folder of tq-quantize --model: its int8 products as stored, no
+     * calibration; int8 folders have no f32 weights (unless one was put back) */
+    int stored = 0;
+    if (!st)
+        st = int8_folder(be, &cfg, dev, o, &stored);
+    if (st) {
+        tq_bert_config_free(&cfg);
+        close_bert(&be->base);
+        return st;
+    }
+    /* int8 otherwise: the f32 model first, which calibrates the int8 one */
+    cfg.prec = stored ? TQ_DTYPE_I8 : prec == TQ_DTYPE_I8 ? TQ_DTYPE_F32 : prec;
     st = tq_bert_model_load(&cfg, dev, &be->m);
-    if (!st && prec == TQ_DTYPE_I8)
+    if (!st && prec == TQ_DTYPE_I8 && !stored)
         st = tq_bert_int8(be->m, be->tok);
     if (st) {
         close_bert(&be->base);

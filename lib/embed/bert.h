@@ -90,6 +90,22 @@ typedef struct bert_model {
 /* --precision int8 (bert_int8.c): calibrates m, loaded in f32 on the CPU,
  * on built-in texts, then makes its products int8 (cfg.prec i8). */
 tq_status tq_bert_int8(bert_model *m, const tq_tokenizer *tok);
+/* The count of rest columns of an int8 product whose input has H columns. */
+int tq_bert_int8_rest(int64_t H);
+/* The int8 model's weights file (bert_int8_file.c): everything an int8
+ * load needs (the embeddings in f32, each layer's codes, scales, rest
+ * columns and column scales, the second feed-forward product as cfg.ffn2
+ * keeps it), m loaded on the CPU and through tq_bert_int8; meta pairs go
+ * to __metadata__; *bytes gets the tensors' bytes. */
+tq_status tq_bert_int8_save(const bert_model *m, const char *path, const char *const *meta,
+                            size_t nmeta, uint64_t *bytes);
+typedef struct tq_st_file tq_st_file;
+/* Layer li of such a file f (named file in messages) onto dev (the CPU),
+ * the second feed-forward product in c->ffn2, every index checked. */
+tq_status tq_bert_int8_layer_load(const tq_st_file *f, const char *file, const bert_config *c,
+                                  tq_device *dev, int64_t li, bert_layer *L);
+/* The int8 weights' file in the Transformer module's folder */
+#define TQ_BERT_INT8_FILE "model.int8.safetensors"
 /* Calibration's hook in the forward pass: the input t [b, len, hidden] of
  * layer's products, which = 0 for q, k, v, 1 for the attention's output
  * projection, 2 for the first feed-forward; key_len [b] its real tokens. */

@@ -126,6 +126,8 @@ static tq_status calibrate(bert_model *m, const tq_tokenizer *tok, float *calib)
 /* The rest's width: TQ_BERT_I8_REST columns, or all of a smaller hidden. */
 static int rest_width(int64_t H) { return H < TQ_BERT_I8_REST ? (int)H : TQ_BERT_I8_REST; }
 
+int tq_bert_int8_rest(int64_t H) { return rest_width(H); }
+
 /* A weight matrix w [n, k] (f32 on the host) with its column j times s[j],
  * as int8 codes with a scale per row, tq-quantize's int8, the rest columns
  * cols (rest_width(k) of them) taken out (0 in the codes, out of the

@@ -9,6 +9,7 @@ typedef struct loader {
     tq_st_file *st;
     const char *prefix; /* "" or "bert." */
     tq_device *dev;
+    const char *path;   /* the file, for messages */
 } loader;
 
 static tq_status put(loader *l, const float *w, int rank, const int64_t *dims, tq_tensor **t)
@@ -178,7 +179,7 @@ static tq_status dense(const bert_dense_cfg *d, tq_device *dev, tq_tensor **w, t
     if (!path)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     sprintf(path, "%s/model.safetensors", d->dir);
-    loader l = {NULL, "", dev};
+    loader l = {NULL, "", dev, path};
     tq_status st = tq_st_open(path, &l.st);
     free(path);
     float *zero = NULL;
@@ -212,8 +213,13 @@ static void load_parts(void *ctx, int64_t begin, int64_t end)
 {
     load_job *j = ctx;
     for (int64_t i = begin; i < end; i++) {
-        j->st[i] = i == 0 ? embeddings(j->l, &j->m->cfg, j->m)
-                          : layer(j->l, &j->m->cfg, i - 1, &j->m->layer[i - 1]);
+        /* an int8 folder's layers: tq-quantize --model's codes (bert_int8_file.c) */
+        const bert_config *c = &j->m->cfg;
+        bert_layer *L = i ? &j->m->layer[i - 1] : NULL;
+        j->st[i] = i == 0 ? embeddings(j->l, c, j->m)
+                   : c->prec == TQ_DTYPE_I8
+                       ? tq_bert_int8_layer_load(j->l->st, j->l->path, c, j->l->dev, i - 1, L)
+                       : layer(j->l, c, i - 1, L);
         if (j->st[i])
             snprintf(j->msg[i], sizeof j->msg[i], "%s", tq_errmsg());
     }
@@ -253,15 +259,30 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     m->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     m->dev = dev;
-    char *path = malloc(strlen(m->cfg.model_dir) + 20);
+    char *path = malloc(strlen(m->cfg.model_dir) + sizeof TQ_BERT_INT8_FILE + 2);
     if (!path) {
         tq_bert_model_free(m);
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     }
-    sprintf(path, "%s/model.safetensors", m->cfg.model_dir);
-    loader l = {NULL, "", dev};
-    tq_status st = tq_st_open(path, &l.st);
-    free(path);
+    /* int8 (only from a tq-quantize --model folder: --precision int8 on an
+     * f32 folder loads f32 and calibrates): its products' file, on the CPU,
+     * whose products alone are int8 in this version */
+    int i8 = m->cfg.prec == TQ_DTYPE_I8;
+    sprintf(path, "%s/%s", m->cfg.model_dir, i8 ? TQ_BERT_INT8_FILE : "model.safetensors");
+    loader l = {NULL, "", dev, path};
+    tq_status st = TQ_OK;
+    if (i8 && tq_device_backend(dev) != TQ_BACKEND_CPU)
+        st = tq_fail(TQ_ERR_USAGE, "%s: int8 products run on the CPU in this version: "
+                     "use --device cpu", path);
+    if (!st)
+        st = tq_st_open(path, &l.st);
+    const char *fmt = l.st ? tq_st_meta(l.st, "format") : NULL;
+    if (!st && i8 && (!fmt || strcmp(fmt, "tq-int8-encoder") ||
+                      !tq_st_meta(l.st, "version") || strcmp(tq_st_meta(l.st, "version"), "1")))
+        st = tq_fail(TQ_ERR_DATA, "%s: not an int8 encoder of tq-quantize --model (its "
+                     "__metadata__ lacks format tq-int8-encoder, version 1)", path);
+    if (i8) /* bf16 where this device multiplies bf16, as bert_int8.c decides */
+        m->cfg.ffn2 = tq_device_native_product(dev, TQ_DTYPE_BF16) ? TQ_DTYPE_BF16 : TQ_DTYPE_F32;
     /* the names as the base model saves them, or inside a task model's
      * ("bert.embeddings...": BertForMaskedLM and its kin) */
     static const char *const prefixes[] = {"bert.", "roberta.", "mpnet."};
@@ -278,6 +299,7 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     if (!st)
         st = load_all(&l, m);
     tq_st_close(l.st);
+    free(path);
     for (int i = 0; !st && i < m->cfg.ndense; i++)
         st = dense(&m->cfg.dense[i], dev, &m->dense_w[i], &m->dense_b[i]);
     if (!st)
@@ -325,7 +347,7 @@ tq_status tq_bert_head_load(const bert_model *m, int64_t labels, tq_tensor *t[4]
     if (!path)
         return tq_fail(TQ_ERR_NOMEM, "out of memory");
     sprintf(path, "%s/model.safetensors", c->model_dir);
-    loader l = {NULL, "", m->dev};
+    loader l = {NULL, "", m->dev, path};
     tq_status st = tq_st_open(path, &l.st);
     free(path);
     /* BertForSequenceClassification: the base model's pooler, then

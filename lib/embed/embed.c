@@ -12,7 +12,9 @@
 
 tq_status tq_embedder_open(const char *spec, tq_device *dev, tq_embedder **e)
 {
-    return tq_embedder_open_prec(spec, dev, TQ_DTYPE_F32, NULL, 0, e);
+    /* no precision asked: a model folder's own (int8 for tq-quantize --model's) */
+    tq_embed_opts o = {.prec = TQ_DTYPE_F32, .on_long = TQ_LONG_TRUNCATE, .prec_default = 1};
+    return tq_embedder_open_opts(spec, dev, &o, NULL, 0, e);
 }
 
 /* Why a device multiplies prec's operands widened to f32 (slower than f32
@@ -30,7 +32,7 @@ static const char *why_widened(const tq_device *dev, tq_dtype prec)
 tq_status tq_embedder_open_prec(const char *spec, tq_device *dev, tq_dtype prec, char *note,
                                 size_t note_n, tq_embedder **e)
 {
-    tq_embed_opts o = {prec, NULL, NULL, TQ_LONG_TRUNCATE};
+    tq_embed_opts o = {.prec = prec, .on_long = TQ_LONG_TRUNCATE};
     return tq_embedder_open_opts(spec, dev, &o, note, note_n, e);
 }
 
@@ -40,6 +42,7 @@ tq_status tq_embedder_open_opts(const char *spec, tq_device *dev, const tq_embed
     tq_dtype prec = o->prec;
     if (note && note_n)
         note[0] = 0;
+    *e = NULL;
     struct stat sb;
     int folder = spec && *spec && !stat(spec, &sb) && S_ISDIR(sb.st_mode);
     if (prec != TQ_DTYPE_F32 && !tq_device_native_product(dev, prec)) {
@@ -66,7 +69,12 @@ tq_status tq_embedder_open_opts(const char *spec, tq_device *dev, const tq_embed
     if (S_ISDIR(sb.st_mode)) {
         tq_embed_opts bo = *o;
         bo.prec = prec;
-        return tq_embed_bert_open(spec, dev, &bo, e);
+        bo.prec_asked = o->prec;
+        tq_status st = tq_embed_bert_open(spec, dev, &bo, e);
+        /* an int8 folder says what it loaded (and any fallback is moot) */
+        if (!st && (*e)->note[0] && note && note_n)
+            snprintf(note, note_n, "%s", (*e)->note);
+        return st;
     }
     FILE *f = fopen(spec, "rb");
     if (!f)

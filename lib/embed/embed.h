@@ -23,6 +23,9 @@ struct tq_embedder {
      * longer than it (cut, or embedded in windows) and the windows run */
     int window;
     int64_t texts_long, windows;
+    /* for -v: what the embedder chose at open that the tool should say
+     * (an int8 folder's products loaded, not calibrated), or "" */
+    char note[256];
 };
 
 /* How tq-embed opens a model beyond its spec. */
@@ -32,6 +35,10 @@ typedef struct tq_embed_opts {
     const char *prompt;      /* put before every text, or NULL */
     const char *prompt_name; /* a prompt the model's folder names, or NULL: its default */
     int on_long;             /* texts past the window: TQ_LONG_* */
+    /* prec was not chosen (no --precision): a model folder's own, int8 for a
+     * folder of tq-quantize --model, else f32 */
+    int prec_default;
+    tq_dtype prec_asked;     /* set by tq_embedder_open_opts: prec before any fallback */
 } tq_embed_opts;
 
 /* Opens an embedder by spec: "hash:DIM"; a fastText model file (.bin, .ftz);
@@ -62,6 +69,26 @@ static inline tq_status tq_embedder_run(tq_embedder *e, int64_t n, const char *c
     return e->ops->run(e, n, text, len, out);
 }
 void tq_embedder_close(tq_embedder *e);
+
+/* tq-quantize --model: the sentence-transformers folder src as a folder dst
+ * whose encoder runs in int8 without calibrating (bert_quantize.c): src
+ * loaded on dev (the CPU) and calibrated as --precision int8 does, the
+ * result written to DST/<Transformer module>/model.int8.safetensors, every
+ * other file the model needs copied, the f32 weights not; dst is made
+ * atomically (a temporary folder beside it, renamed), and must not exist or
+ * be an empty folder (else TQ_ERR_CANTCREATE). */
+typedef struct tq_embed_quant_info {
+    const char *arch;           /* "bert", "roberta", "mpnet" (static) */
+    int64_t layers, hidden;
+    uint64_t f32_bytes;         /* the Transformer's model.safetensors */
+    uint64_t int8_bytes;        /* model.int8.safetensors */
+    uint64_t int8_tensor_bytes; /* of which the tensors' data */
+    int files;                  /* other files copied */
+    tq_dtype ffn2;              /* the second feed-forward product's dtype */
+    double calib_s;             /* load and calibration, seconds */
+} tq_embed_quant_info;
+tq_status tq_embed_quantize_folder(const char *src, const char *dst, tq_device *dev,
+                                   tq_embed_quant_info *info);
 
 /* The embedders; tq_embedder_open picks one. */
 tq_status tq_embed_hash_open(const char *args, tq_embedder **e);

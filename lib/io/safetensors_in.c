@@ -187,8 +187,9 @@ tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank, con
     return tq_st_read_to(f, name, rank, dims, TQ_DTYPE_F32, w);
 }
 
-tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
-                        tq_dtype to, void *w)
+/* NAME, which must have the shape dims[0..rank), or a message why not. */
+static tq_status shaped(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                        const st_entry **out)
 {
     const st_entry *e = find(f, name);
     if (!e)
@@ -207,6 +208,44 @@ tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const i
         return tq_fail(TQ_ERR_DATA, "%s: tensor \"%s\" has shape [%s], expected [%s]", f->path,
                        name, got, want);
     }
+    *out = e;
+    return TQ_OK;
+}
+
+tq_dtype tq_st_dtype(const tq_st_file *f, const char *name)
+{
+    const st_entry *e = find(f, name);
+    return e ? e->dtype : TQ_DTYPE_INVALID;
+}
+
+tq_status tq_st_read_raw(const tq_st_file *f, const char *name, tq_dtype dt, int rank,
+                         const int64_t *dims, void *w)
+{
+    const st_entry *e = NULL;
+    tq_status st = shaped(f, name, rank, dims, &e);
+    if (st)
+        return st;
+    if (e->dtype != dt)
+        return tq_fail(TQ_ERR_DATA, "%s: tensor \"%s\" is %s, expected %s", f->path, name,
+                       tq_dtype_name(e->dtype), tq_dtype_name(dt));
+    if (e->end > e->begin)
+        memcpy(w, f->map + e->begin, e->end - e->begin);
+    return TQ_OK;
+}
+
+const char *tq_st_meta(const tq_st_file *f, const char *key)
+{
+    const tq_json *m = tq_json_get(f->hdr, "__metadata__"), *v = m ? tq_json_get(m, key) : NULL;
+    return v && v->type == TQ_JSON_STR ? v->str : NULL;
+}
+
+tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
+                        tq_dtype to, void *w)
+{
+    const st_entry *e = NULL;
+    tq_status st0 = shaped(f, name, rank, dims, &e);
+    if (st0)
+        return st0;
     if (e->dtype != TQ_DTYPE_F32 && e->dtype != TQ_DTYPE_F16 && e->dtype != TQ_DTYPE_BF16)
         return tq_fail(TQ_ERR_DATA, "%s: tensor \"%s\": dtype %s is not a float weight type",
                        f->path, name, tq_dtype_name(e->dtype));

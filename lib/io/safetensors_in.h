@@ -26,5 +26,14 @@ tq_status tq_st_read_f32_to(const tq_st_file *f, const char *name, int rank,
  * to nearest even), into w, room for the shape's elements in that dtype. */
 tq_status tq_st_read_to(const tq_st_file *f, const char *name, int rank, const int64_t *dims,
                         tq_dtype to, void *w);
+/* The dtype of tensor NAME (TQ_DTYPE_INVALID: none of that name). */
+tq_dtype tq_st_dtype(const tq_st_file *f, const char *name);
+/* Tensor NAME's bytes as they are into w: its dtype must be dt and its shape
+ * exactly dims[0..rank) (for the int8 codes, scales and column indices that
+ * tq-quantize --model stores: no conversion may touch them). */
+tq_status tq_st_read_raw(const tq_st_file *f, const char *name, tq_dtype dt, int rank,
+                         const int64_t *dims, void *w);
+/* The string value of KEY in the header's __metadata__, or NULL. */
+const char *tq_st_meta(const tq_st_file *f, const char *key);
 
 #endif
