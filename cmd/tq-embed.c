@@ -485,6 +485,8 @@ int main(int argc, char **argv)
     tq_tool_log(&t, TQ_LOG_INFO, "model %s, dim %lld, batch %lld, device %s, threads %d",
                 s.e->describe, (long long)dim, (long long)b, tq_device_name(dev),
                 tq_threads_get());
+    if (s.e->tokenizer[0]) /* tokenizer.json when the folder has one, else vocab.txt */
+        tq_tool_log(&t, TQ_LOG_INFO, "tokenizer: the model folder's %s", s.e->tokenizer);
     double t0 = tq_tool_now();
     if ((st = tq_tool_open_output(&t, &s.w)))
         tq_tool_fail(&t, st);

@@ -439,6 +439,7 @@ tq_status tq_embed_bert_open(const char *path, tq_device *dev, const tq_embed_op
     be->chunk = o->on_long == TQ_LONG_CHUNK;
     be->base.dim = be->m->cfg.dim;
     be->base.window = be->m->cfg.max_seq;
+    snprintf(be->base.tokenizer, sizeof be->base.tokenizer, "%s", tq_tokenizer_source(be->tok));
     snprintf(be->base.describe, sizeof be->base.describe, "bert:%s", path);
     *out = &be->base;
     return TQ_OK;

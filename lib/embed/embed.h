@@ -23,6 +23,9 @@ struct tq_embedder {
      * longer than it (cut, or embedded in windows) and the windows run */
     int window;
     int64_t texts_long, windows;
+    /* for -v: the file the tokenizer came from ("tokenizer.json",
+     * "vocab.txt"), or "" for embedders without one */
+    char tokenizer[32];
     /* for -v: what the embedder chose at open that the tool should say
      * (an int8 folder's products loaded, not calibrated), or "" */
     char note[256];

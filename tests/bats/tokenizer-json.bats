@@ -10,6 +10,7 @@
 # invalid UTF-8, long words, empty lines, special tokens in the text; single
 # texts and pairs (type ids too), whole and cut to a window.
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
     VENV_PY="$ROOT_DIR/.venv/bin/python"
@@ -146,6 +147,15 @@ minilm() {
     "$BE" "$T/v" 16 < "$T/in.txt" > "$T/v.txt"
     [ "$(wc -l < "$T/j.txt")" -eq "$(wc -l < "$T/in.txt")" ]
     cmp "$T/j.txt" "$T/v.txt"
+    # -v says which file the tokenizer came from
+    echo "hello world" > "$T/one.txt"
+    for d in j v; do
+        run --separate-stderr tq-embed -v -m "$T/$d" -o "$T/$d.tq" "$T/one.txt"
+        assert_success
+        want=tokenizer.json
+        [ "$d" = v ] && want=vocab.txt
+        [[ "$stderr" == *"tokenizer: the model folder's $want"* ]] || fail "$d: $stderr"
+    done
 }
 
 @test "tokenizer.json parts tq does not implement, and bad files: exit 65 naming the file and the part" {
