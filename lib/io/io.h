@@ -70,6 +70,9 @@ tq_status tq_sink_npy(tq_sink **s, const char *path);
 /* A safetensors file of every tensor (batches of a name concatenated); str and
  * block-coded frames are skipped with a note. */
 tq_status tq_sink_safetensors(tq_sink **s, const char *path, tq_note_fn note, void *ctx);
+/* A dtype's name in a safetensors header ("F32", "BF16", "I8" ...); NULL for
+ * the dtypes safetensors has none for (safetensors_dtype.c). */
+const char *tq_safetensors_dtype_name(tq_dtype dt);
 
 /* ---------------------------------------------------------------- imports */
 

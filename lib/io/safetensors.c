@@ -35,22 +35,6 @@ typedef struct st_sink {
     void *ctx;
 } st_sink;
 
-static const char *st_dtype(tq_dtype dt)
-{
-    switch (dt) {
-    case TQ_DTYPE_F32: return "F32";
-    case TQ_DTYPE_F64: return "F64";
-    case TQ_DTYPE_F16: return "F16";
-    case TQ_DTYPE_BF16: return "BF16";
-    case TQ_DTYPE_I8: return "I8";
-    case TQ_DTYPE_U8: return "U8";
-    case TQ_DTYPE_I16: return "I16";
-    case TQ_DTYPE_I32: return "I32";
-    case TQ_DTYPE_I64: return "I64";
-    default: return NULL;
-    }
-}
-
 static tq_status skip(st_sink *k, const tq_frame *f)
 {
     size_t before = k->skipped.n, idx;
@@ -67,7 +51,7 @@ static tq_status skip(st_sink *k, const tq_frame *f)
 static tq_status st_put(tq_sink *s, tq_frame *f)
 {
     st_sink *k = (st_sink *)s;
-    if (!st_dtype(f->dtype))
+    if (!tq_safetensors_dtype_name(f->dtype))
         return skip(k, f);
     if (!strcmp(f->name, "__metadata__"))
         return tq_fail(TQ_ERR_DATA, "a tensor named __metadata__ cannot be stored in safetensors");
@@ -165,7 +149,7 @@ static tq_status json_header(st_sink *k, tq_buf *b)
         st = tq_buf_add(b, i ? "," : "", i ? 1 : 0);
         if (!st)
             st = tq_buf_json(b, e->name, strlen(e->name));
-        int n = snprintf(num, sizeof num, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype(e->dtype));
+        int n = snprintf(num, sizeof num, ":{\"dtype\":\"%s\",\"shape\":[", tq_safetensors_dtype_name(e->dtype));
         if (!st)
             st = tq_buf_add(b, num, (size_t)n);
         for (int d = 0; d < e->rank && !st; d++) {

@@ -7,22 +7,6 @@
 
 #include <stdio.h>
 
-static const char *st_name(tq_dtype dt)
-{
-    switch (dt) {
-    case TQ_DTYPE_F32: return "F32";
-    case TQ_DTYPE_F64: return "F64";
-    case TQ_DTYPE_F16: return "F16";
-    case TQ_DTYPE_BF16: return "BF16";
-    case TQ_DTYPE_I8: return "I8";
-    case TQ_DTYPE_U8: return "U8";
-    case TQ_DTYPE_I16: return "I16";
-    case TQ_DTYPE_I32: return "I32";
-    case TQ_DTYPE_I64: return "I64";
-    default: return NULL;
-    }
-}
-
 static uint64_t bytes_of(const tq_st_out *t)
 {
     uint64_t n = tq_dtype_size(t->dtype);
@@ -78,7 +62,7 @@ static tq_status header(const tq_st_out *t, size_t n, const size_t *order,
         uint64_t b = bytes_of(e);
         fputc(',', f);
         json_str(f, e->name);
-        fprintf(f, ":{\"dtype\":\"%s\",\"shape\":[", st_name(e->dtype));
+        fprintf(f, ":{\"dtype\":\"%s\",\"shape\":[", tq_safetensors_dtype_name(e->dtype));
         for (int i = 0; i < e->rank; i++)
             fprintf(f, "%s%lld", i ? "," : "", (long long)e->dims[i]);
         fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
@@ -103,7 +87,7 @@ tq_status tq_st_write(const char *path, const tq_st_out *t, size_t n, const char
                       size_t nmeta)
 {
     for (size_t i = 0; i < n; i++)
-        if (!st_name(t[i].dtype) || t[i].rank > 4)
+        if (!tq_safetensors_dtype_name(t[i].dtype) || t[i].rank > 4)
             return tq_fail(TQ_ERR_USAGE, "%s: tensor \"%s\": no safetensors dtype for %s", path,
                            t[i].name, tq_dtype_name(t[i].dtype));
     size_t *order = data_order(t, n);
