@@ -662,7 +662,7 @@ int main(int argc, char **argv)
         tq_tool_log(&t, TQ_LOG_INFO, "f16 loss scale %g at the end, %lld step%s skipped on overflow",
                     scale, (long long)skipped, skipped == 1 ? "" : "s");
     if (!st)
-        tq_tool_log(&t, TQ_LOG_INFO, "trained in %.3f s", tq_tool_now() - t0);
+        tq_tool_log(&t, TQ_LOG_INFO, "trained in %.4f s", tq_tool_now() - t0);
     tq_trainer_free(tr);
     tq_train_data_free(&run.train);
     if (run.have_valid)
