@@ -10,7 +10,8 @@
  * (idx_base) or the order of shards.
  * With the device's rank precision bf16 (tq_device_set_rank_precision, on a
  * CPU with AVX512-BF16) the products take bf16 operands (VDPBF16PS, f32
- * sums) and the bound widens to cover their rounding (margin below): more
+ * sums) and the bound widens to cover their rounding (margin below), by the
+ * rounding residuals measured row by row (about half their worst case): more
  * rows are scored exactly, and the result is again the same, bit for bit.
  *
  * Ranking: larger score first, ties to the lower index, NaN below every
@@ -19,6 +20,10 @@
 #include "../op/simscore.h"
 #include "cpu.h"
 #include "gemm.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 /* QB queries x TB database rows per sgemm: a 512 KiB score tile that stays in
  * L2 between the sgemm writing it and the fold reading it. */
@@ -107,6 +112,8 @@ typedef struct st {
     int ldq;
     long long rescored;  /* rows scored exactly (atomic) */
     float *qnorm;        /* [nq] ||q|| (for the margins) */
+    float *qres;         /* bf16: [nq] >= ||q - q'||, q' the query as rounded */
+    float *tile_res;     /* bf16: [tiles] >= ||x - x'|| for every row of the tile */
     float *xsq;          /* [ndb] ||x||^2 as f32 (L2's expansion) */
     float *tile_max;     /* [tiles] max ||x|| over each tile */
     float *part_v;       /* [jobs][QB][k]: each job's sorted finds */
@@ -132,18 +139,89 @@ static float sumsq_f(const float *x, int64_t d)
     return t;
 }
 
+/* An upper bound of ||x - x'||, x' the row rounded to bf16 as the products
+ * take it (to nearest even; a subnormal read as zero): the f32 sum of the
+ * squared differences (each exact) widened by its rounding, gamma_(d+16),
+ * and by what underflow may lose, then rounded up. NaN for a NaN or
+ * infinite element (its margin is then infinite). */
+static float res_bound(double ss, int64_t d)
+{
+    double b = ss * (1 + (double)(d + 20) * 0x1p-23) + (double)(d + 16) * 0x1p-140;
+    b = sqrt(b) * (1 + 0x1p-40);
+    float f = (float)b;
+    return (double)f < b ? nextafterf(f, INFINITY) : f;
+}
+
+static float res_bf16_c(const float *x, int64_t d)
+{
+    float s = 0;
+    for (int64_t i = 0; i < d; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        float r;
+        memcpy(&r, &u, 4);
+        float e = fabsf(x[i]) < 0x1p-126f ? x[i] : x[i] - r;
+        s += e * e;
+    }
+    return res_bound(s != s || isinf(s) ? (double)NAN : (double)s, d);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float res_bf16_avx512(const float *x, int64_t d)
+{
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i lsb = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff),
+                  hi = _mm512_set1_epi32((int)0xffff0000u);
+    const __m512 tiny = _mm512_set1_ps(0x1p-126f);
+    for (int64_t i = 0; i < d; i += 16) {
+        __mmask16 m = (__mmask16)(d - i >= 16 ? 0xffff : (1u << (d - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512i u = _mm512_castps_si512(v);
+        __m512i r = _mm512_and_si512(
+            _mm512_add_epi32(_mm512_add_epi32(u, half),
+                             _mm512_and_si512(_mm512_srli_epi32(u, 16), lsb)),
+            hi);
+        __m512 e = _mm512_sub_ps(v, _mm512_castsi512_ps(r));
+        /* a subnormal is read as zero: off by itself */
+        e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(_mm512_abs_ps(v), tiny, _CMP_LT_OQ), v);
+        acc = _mm512_fmadd_ps(e, e, acc);
+    }
+    float s = _mm512_reduce_add_ps(acc);
+    return res_bound(s != s || isinf(s) ? (double)NAN : (double)s, d);
+}
+#endif
+
+static int force_portable; /* tq_cpu_simtopk_force_portable */
+
+static float res_bf16(const float *x, int64_t d)
+{
+#if defined(__x86_64__)
+    /* the bf16 products run only where AVX512-BF16 (and so F) is */
+    if (!__atomic_load_n(&force_portable, __ATOMIC_RELAXED))
+        return res_bf16_avx512(x, d);
+#endif
+    return res_bf16_c(x, d);
+}
+
 static void xnorms(void *ctx, int64_t begin, int64_t end)
 {
     st *p = ctx;
     for (int64_t t = begin; t < end; t++) {
         int64_t j0 = t * TB, j1 = j0 + TB < p->ndb ? j0 + TB : p->ndb;
-        float mx = 0;
+        float mx = 0, rx = 0;
         for (int64_t j = j0; j < j1; j++) {
             float s = sumsq_f(p->x + j * p->d, p->d);
             p->xsq[j] = s;
             mx = s > mx || s != s ? s : mx;
+            if (p->bf16) {
+                float r = res_bf16(p->x + j * p->d, p->d);
+                rx = r > rx || r != r ? r : rx;
+            }
         }
         p->tile_max[t] = sqrtf(mx);
+        if (p->bf16)
+            p->tile_res[t] = rx;
     }
 }
 
@@ -158,8 +236,11 @@ static void qrows_bf16(void *ctx, int64_t begin, int64_t end)
 static void qnorms(void *ctx, int64_t begin, int64_t end)
 {
     st *p = ctx;
-    for (int64_t i = begin; i < end; i++)
+    for (int64_t i = begin; i < end; i++) {
         p->qnorm[i] = sqrtf(sumsq_f(p->q + i * p->d, p->d));
+        if (p->bf16)
+            p->qres[i] = res_bf16(p->q + i * p->d, p->d);
+    }
 }
 
 /* ---- the fold ---- */
@@ -180,7 +261,6 @@ static int passes_c(const float *s, const float *xsq, int metric, float t)
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
 __attribute__((target("avx512f"))) static int passes_avx512(const float *s, const float *xsq,
                                                              int metric, float t)
 {
@@ -195,7 +275,6 @@ __attribute__((target("avx512f"))) static int passes_avx512(const float *s, cons
 }
 #endif
 
-static int force_portable;
 void tq_cpu_simtopk_force_portable(int on) { __atomic_store_n(&force_portable, on, __ATOMIC_RELAXED); }
 
 static passes_fn passes_best(void)
@@ -207,21 +286,27 @@ static passes_fn passes_best(void)
     return passes_c;
 }
 
-/* The bound of |product value - q . x| for norms nq, nx: the sgemm's, or
- * the bf16 products' (simscore.h); INFINITY when none holds. */
-static double margin(const st *p, double nq, double nx)
+/* The bound of |product value - q . x| for norms nq, nx (and with bf16
+ * products, rounding residuals eq, ex): the sgemm's, or the bf16 products'
+ * (simscore.h); INFINITY when none holds. */
+static double margin(const st *p, double nq, double nx, double eq, double ex)
 {
     double m = tq_simscore_margin(p->metric, p->d, nq, nx);
-    return p->bf16 ? tq_simscore_margin_bf16(p->metric, p->d, m, nq, nx) : m;
+    return p->bf16 ? tq_simscore_margin_bf16_res(p->metric, p->d, m, nq, nx, eq, ex) : m;
 }
+
+/* A row's norm and residual bounds, widened for their own roundings */
+typedef struct sizes {
+    float n, r;
+} sizes;
 
 /* The lowest sgemm-derived value that might still beat (wv, wi), as a float
  * that is <= the exact bound; -inf (everything passes) when no bound holds. */
-static float pass_threshold(const st *p, float wv, int64_t wi, float nq, float nx, float shift)
+static float pass_threshold(const st *p, float wv, int64_t wi, sizes q, sizes x, float shift)
 {
     if (wi < 0 || wv != wv)
         return -INFINITY;
-    double m = margin(p, (double)nq * (1 + 1e-6), (double)nx * (1 + 1e-6));
+    double m = margin(p, (double)q.n * (1 + 1e-6), (double)x.n * (1 + 1e-6), q.r, x.r);
     double t = (double)wv + (double)shift - m;
     t -= 0x1p-22 * (fabs((double)wv) + fabs((double)shift));
     if (!(t > -(double)FLT_MAX))
@@ -260,20 +345,21 @@ static void worst(const heap *h, float fv, int64_t fi, float *wv, int64_t *wi)
 /* The threshold in product values for rows of a tile of norm nx: the worse
  * of what the heap (or the caller's floor) and `low` allow. */
 static float row_threshold(const st *p, const heap *h, const defer *df, float fv, int64_t fi,
-                           float nq, float nx, float shift)
+                           sizes q, sizes x, float shift)
 {
     float wv;
     int64_t wi;
     worst(h, fv, fi, &wv, &wi);
-    float t = pass_threshold(p, wv, wi, nq, nx, shift);
-    float u = df->low == -INFINITY ? -INFINITY : pass_threshold(p, df->low, 0, nq, nx, shift);
+    float t = pass_threshold(p, wv, wi, q, x, shift);
+    float u = df->low == -INFINITY ? -INFINITY : pass_threshold(p, df->low, 0, q, x, shift);
     return u > t ? u : t;
 }
 
 /* A finite product value into the k best; low follows their k-th: an exact
  * lower bound, the value less the shift, the error bound for the largest
- * norm seen (nxmax) and twice the rounding slack of pass_threshold. */
-static void apx_offer(const st *p, defer *df, float a, int64_t gi, float nq, float nxmax,
+ * norm (and residual) seen (xmax) and twice the rounding slack of
+ * pass_threshold. */
+static void apx_offer(const st *p, defer *df, float a, int64_t gi, sizes q, sizes xmax,
                       float shift)
 {
     heap *h = &df->apx;
@@ -283,7 +369,7 @@ static void apx_offer(const st *p, defer *df, float a, int64_t gi, float nq, flo
     if (h->n < h->k)
         return;
     const float *v = h->v;
-    double m = margin(p, (double)nq * (1 + 1e-6), (double)nxmax * (1 + 1e-6));
+    double m = margin(p, (double)q.n * (1 + 1e-6), (double)xmax.n * (1 + 1e-6), q.r, xmax.r);
     double low = (double)v[0] - (double)shift - m;
     low -= 0x1p-21 * (fabs((double)v[0]) + fabs((double)shift));
     float f = !(low > -(double)FLT_MAX) ? -INFINITY : (float)low;
@@ -292,15 +378,25 @@ static void apx_offer(const st *p, defer *df, float a, int64_t gi, float nq, flo
     df->low = f > df->low ? f : df->low;
 }
 
+static sizes qsizes(const st *p, int64_t qi)
+{
+    return (sizes){p->qnorm[qi], p->bf16 ? p->qres[qi] : 0.0f};
+}
+
+static sizes tsizes(const st *p, int64_t tile)
+{
+    return (sizes){p->tile_max[tile], p->bf16 ? p->tile_res[tile] : 0.0f};
+}
+
 /* Scores exactly the candidates that still pass, into the heap. */
 static void rescore(const st *p, int64_t qi, heap *h, defer *df, float fv, int64_t fi)
 {
     const float *q = p->q + qi * p->d;
-    float nq = p->qnorm[qi], shift = p->metric ? nq * nq : 0.0f;
+    sizes sq = qsizes(p, qi);
+    float shift = p->metric ? sq.n * sq.n : 0.0f;
     for (int64_t c = 0; c < df->cand_n; c++) {
         int64_t gi = df->cand_i[c], j = gi - p->base;
-        float nx = p->tile_max[j / TB];
-        if (df->cand_a[c] < row_threshold(p, h, df, fv, fi, nq, nx, shift))
+        if (df->cand_a[c] < row_threshold(p, h, df, fv, fi, sq, tsizes(p, j / TB), shift))
             continue;
         float v = tq_simscore(p->metric, q, p->x + j * p->d, p->d), wv;
         df->scored++;
@@ -315,14 +411,14 @@ static void rescore(const st *p, int64_t qi, heap *h, defer *df, float fv, int64
 /* Folds the tile's product values for one query: the rows that pass become
  * candidates. s[j] is q . x_j; nxmax the largest norm of the slice so far. */
 static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_t nb,
-                     int64_t tile, heap *h, defer *df, int64_t cap, float nxmax, float fv,
+                     int64_t tile, heap *h, defer *df, int64_t cap, sizes xmax, float fv,
                      int64_t fi)
 {
     const float *xsq = p->xsq + j0;
-    float nq = p->qnorm[qi], nx = p->tile_max[tile];
+    sizes sq = qsizes(p, qi), sx = tsizes(p, tile);
     /* L2 ranks by 2 q.x - ||x||^2 here: -||q||^2 is the same for the row */
     float shift = p->metric ? p->qnorm[qi] * p->qnorm[qi] : 0.0f;
-    float t = row_threshold(p, h, df, fv, fi, nq, nx, shift);
+    float t = row_threshold(p, h, df, fv, fi, sq, sx, shift);
     int64_t j = 0;
     while (j < nb) {
         int64_t end = j + STRETCH < nb ? j + STRETCH : nb;
@@ -339,8 +435,8 @@ static void fold_row(const st *p, int64_t qi, const float *s, int64_t j0, int64_
             df->cand_a[df->cand_n] = a;
             df->cand_i[df->cand_n++] = p->base + j0 + j;
             if (isfinite(a))
-                apx_offer(p, df, a, p->base + j0 + j, nq, nxmax, shift);
-            t = row_threshold(p, h, df, fv, fi, nq, nx, shift);
+                apx_offer(p, df, a, p->base + j0 + j, sq, xmax, shift);
+            t = row_threshold(p, h, df, fv, fi, sq, sx, shift);
         }
     }
 }
@@ -371,11 +467,12 @@ static void run_job(st *p, int64_t job, scratch *w)
         w->df[r] = (defer){{w->apx_v + r * k, w->apx_i + r * k, 0, k}, -INFINITY,
                            w->cand_a + r * w->cap, w->cand_i + r * w->cap, 0, 0};
     }
-    float nxmax = 0;
+    sizes xmax = {0, 0};
     for (int64_t j0 = s0; j0 < s1; j0 += TB) {
         int64_t nb = s1 - j0 < TB ? s1 - j0 : TB;
-        float nx = p->tile_max[j0 / TB];
-        nxmax = nx > nxmax || nx != nx ? nx : nxmax;
+        sizes sx = tsizes(p, j0 / TB);
+        xmax.n = sx.n > xmax.n || sx.n != sx.n ? sx.n : xmax.n;
+        xmax.r = sx.r > xmax.r || sx.r != sx.r ? sx.r : xmax.r;
         if (p->bf16) {
             tq_cpu_att_bf16_pack_k(p->x + j0 * p->d, p->d, (int)nb, p->d, w->pairs, w->ktmp);
             tq_cpu_att_bf16_product((int)mq, (int)p->d, (int)nb, 1.0f, p->q16 + q0 * p->ldq,
@@ -391,7 +488,7 @@ static void run_job(st *p, int64_t job, scratch *w)
             /* the caller's list bounds what can matter: its k-th entry */
             float fv = p->vals[qi * k + k - 1];
             int64_t fi = p->idx[qi * k + k - 1];
-            fold_row(p, qi, tile + r * TB, j0, nb, j0 / TB, &h, &w->df[r], w->cap, nxmax, fv, fi);
+            fold_row(p, qi, tile + r * TB, j0, nb, j0 / TB, &h, &w->df[r], w->cap, xmax, fv, fi);
             pn[r] = h.n;
         }
     }
@@ -528,8 +625,10 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
     p.part_i = malloc((size_t)(jobs * QB * p.k) * sizeof *p.part_i);
     p.part_n = malloc((size_t)(jobs * QB) * sizeof *p.part_n);
     p.q16 = p.bf16 ? tq_cpu_alloc64((size_t)(p.nq * p.ldq) * sizeof *p.q16) : NULL;
+    p.qres = p.bf16 ? malloc((size_t)p.nq * sizeof *p.qres) : NULL;
+    p.tile_res = p.bf16 ? malloc((size_t)tiles * sizeof *p.tile_res) : NULL;
     if (!p.qnorm || !p.xsq || !p.tile_max || !p.part_v || !p.part_i || !p.part_n ||
-        (p.bf16 && !p.q16)) {
+        (p.bf16 && (!p.q16 || !p.qres || !p.tile_res))) {
         stt = tq_fail(TQ_ERR_NOMEM, "simtopk: out of memory");
         goto done;
     }
@@ -555,6 +654,8 @@ tq_status tq_cpu_simtopk(void *ctx, const tq_tensor *q, const tq_tensor *db, tq_
     __atomic_add_fetch(&q->dev->rescored, p.rescored, __ATOMIC_RELAXED);
 done:
     free(p.q16);
+    free(p.qres);
+    free(p.tile_res);
     free(p.qnorm);
     free(p.xsq);
     free(p.tile_max);

@@ -77,22 +77,35 @@ static inline double tq_simscore_margin(int metric, int64_t d, double nq, double
 }
 
 /* A bound m of an f32 product's error (as above) widened for bf16 operands
- * (tq_device_set_rank_precision): each within u = 2^-8 of itself (8
- * significant bits, rounded to nearest), so each term of the product within
- * (2u + u^2) |q_i x_i|, their sum within that times ||q|| ||x|| (Cauchy-
- * Schwarz); the f32 sums of those exact products within m for operands
- * (1 + u) larger; values under 2^-126 read (and sums written) as zero, each
- * off by 2^-126 at most, fewer than d (1 + ||q|| + ||x||) of them in all. L2
- * ranks by 2 q . x - ||x||^2: twice the product's error. Norms past 2^100:
- * no bound (bf16 rounding may overflow to infinity). */
+ * (tq_device_set_rank_precision), given eq >= ||q - q'|| and ex >= ||x - x'||
+ * for q', x' the operands as rounded (to nearest; subnormals read as zero):
+ * q . x - q' . x' = q' . (x - x') + (q - q') . x, so by Cauchy-Schwarz the
+ * rounding moves the product by at most ||q'|| ex + eq ||x||, ||q'|| <=
+ * (1 + u) ||q|| with u = 2^-8 (8 significant bits); the f32 sums of those
+ * exact products are within m for operands (1 + u) larger; values under
+ * 2^-126 read (and sums written) as zero, each off by 2^-126 at most, fewer
+ * than d (1 + ||q|| + ||x||) of them in all. L2 ranks by 2 q . x - ||x||^2:
+ * twice the product's error. Norms past 2^100: no bound (bf16 rounding may
+ * overflow to infinity); nor for a NaN residual. The residuals measured row
+ * by row (the CPU op's) are about half the worst case below. */
+static inline double tq_simscore_margin_bf16_res(int metric, int64_t d, double m, double nq,
+                                                 double nx, double eq, double ex)
+{
+    if (!isfinite(m) || !(nq < 0x1p100 && nx < 0x1p100) || !(eq >= 0 && ex >= 0))
+        return INFINITY;
+    const double u = 0x1p-8;
+    double e = (1 + u) * nq * ex + eq * nx + 0x1p-125 * (double)d * (1 + nq + nx);
+    return (m * (1 + u) * (1 + u) + (metric ? 2 : 1) * e) * (1 + 1e-6);
+}
+
+/* The same for residuals known only by their worst case: each element within
+ * u of itself, so eq = u ||q|| and ex = u ||x||, (2u + u^2) ||q|| ||x|| in
+ * all (the devices' bound: they do not measure the residuals). */
 static inline double tq_simscore_margin_bf16(int metric, int64_t d, double m, double nq,
                                              double nx)
 {
-    if (!isfinite(m) || !(nq < 0x1p100 && nx < 0x1p100))
-        return INFINITY;
     const double u = 0x1p-8;
-    double e = (2 * u + u * u) * nq * nx + 0x1p-125 * (double)d * (1 + nq + nx);
-    return (m * (1 + u) * (1 + u) + (metric ? 2 : 1) * e) * (1 + 1e-6);
+    return tq_simscore_margin_bf16_res(metric, d, m, nq, nx, u * nq, u * nx);
 }
 
 #endif

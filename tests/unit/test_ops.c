@@ -1828,7 +1828,13 @@ static void sim_data(float *p, int64_t n, int kind)
  * device keeps; 4 a few rows of huge norm (f32 scores of them overflow); 6
  * scores that grow along the database (first element 10 j / ndb, queries'
  * first element 1): by dot, every score tile beats all of the one before,
- * more than a CUDA select's filter holds, by L2 none does. */
+ * more than a CUDA select's filter holds, by L2 none does; 7 bf16
+ * inversions: the queries all ones, the first half of the database rows
+ * whose bf16 roundings go up (elements 1 + 2^-8 + 2^-14 and 1 - 2^-8 in
+ * turn), then among rows of 0.5 every 7th row of 1 + 2^-8 - 2^-14, rounded
+ * down: those score highest, by dot and by L2, but their bf16 products lie
+ * d 2^-9 below the first half's, so a bound of the bf16 products' error
+ * that leaves out the rows' rounding lets the first half take the lists. */
 static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, int kind)
 {
     if (kind == 2 && ndb > 3) {
@@ -1849,6 +1855,15 @@ static void sim_kinds(float *q, float *x, int64_t nq, int64_t ndb, int64_t d, in
             x[j * d] = 10.0f * (float)j / (float)ndb;
         for (int64_t i = 0; i < nq; i++)
             q[i * d] = 1.0f;
+    }
+    if (kind == 7) {
+        for (int64_t i = 0; i < nq * d; i++)
+            q[i] = 1.0f;
+        for (int64_t j = 0; j < ndb; j++)
+            for (int64_t p = 0; p < d; p++)
+                x[j * d + p] = j < ndb / 2 ? (p % 2 ? 1.0f - 0x1p-8f : 1.0f + 0x1p-8f + 0x1p-14f)
+                               : j % 7 ? 0.5f
+                                       : 1.0f + 0x1p-8f - 0x1p-14f;
     }
     if (kind == 4)
         for (int64_t j = 5; j < ndb; j += ndb / 3 + 1)
@@ -1908,6 +1923,8 @@ static void test_simtopk(void)
          * lists above a threshold (2048 on Vulkan) */
         simtopk_case(4, 20000, 8, 3, metric, 5, NULL, 0);
         simtopk_case(10, 1000, 9, 4, metric, 4, NULL, 0);    /* huge rows */
+        simtopk_case(5, 3000, 64, 10, metric, 7, NULL, 0);   /* bf16 inversions */
+        simtopk_case(3, 5000, 384, 30, metric, 7, NULL, 0);
         /* blocks through idx_base, one of them empty and one of one row */
         static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
         simtopk_case(37, 3000, 67, 10, metric, 0, cuts, 5);
