@@ -99,13 +99,16 @@ static void block_blk(void *ctx, const tq_i8_strips *S, int64_t begin, int64_t e
 {
     const job *j = ctx;
     int64_t rows = b1 - b0;
-    for (int64_t i = begin; i < end; i++)
+    for (int64_t i = begin; i < end; i += 4) {
+        int qn = end - i < 4 ? (int)(end - i) : 4;
         for (int64_t r0 = 0; r0 < rows; r0 += 24) {
             int n = rows - r0 < 24 ? (int)(rows - r0) : 24;
-            float sc[24];
-            tq_blk_strips_scores(S, i - begin, r0, n, j->c.dt == TQ_DTYPE_Q4_0, sc);
-            memcpy(j->out + i * j->c.ndb + b0 + r0, sc, (size_t)n * sizeof *sc);
+            float sc[4 * 24];
+            tq_blk_strips_scores(S, i - begin, qn, r0, n, j->c.dt == TQ_DTYPE_Q4_0, sc);
+            for (int a = 0; a < qn; a++)
+                memcpy(j->out + (i + a) * j->c.ndb + b0 + r0, sc + 24 * a, (size_t)n * sizeof *sc);
         }
+    }
 }
 
 #endif

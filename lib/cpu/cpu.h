@@ -207,6 +207,9 @@ void tq_code_job_run(tq_code_job *c);
 typedef struct tq_i8_strips {
     int8_t *pk, *q;
     unsigned char *qa; /* |q|, the unsigned operand: -128 is 128 */
+    int vnni;          /* the AVX512-VNNI kernels (tq_cpu_code_strips_force_avx2): */
+    int32_t *qsum;     /* then pk holds x + 128, and these the queries' sums
+                        * [nq] (per block [nq][nb] for ggml's) */
     double *xs;        /* the block's scales */
     size_t qstride;
     int64_t d;
@@ -225,6 +228,8 @@ uint32_t tq_i8_screen(const int32_t *dots, const double *xs, double qs, double w
  * multiple of 4), four at a time (AVX2 and FMA: the caller checks FMA). */
 void tq_i8_scores(const int32_t *dots, const double *xs, float qs, int n, float *out);
 void tq_i8_strips_free(tq_i8_strips *S);
+/* For the tests: the AVX2 strip kernels where the CPU has AVX512-VNNI too */
+void tq_cpu_code_strips_force_avx2(int on);
 /* code_walk.c: the tiles of a block of rows [b0, b1) packed in S for queries
  * [begin, end): tile gets dots[24 a + r] = query i + a . row b0 + r0 + r for
  * a < qn (<= 4) and r < n (<= 24); the strip loops of codetopk, codematrix
@@ -235,13 +240,15 @@ void tq_i8_strips_tiles(const tq_i8_strips *S, int64_t begin, int64_t end, int64
                         tq_i8_tile_fn tile, void *ctx);
 /* The same for ggml's blocks: q8_0 queries (rows qrb bytes apart) and q8_0
  * or q4_0 rows (dt), decoded to int8 values and f32 block scales;
- * tq_blk_strips_scores writes out[r] = ggml's reference dot product of row
- * r0 + r (r < n <= 24) with query i (tq_codescore's bits), q4: q4_0 rows. */
+ * tq_blk_strips_scores writes out[24 a + r] = ggml's reference dot product
+ * of row r0 + r (r < n <= 24) with query i + a (a < qn <= 4; tq_codescore's
+ * bits), q4: q4_0 rows. */
 int tq_blk_strips_new(tq_i8_strips *S, const unsigned char *q, size_t qrb, int64_t nq, int64_t d,
                       int64_t block);
 int tq_blk_strips_pack(tq_i8_strips *S, tq_dtype dt, const unsigned char *x, size_t xrb,
                        int64_t rows);
-void tq_blk_strips_scores(const tq_i8_strips *S, int64_t i, int64_t r0, int n, int q4, float *out);
+void tq_blk_strips_scores(const tq_i8_strips *S, int64_t i, int qn, int64_t r0, int n, int q4,
+                          float *out);
 
 /* For the tests: 1 makes codetopk and codematrix use their portable C paths only. */
 void tq_cpu_codetopk_force_portable(int on);

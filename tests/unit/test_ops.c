@@ -3574,7 +3574,9 @@ static void codeblocks_case(tq_dtype xt, int64_t nq, int64_t ndb, int64_t d, int
     free(q), free(x), free(out), free(ref), free(v), free(ix), free(order);
 }
 
-static void test_codetopk(void)
+/* Every case of codetopk, codematrix and ggml's blocks against the
+ * references (test_codetopk runs them with each strip kernel the CPU has). */
+static void codetopk_cases(void)
 {
     static const int64_t cuts[] = {700, 1, 0, 1299, 1000};
     for (int i8 = 0; i8 < 2; i8++) {
@@ -3610,6 +3612,18 @@ static void test_codetopk(void)
     codeblocks_case(TQ_DTYPE_Q4_0, 6, 1000, 384, 10);
     codeblocks_case(TQ_DTYPE_Q8_0, 6, 1000, 384, 10);
     extreme = 0;
+}
+
+static void test_codetopk(void)
+{
+    codetopk_cases();
+    if (tq_device_backend(dev) == TQ_BACKEND_CPU) {
+        /* the AVX2 strip kernels too, on a CPU whose AVX512-VNNI ones ran
+         * above (elsewhere the same kernels again: a few seconds) */
+        tq_cpu_code_strips_force_avx2(1);
+        codetopk_cases();
+        tq_cpu_code_strips_force_avx2(0);
+    }
     /* the same bits with 1 and 2 threads, and (CPU) with the portable kernels */
     for (int i8 = 0; i8 < 2; i8++) {
         int64_t nq = 300, ndb = 5000, d = 96, k = 7;
