@@ -76,6 +76,9 @@ typedef struct bert_model {
     tq_device *dev;
     bert_plans *plans; /* on devices with graphs, else NULL */
     tq_tensor *wemb, *pemb, *temb0, *eln_g, *eln_b; /* temb0: token type 0's row (NULL: MPNet) */
+    /* with prec i8, wemb holds int8 codes [vocab, hidden] and this their
+     * rows' scales f32 [vocab] (bert_wemb.c); NULL otherwise */
+    tq_tensor *wemb_scale;
     tq_tensor *temb; /* [types, hidden], for pairs of texts (NULL: MPNet) */
     float *rel_table; /* MPNet: [rel_buckets, heads], the relative position bias */
     tq_tensor *dense_w[BERT_MAX_DENSE], *dense_b[BERT_MAX_DENSE]; /* [out, in], [out] */
@@ -92,8 +95,15 @@ typedef struct bert_model {
 tq_status tq_bert_int8(bert_model *m, const tq_tokenizer *tok);
 /* The count of rest columns of an int8 product whose input has H columns. */
 int tq_bert_int8_rest(int64_t H);
+/* The word-embedding table of a calibrated model (bert_wemb.c): its f32
+ * rows replaced by int8 codes with a scale a row, tq-quantize's int8. */
+tq_status tq_bert_wemb_int8(bert_model *m);
+/* x [n, hidden] f32 = the table's rows idx (i64 [n], in range): a gather,
+ * or with int8 codes each looked-up row dequantized (bert_wemb.c). */
+tq_status tq_bert_wemb_lookup(const bert_model *m, const tq_tensor *idx, tq_tensor *x);
 /* The int8 model's weights file (bert_int8_file.c): everything an int8
- * load needs (the embeddings in f32, each layer's codes, scales, rest
+ * load needs (the word embeddings' codes and row scales, the other
+ * embeddings in f32, each layer's codes, scales, rest
  * columns and column scales, the second feed-forward product as cfg.ffn2
  * keeps it), m loaded on the CPU and through tq_bert_int8; meta pairs go
  * to __metadata__; *bytes gets the tensors' bytes. */
@@ -104,8 +114,15 @@ typedef struct tq_st_file tq_st_file;
  * the second feed-forward product in c->ffn2, every index checked. */
 tq_status tq_bert_int8_layer_load(const tq_st_file *f, const char *file, const bert_config *c,
                                   tq_device *dev, int64_t li, bert_layer *L);
-/* The int8 weights' file in the Transformer module's folder */
+/* The word embeddings of such a file f onto dev (the CPU): codes i8
+ * [vocab, hidden] and scales f32 [vocab], checked. */
+tq_status tq_bert_int8_wemb_load(const tq_st_file *f, const char *file, const bert_config *c,
+                                 tq_device *dev, tq_tensor **codes, tq_tensor **scale);
+/* The int8 weights' file in the Transformer module's folder, and the
+ * version of its layout (its __metadata__'s "version"; 1, before the word
+ * embeddings were int8, is refused: tq-quantize --model makes it again) */
 #define TQ_BERT_INT8_FILE "model.int8.safetensors"
+#define TQ_BERT_INT8_VERSION "2"
 /* Calibration's hook in the forward pass: the input t [b, len, hidden] of
  * layer's products, which = 0 for q, k, v, 1 for the attention's output
  * projection, 2 for the first feed-forward; key_len [b] its real tokens. */

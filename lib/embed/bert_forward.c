@@ -294,7 +294,9 @@ static tq_status inputs(const bert_model *m, int64_t b, int64_t len, const int64
 static tq_status embed(const bert_model *m, int types, scratch *s)
 {
     tq_status st;
-    if ((st = tq_op_gather(m->wemb, s->idx, s->x)) || (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
+    /* the word embeddings: a gather, or int8 rows dequantized as looked up */
+    if ((st = tq_bert_wemb_lookup(m, s->idx, s->x)) ||
+        (st = tq_op_gather(m->pemb, s->pidx, s->tmp)) ||
         (st = tq_op_add(s->x, s->tmp, s->x)))
         return st;
     if (types && m->temb) {

@@ -30,6 +30,8 @@
  * feedback on the weights (worse: it fits the 32 calibration sentences).
  * The second feed-forward product, whose input is GELU's output, loses the
  * most in int8, and it stays bf16 (f32 where the CPU has no bf16 products).
+ * The word-embedding table becomes int8 too, a scale a row (bert_wemb.c
+ * says why and what it costs).
  * The calibration runs the f32 model on the texts below, at load (~0.07 s). */
 #include "bert.h"
 #include "internal.h"
@@ -310,6 +312,8 @@ tq_status tq_bert_int8(bert_model *m, const tq_tokenizer *tok)
     m->cfg.ffn2 = tq_device_native_product(m->dev, TQ_DTYPE_BF16) ? TQ_DTYPE_BF16 : TQ_DTYPE_F32;
     for (int64_t i = 0; !st && i < nl; i++)
         st = layer_int8(m, &m->layer[i], calib + 3 * i * H, s);
+    if (!st) /* after the calibration, which ran the f32 table */
+        st = tq_bert_wemb_int8(m);
     if (!st)
         m->cfg.prec = TQ_DTYPE_I8;
     free(calib);

@@ -1,10 +1,11 @@
 /* bert_int8_file.c: the int8 encoder's weights as tq-quantize --model stores
  * them (model.int8.safetensors), and read back: exactly the state that
  * bert_int8.c's calibration leaves at load (int8 codes with their row scales,
- * the rest columns' f32 weights, the activations' column scales and rest
- * column indices, the second feed-forward product in the dtype it kept), so
- * that a load gives the same bits with no calibration. One table of the
- * names serves both ways; tq-quantize(1), FILES, documents it. */
+ * of the word embeddings and of the layers' products; the rest columns' f32
+ * weights, the activations' column scales and rest column indices, the
+ * second feed-forward product in the dtype it kept), so that a load gives
+ * the same bits with no calibration. One table of the names serves both
+ * ways; tq-quantize(1), ENCODER FOLDERS, documents it. */
 #include "bert.h"
 #include "io/safetensors_in.h"
 #include "io/safetensors_out.h"
@@ -13,12 +14,12 @@
 #include <math.h>
 #include <stddef.h>
 
-/* The sizes a layer tensor's shape is made of */
-enum { D_NONE, D_H, D_I, D_R };
+/* The sizes a tensor's shape is made of */
+enum { D_NONE, D_H, D_I, D_R, D_V };
 
 typedef struct i8_entry {
-    const char *name; /* after "encoder.layer.N." */
-    size_t at;        /* offsetof(bert_layer, field) */
+    const char *name; /* after "encoder.layer.N." (the word embeddings': whole) */
+    size_t at;        /* offsetof(bert_layer, field) (the word embeddings': unused) */
     tq_dtype dt;      /* TQ_DTYPE_INVALID: the second feed-forward's (cfg.ffn2) */
     int d0, d1;       /* D_*: the shape */
 } i8_entry;
@@ -61,9 +62,20 @@ static const i8_entry layer_table[] = {
 #undef AT
 enum { NLAYER = sizeof layer_table / sizeof *layer_table };
 
+/* The word embeddings' codes and row scales (bert_wemb.c), under the f32
+ * table's name and that name's _scale, as the layers' weights */
+static const i8_entry wemb_table[] = {
+    {"embeddings.word_embeddings.weight", 0, TQ_DTYPE_I8, D_V, D_H},
+    {"embeddings.word_embeddings.weight_scale", 0, TQ_DTYPE_F32, D_V, D_NONE},
+};
+
 static int64_t size_of(const bert_config *c, int d)
 {
-    return d == D_H ? c->hidden : d == D_I ? c->inter : d == D_R ? tq_bert_int8_rest(c->hidden) : 0;
+    return d == D_H   ? c->hidden
+           : d == D_I ? c->inter
+           : d == D_R ? tq_bert_int8_rest(c->hidden)
+           : d == D_V ? c->vocab
+                      : 0;
 }
 
 static int rank_of(const i8_entry *e, const bert_config *c, int64_t dims[2])
@@ -95,21 +107,22 @@ tq_status tq_bert_int8_save(const bert_model *m, const char *path, const char *c
                             size_t nmeta, uint64_t *bytes)
 {
     const bert_config *c = &m->cfg;
-    if (c->prec != TQ_DTYPE_I8 || tq_device_backend(m->dev) != TQ_BACKEND_CPU)
+    if (c->prec != TQ_DTYPE_I8 || !m->wemb_scale || tq_device_backend(m->dev) != TQ_BACKEND_CPU)
         return tq_fail(TQ_ERR_USAGE, "tq_bert_int8_save: an int8 model on the CPU");
-    size_t cap = 6 + (size_t)c->layers * NLAYER, n = 0;
+    size_t cap = 7 + (size_t)c->layers * NLAYER, n = 0;
     tq_st_out *o = calloc(cap, sizeof *o);
     char (*names)[96] = calloc(cap, sizeof *names);
     tq_status st = o && names ? TQ_OK : tq_fail(TQ_ERR_NOMEM, "out of memory");
     if (!st) {
-        /* the embeddings under the names model.safetensors gives them: the
-         * f32 loader reads them from here the same way */
+        /* the embeddings under the names model.safetensors gives them (the
+         * f32 loader reads the f32 ones from here the same way), the word
+         * embeddings as int8 codes and their scales */
         static const char *const emb[] = {
-            "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-            "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
-            "embeddings.LayerNorm.bias"};
-        const tq_tensor *et[] = {m->wemb, m->pemb, m->temb, m->eln_g, m->eln_b};
-        for (int i = 0; i < 5; i++)
+            "embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight_scale",
+            "embeddings.position_embeddings.weight", "embeddings.token_type_embeddings.weight",
+            "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"};
+        const tq_tensor *et[] = {m->wemb, m->wemb_scale, m->pemb, m->temb, m->eln_g, m->eln_b};
+        for (int i = 0; i < 6; i++)
             if (et[i]) {
                 snprintf(names[n], sizeof names[n], "%s", emb[i]);
                 add(o, &n, names[n], et[i]);
@@ -201,4 +214,11 @@ tq_status tq_bert_int8_layer_load(const tq_st_file *f, const char *file, const b
         st = one(f, file, c, dev, &layer_table[k], name, field(L, &layer_table[k]));
     }
     return st;
+}
+
+tq_status tq_bert_int8_wemb_load(const tq_st_file *f, const char *file, const bert_config *c,
+                                 tq_device *dev, tq_tensor **codes, tq_tensor **scale)
+{
+    tq_status st = one(f, file, c, dev, &wemb_table[0], wemb_table[0].name, codes);
+    return st ? st : one(f, file, c, dev, &wemb_table[1], wemb_table[1].name, scale);
 }

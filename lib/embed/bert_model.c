@@ -156,7 +156,10 @@ static tq_status embeddings(loader *l, const bert_config *c, bert_model *m)
     tq_status st;
     int64_t rd[2] = {c->rel_buckets, c->heads};
     int mpnet = c->arch == BERT_ARCH_MPNET; /* no token types; a position bias */
-    if ((st = mat(l, "embeddings.word_embeddings.weight", c->vocab, H, &m->wemb)) ||
+    /* an int8 folder's word embeddings: codes and row scales (bert_wemb.c) */
+    if ((c->prec == TQ_DTYPE_I8
+             ? (st = tq_bert_int8_wemb_load(l->st, l->path, c, l->dev, &m->wemb, &m->wemb_scale))
+             : (st = mat(l, "embeddings.word_embeddings.weight", c->vocab, H, &m->wemb))) ||
         (st = mat(l, "embeddings.position_embeddings.weight", c->max_pos, H, &m->pemb)) ||
         (!mpnet && (st = host(l, "embeddings.token_type_embeddings.weight", 2, td, &tt))) ||
         (!mpnet && (st = put(l, tt, 1, &H, &m->temb0))) ||
@@ -277,10 +280,18 @@ tq_status tq_bert_model_load(bert_config *cfg, tq_device *dev, bert_model **out)
     if (!st)
         st = tq_st_open(path, &l.st);
     const char *fmt = l.st ? tq_st_meta(l.st, "format") : NULL;
-    if (!st && i8 && (!fmt || strcmp(fmt, "tq-int8-encoder") ||
-                      !tq_st_meta(l.st, "version") || strcmp(tq_st_meta(l.st, "version"), "1")))
+    const char *ver = l.st ? tq_st_meta(l.st, "version") : NULL;
+    if (!st && i8 && fmt && !strcmp(fmt, "tq-int8-encoder") && ver && !strcmp(ver, "1"))
+        /* an earlier tq-quantize's (f32 word embeddings): its layout is not
+         * read any more; the f32 folder it came from makes this version */
+        st = tq_fail(TQ_ERR_DATA, "%s: an int8 encoder of version 1 (an earlier tq-quantize); "
+                     "this tq reads version " TQ_BERT_INT8_VERSION ": re-run tq-quantize --model "
+                     "on the f32 folder", path);
+    else if (!st && i8 && (!fmt || strcmp(fmt, "tq-int8-encoder") || !ver ||
+                           strcmp(ver, TQ_BERT_INT8_VERSION)))
         st = tq_fail(TQ_ERR_DATA, "%s: not an int8 encoder of tq-quantize --model (its "
-                     "__metadata__ lacks format tq-int8-encoder, version 1)", path);
+                     "__metadata__ lacks format tq-int8-encoder, version " TQ_BERT_INT8_VERSION ")",
+                     path);
     if (i8) /* bf16 where this device multiplies bf16, as bert_int8.c decides */
         m->cfg.ffn2 = tq_device_native_product(dev, TQ_DTYPE_BF16) ? TQ_DTYPE_BF16 : TQ_DTYPE_F32;
     /* the names as the base model saves them, or inside a task model's
@@ -328,7 +339,7 @@ void tq_bert_model_free(bert_model *m)
             tq_tensor_free(one[k]);
     }
     free(m->layer);
-    tq_tensor *e[] = {m->wemb, m->pemb, m->temb0, m->temb, m->eln_g, m->eln_b};
+    tq_tensor *e[] = {m->wemb, m->wemb_scale, m->pemb, m->temb0, m->temb, m->eln_g, m->eln_b};
     for (size_t k = 0; k < sizeof e / sizeof *e; k++)
         tq_tensor_free(e[k]);
     for (int i = 0; i < BERT_MAX_DENSE; i++) {

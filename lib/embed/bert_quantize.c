@@ -270,7 +270,7 @@ tq_status tq_embed_quantize_folder(const char *src, const char *dst, tq_device *
     snprintf(mod, sizeof mod, "%s%s%s", tmp, *rel ? "/" : "", rel);
     if (!st && (size_t)snprintf(path, sizeof path, "%s/%s", mod, TQ_BERT_INT8_FILE) >= sizeof path)
         st = tq_fail(TQ_ERR_CANTCREATE, "%s: path too long", dst);
-    const char *meta[] = {"format", "tq-int8-encoder", "version", "1", "ffn_out",
+    const char *meta[] = {"format", "tq-int8-encoder", "version", TQ_BERT_INT8_VERSION, "ffn_out",
                           tq_dtype_name(c->ffn2), "rest_columns", "", "arch", info->arch};
     char rest[16];
     snprintf(rest, sizeof rest, "%d", tq_bert_int8_rest(c->hidden));

