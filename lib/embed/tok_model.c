@@ -125,7 +125,9 @@ static tq_status vocab_list(const char *file, const tq_json *v, tok_model *m)
             e->items[1].type != TQ_JSON_NUM)
             return tq_fail(TQ_ERR_DATA, "%s: Unigram vocab entry %zu is not [piece, score]",
                            file, i);
-        m->score[i] = e->items[1].num;
+        /* the score the library holds, not the nearest double: Viterbi's
+         * ties (one multiset of pieces, several orders) fall on its bits */
+        m->score[i] = e->items[1].num_serde;
         if (m->score[i] < m->min_score)
             m->min_score = m->score[i];
         if (e->items[0].len > m->max_piece)

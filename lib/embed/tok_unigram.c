@@ -1,7 +1,14 @@
 /* tok_unigram.c: the Unigram model (SentencePiece's, as the tokenizers
  * library's encode_optimized runs it): Viterbi over the pieces that start at
  * each character, a character no piece covers scored as unk (the lowest
- * score minus 10), consecutive unks fused, byte fallback when asked. */
+ * score minus 10), consecutive unks fused, byte fallback when asked.
+ * Ties are the library's too: a path's total is its f64 sum left to right,
+ * and a later candidate replaces the best path into a position only when
+ * strictly greater (so of equal totals the earliest start, the longest last
+ * piece, wins). Segmentations of one multiset of pieces differ only in those
+ * sums' last bits, so the scores must be the library's bits as well:
+ * tok_model.c takes them as serde_json reads them, not as strtod does
+ * (lib/io/json_serde.c). */
 #include "tok.h"
 #include "unicode.h"
 

@@ -152,7 +152,7 @@ static int string(jp *p, char **out, size_t *len)
     return 0;
 }
 
-static int number(jp *p, double *v)
+static int number(jp *p, tq_json *v)
 {
     size_t b = p->i;
     if (p->i < p->n && p->s[p->i] == '-')
@@ -186,9 +186,10 @@ static int number(jp *p, double *v)
         return fail(p, "number too long");
     memcpy(buf, p->s + b, k);
     buf[k] = 0;
-    *v = strtod(buf, NULL);
-    if (!isfinite(*v))
+    v->num = strtod(buf, NULL);
+    if (!isfinite(v->num))
         return fail(p, "number out of range");
+    v->num_serde = tq_json_serde_num(buf);
     return 0;
 }
 
@@ -272,7 +273,7 @@ static int value(jp *p, tq_json *v, int depth)
     case 't': v->type = TQ_JSON_BOOL; v->b = 1; return lit(p, "true");
     case 'f': v->type = TQ_JSON_BOOL; return lit(p, "false");
     case 'n': v->type = TQ_JSON_NULL; return lit(p, "null");
-    default: v->type = TQ_JSON_NUM; return number(p, &v->num);
+    default: v->type = TQ_JSON_NUM; return number(p, v);
     }
 }
 

@@ -1,9 +1,13 @@
 /* test_json.c: the strict JSON reader (lib/io/json.c) on values whose parse is
  * known by hand (escapes, surrogate pairs, numbers, nesting) and on malformed
- * text, which must fail with TQ_ERR_DATA and the byte offset. */
+ * text, which must fail with TQ_ERR_DATA and the byte offset; and numbers as
+ * the tokenizers library reads them (tq_json_serde_num), its values taken
+ * from the library (tokenizers 0.23.3: a Unigram vocab with these scores
+ * loaded and saved again). */
 #include "check.h"
 #include "io/json.h"
 
+#include <math.h>
 #include <string.h>
 
 static tq_json *parse(const char *s)
@@ -22,8 +26,45 @@ static void bad(const char *s, const char *why)
         tq_json_free(v);
 }
 
+/* number text, and the double the library holds for it (the C constant is
+ * the shortest text of that double, as the library saved it) */
+static const struct { const char *text; double lib; } serde_cases[] = {
+    {"-7.4503589532209045", -7.450358953220904}, /* one ulp from the nearest */
+    {"-7.5122200371530585", -7.512220037153059},
+    {"-2.2250738585072011e-308", -2.2250738585072014e-308},
+    {"-0.000000000000000000000000000001234567890123456789", -1.2345678901234567e-30},
+    {"-0.1", -0.1},
+    {"-12.345678901234567", -12.345678901234567},
+    {"-8.000000000000001", -8.000000000000002},
+    {"-1.8446744073709551615e1", -18.446744073709553}, /* 20 digits, all in the u64 */
+    {"-18446744073709551616", -1.8446744073709552e+19}, /* one past it */
+    {"-184467440737095516150.5", -1.844674407370955e+20},
+    {"-1844674407370955161.7", -1.8446744073709553e+18},
+    {"-123456789012345678901234567890", -1.2345678901234568e+29},
+    {"-9.999999999999999999999e-1", -1.0},
+    {"-1e-320", -1e-320},
+    {"-4.9e-324", -5e-324},
+    {"-1.7976931348623157e308", -1.7976931348623157e308},
+    {"-1E+2", -100.0},
+    {"-5e-0", -5.0},
+    {"3", 3.0},
+};
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof serde_cases / sizeof *serde_cases; i++)
+        CHECK(tq_json_serde_num(serde_cases[i].text) == serde_cases[i].lib,
+              "%s as the library reads it: %.17g, want %.17g", serde_cases[i].text,
+              tq_json_serde_num(serde_cases[i].text), serde_cases[i].lib);
+    CHECK(signbit(tq_json_serde_num("-1e-400")) && tq_json_serde_num("-1e-400") == 0 &&
+              tq_json_serde_num("-0.0") == 0 && signbit(tq_json_serde_num("-0.0")),
+          "underflow and -0: -0");
+    tq_json *sv = parse("[-7.4503589532209045]");
+    CHECK(sv && sv->items[0].num == -7.4503589532209045 &&
+              sv->items[0].num_serde == -7.450358953220904,
+          "the parse keeps both readings");
+    tq_json_free(sv);
+
     tq_json *v = parse(" {\"a\": [1, -2.5e2, 0.125, true, false, null], \"b\": {\"c\": \"x\"},"
                        " \"a\": 7} ");
     CHECK(v && v->type == TQ_JSON_OBJ && v->n == 3, "object of 3 members");
