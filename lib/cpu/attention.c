@@ -23,7 +23,7 @@
 enum { BQ = 48, BK = 64, WK = TQ_CPU_ATT_WIDE_KEYS };
 _Static_assert(BQ <= TQ_CPU_ATT_WIDE_ROWS, "attention_wide.c takes a block of queries");
 
-#define LOG2E 1.44269504088896340736
+#define LOG2E TQ_CPU_LOG2E
 
 typedef struct att {
     const float *q, *k, *v;
@@ -637,7 +637,8 @@ static void unit_forward(const run *rn, scratch *w, int64_t b, int64_t qb, int64
             w->kp_of = b * a->H + h;
         }
         tq_cpu_att_wide(nq, (int)kend, (int)a->Dk, (int)a->Dv, a->alpha, w->q16,
-                        (int)q16_width(a), w->kw, w->vw, w->s, w->p16, w->o, (int)a->dvp,
+                        (int)q16_width(a), w->kw, w->vw,
+                        a->bias ? a->bias + (h * a->Lq + i0) * a->Lk : NULL, a->Lk, w->s, w->p16, w->o, (int)a->dvp,
                         a->out + (b * a->Lq + i0) * a->dv + h * a->Dv, a->dv);
         unit_low(a, b, i0, nq, h);
         return;
@@ -852,7 +853,7 @@ tq_status tq_cpu_attention(void *ctx, const tq_tensor *q, const tq_tensor *k,
      * causal: a block's keys are then fewer than its tile's, and V's packed
      * pairs must end where the product's keys do */
     a.causal = args->causal != 0; /* (was set only below: causal took bf16) */
-    a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal && !args->bias &&
+    a.bf16 = args->bf16 && !args->received && !args->weights && !a.causal &&
              tq_cpu_att_bf16_use();
     a.wide = a.bf16 && !args->qgroup && a.Lk > BK;
     a.q = tq_cpu_ptr(q);

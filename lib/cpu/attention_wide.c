@@ -110,19 +110,23 @@ TQ_TARGET_WIDE static void scale_out(const float *o, int ldo, const float *l, in
 #endif
 
 void tq_cpu_att_wide(int nq, int nk, int dk, int dv, float alpha, const uint16_t *q16, int ldq,
-                     const uint16_t *kp, const uint16_t *vp, float *s, uint16_t *p16, float *o,
-                     int ldo, float *out, int64_t ldout)
+                     const uint16_t *kp, const uint16_t *vp, const float *bias, int64_t ldb,
+                     float *s, uint16_t *p16, float *o, int ldo, float *out, int64_t ldout)
 {
 #ifdef TQ_ATT_WIDE
     float l[TQ_CPU_ATT_WIDE_ROWS];
     prefetch_out(out, ldout, nq, dv);
     tq_cpu_att_bf16_product(nq, dk, nk, alpha, q16, ldq, kp, 0.0f, s, WK);
+    /* MPNet's position bias: the tile way's sum (attention.c, bias_tile) */
+    for (int r = 0; bias && r < nq; r++)
+        for (int j = 0; j < nk; j++)
+            s[(int64_t)r * WK + j] += (float)TQ_CPU_LOG2E * bias[r * ldb + j];
     for (int r = 0; r < nq; r++)
         softmax_row(s + (int64_t)r * WK, nk, p16 + (int64_t)r * WK, &l[r]);
     tq_cpu_att_bf16_product(nq, nk, dv, 1.0f, p16, WK, vp, 0.0f, o, ldo);
     scale_out(o, ldo, l, nq, dv, out, ldout);
 #else
     (void)nq, (void)nk, (void)dk, (void)dv, (void)alpha, (void)q16, (void)ldq, (void)kp, (void)vp,
-        (void)s, (void)p16, (void)o, (void)ldo, (void)out, (void)ldout;
+        (void)bias, (void)ldb, (void)s, (void)p16, (void)o, (void)ldo, (void)out, (void)ldout;
 #endif
 }

@@ -92,9 +92,12 @@ void tq_cpu_att_bf16_product(int m, int k, int n, float alpha, const uint16_t *a
  * scratch, o: [nq, ldo] (ldo >= dv rounded to 32). Only where bf16 is used. */
 #define TQ_CPU_ATT_WIDE_KEYS 256
 #define TQ_CPU_ATT_WIDE_ROWS 48
+/* bias (NULL: none): rows of nk scores at ldb added to the scores, times
+ * TQ_CPU_LOG2E (the scores' base-2 units), before the softmax. */
+#define TQ_CPU_LOG2E 1.44269504088896340736
 void tq_cpu_att_wide(int nq, int nk, int dk, int dv, float alpha, const uint16_t *q16, int ldq,
-                     const uint16_t *kp, const uint16_t *vp, float *s, uint16_t *p16, float *o,
-                     int ldo, float *out, int64_t ldout);
+                     const uint16_t *kp, const uint16_t *vp, const float *bias, int64_t ldb,
+                     float *s, uint16_t *p16, float *o, int ldo, float *out, int64_t ldout);
 /* Frees what matmul keeps in a constant tensor (its packed B). */
 void tq_cpu_derived_free(void *derived);
 tq_status tq_cpu_rownorm(void *ctx, const tq_tensor *x, tq_tensor *norms);

@@ -188,9 +188,9 @@ import json; p = '$T/c/$1'; c = json.load(open(p)); $2; json.dump(c, open(p, 'w'
 
 # --precision bf16 and int8 on the other families (AVX512-BF16, AVX512-VNNI):
 # the same products as BERT's (bert.bats tests their recipe on the real
-# all-MiniLM-L6-v2), here through MPNet's biased attention (whose products
-# stay f32: the CPU's bf16 attention takes no bias) and RoBERTa's positions,
-# on texts past 64 tokens too (where RoBERTa's attention products go bf16).
+# all-MiniLM-L6-v2), here through MPNet's biased attention and RoBERTa's
+# positions, on texts past 64 tokens too (where the attention's products go
+# bf16, the bias added to their f32 scores).
 # Bound: tq-embed.1's cosine 0.999 with the f32 rows (measured on these
 # random models on a Zen 4: 0.99998 and more with bf16, 0.99992 and more with
 # int8, whose word embeddings are int8 too); a product left f32 shows as f32's bytes.

@@ -2689,6 +2689,11 @@ static void test_attention_cpu_bf16(void)
         {"bf16: d_head 33, d_v 40, 255 keys", 1, 60, 255, 2, 33, 40, 1, 0, 0, 0, 0, 0, NULL, -1, 1,
          0, 0},
         {"bf16: 257 keys (tiles)", 1, 60, 257, 2, 32, 32, 1, 0, 0, 0, 0, 0, NULL, -1, 1, 0, 0},
+        /* MPNet's score bias: the wide way, tiles and rows */
+        {"bf16: bias, 65, 256 and 300 keys", 3, 300, 300, 4, 32, 32, 1, 0, 0, 0, 0, 0, lens3w, -1,
+         1, 0, 1},
+        {"bf16: bias, 40, 64 and 100 keys", 3, 100, 100, 2, 32, 32, 1, 0, 0, 0, 0, 0, lens3b, -1, 1,
+         0, 1},
     };
     att_bf16 = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -2712,6 +2717,17 @@ static void test_attention_cpu_bf16(void)
     CHECK(n1 == n2 && !memcmp(one, two, n1 * 4),
           "cpu: attention: bf16 products differ between 1 and 2 threads");
     free(f32), free(one), free(two);
+    /* with a bias too, the bf16 way is taken (it was not, before) */
+    const att_case *bc = &cases[sizeof cases / sizeof cases[0] - 2];
+    seed = rng;
+    att_run(bc, &f32, &n0);
+    att_bf16 = 1;
+    rng = seed;
+    att_run(bc, &one, &n1);
+    att_bf16 = 0;
+    CHECK(n0 == n1 && memcmp(f32, one, n0 * 4) != 0,
+          "cpu: attention with a bias: bf16 products allowed, yet the f32 bits came out");
+    free(f32), free(one);
     printf("ok cpu: attention's bf16 products\n");
 }
 
