@@ -193,6 +193,7 @@ deps:
 deps-test:
 	@sh scripts/deps.sh build test
 	@sh scripts/venv.sh
+	@sh scripts/venv-bench.sh st
 # the demo's model, all-MiniLM-L6-v2, into .venv (best effort: without it the
 # demo searches with hash:384 and says why)
 deps-demo: deps

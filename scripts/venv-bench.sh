@@ -3,6 +3,8 @@
 # Debian's python3 and python3-torch plus scripts/requirements-bench.txt from
 # PyPI (whose numpy wheel bundles an OpenBLAS that knows this processor).
 # Then .venv-ort, the ONNX Runtime peer's (scripts/requirements-ort.txt).
+# The tests use .venv-bench too: its transformers 4.36 runs on Debian's torch
+# 1.13, where .venv's (for the tokenizers library's newest) refuses to.
 # A failure (no network) is a warning: the benchmarks that need a peer say so.
 set -u
 cd "$(dirname "$0")/.."
@@ -28,6 +30,9 @@ bench_venv() {
     echo "$want" > "$stamp"
 }
 bench_venv
+# `venv-bench.sh st`: .venv-bench alone, for the tests that compare with
+# transformers' own model classes (make deps-test)
+[ "${1:-}" = st ] && exit 0
 
 # .venv-ort: ONNX Runtime (with onnx, which its quantizer imports) and the
 # tokenizers library, without Debian's packages

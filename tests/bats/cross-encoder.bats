@@ -54,6 +54,25 @@ print('ok', max(abs(a[$LABEL] - b) for a, b in zip(r, o)))"
 
 scores() { tq-cat -t tsv --name score | tail -n +2; }
 
+# transformers' own AutoModelForSequenceClassification as well (float64,
+# .venv-bench's transformers 4.36, which runs on this machine's torch 1.13):
+# cross_ref.py --classes, the pair's ids and CrossEncoder's activation as above.
+@test "transformers' own ...ForSequenceClassification (4.36, .venv-bench): BERT, RoBERTa, XLM-RoBERTa and MPNet scores within 1e-5" {
+    PYB="$ROOT_DIR/.venv-bench/bin/python"
+    [ -x "$PYB" ] && "$PYB" -c 'import torch, transformers; transformers.MPNetForSequenceClassification' 2>/dev/null ||
+        skip "no .venv-bench with transformers 4.36 (make deps-test makes it)"
+    pairs 4 6 2 > "$T/in.tsv"
+    LABEL=0
+    for arch in bert roberta xlm-roberta mpnet; do
+        make_model "$T/$arch" --arch "$arch" --max-len 24 --seed 5
+        "$PYB" "$TESTS_DIR/lib/cross_ref.py" "$T/$arch" --classes < "$T/in.tsv" > "$T/ref.txt" 2>/dev/null
+        [ "$(wc -l < "$T/ref.txt")" -eq 24 ]
+        tq-score --cross-encoder "$T/$arch" -o "$T/out.tq" "$T/in.tsv"
+        scores < "$T/out.tq" > "$T/ours.txt"
+        close_to "$T/ref.txt" "$T/ours.txt"
+    done
+}
+
 @test "BERT, XLM-RoBERTa and MPNet cross-encoders (vocab.txt, then tokenizer.json): scores within 1e-5 of the reference, long pairs cut as the tokenizers library cuts them" {
     pairs 6 7 1 > "$T/in.tsv"
     LABEL=0

@@ -67,6 +67,25 @@ tool_rows() { # ARGS... (tq-embed's, with the input last) > vectors
     done
 }
 
+# transformers' own model classes as well: .venv-bench's transformers 4.36
+# (make deps-test makes it) runs on this machine's torch 1.13, where .venv's
+# does not; encoder_ref.py --classes takes AutoModel (BertModel, RobertaModel,
+# XLMRobertaModel, MPNetModel) in float64 for the hand-written forward pass,
+# the rest (ids, pooling, Dense, Normalize) as above. Same bound.
+@test "transformers' own BertModel, RobertaModel, XLMRobertaModel and MPNetModel (4.36, .venv-bench): tq-embed within cosine 0.99999" {
+    PYB="$ROOT_DIR/.venv-bench/bin/python"
+    [ -x "$PYB" ] && "$PYB" -c 'import torch, transformers; transformers.MPNetModel' 2>/dev/null ||
+        skip "no .venv-bench with transformers 4.36 (make deps-test makes it)"
+    lines 30 6 > "$T/in.txt"
+    for arch in bert roberta xlm-roberta mpnet; do
+        make_model "$T/$arch" --arch "$arch" --pool mean --normalize --max-seq 32 --seed 7
+        "$PYB" "$TESTS_DIR/lib/encoder_ref.py" --classes "$T/$arch" < "$T/in.txt" > "$T/ref.txt" 2>/dev/null
+        [ "$(wc -l < "$T/ref.txt")" -eq 33 ] # and lines' three odd ones
+        tool_rows -m "$T/$arch" --on-empty keep --batch 8 "$T/in.txt" > "$T/ours.txt"
+        agree "$T/ref.txt" "$T/ours.txt"
+    done
+}
+
 @test "MPNet with the mpnet. prefix (a task model's names), CLS pooling, through tq-embed" {
     make_model "$T/m" --arch mpnet --pool cls --prefix --max-seq 20 --seed 3
     lines 20 2 > "$T/in.txt"

@@ -11,7 +11,10 @@ model_max_length, at most the positions past the padding id), the encoder of
 encoder_ref.py in float64, the head tanh(W1 h_cls + b1) then W2 . + b2, and
 CrossEncoder's activation (the config's activation_fn, else sigmoid for one
 label, none for more). --save-tokenizer writes that fast tokenizer into the
-folder as tokenizer.json instead (the library's own pair template then)."""
+folder as tokenizer.json instead (the library's own pair template then).
+--classes: the encoder and head are transformers' own
+AutoModelForSequenceClassification in float64 instead (for a transformers
+that runs on this machine's torch: .venv-bench's 4.36)."""
 import json, math, os, sys
 
 import torch
@@ -41,6 +44,15 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "--save-tokenizer":  # the same as tokenizer.json
         tok.backend_tokenizer.save(os.path.join(d, "tokenizer.json"))
         return
+    if "--classes" in sys.argv[2:]:
+        m = transformers.AutoModelForSequenceClassification.from_pretrained(d).double().eval()
+
+        def logits(e):
+            kw = {"token_type_ids": torch.tensor([e["token_type_ids"]])} if arch == "bert" else {}
+            with torch.no_grad():
+                return m(input_ids=torch.tensor([e["input_ids"]]), **kw).logits[0]
+    else:
+        logits = None
     W = safetensors(os.path.join(d, "model.safetensors"))
     pre = {"bert": "bert.", "mpnet": "mpnet."}.get(arch, "roberta.")
     base = {k[len(pre):]: t for k, t in W.items() if k.startswith(pre)}
@@ -55,6 +67,9 @@ def main():
     for line in open(sys.stdin.fileno(), encoding="utf-8", newline="\n").read().split("\n")[:-1]:
         _, q, _, t = line.split("\t", 3)
         e = tok(q, t, truncation=True, max_length=window)
+        if logits:
+            print(" ".join("%.17g" % z for z in act(logits(e)).tolist()))
+            continue
         types = e["token_type_ids"] if arch == "bert" else None
         h = run(e["input_ids"], types)[0]
         x = torch.tanh(W[n1 + ".weight"] @ h + W[n1 + ".bias"])

@@ -1,11 +1,12 @@
-"""encoder_ref.py FOLDER [--prompt TEXT | --prompt-name NAME] [--chunk] < lines
+"""encoder_ref.py FOLDER [--prompt TEXT | --prompt-name NAME] [--chunk] [--classes] < lines
 
 The reference sentence vectors of a sentence-transformers folder of any
 family tq-embed reads (BERT, RoBERTa, XLM-RoBERTa, MPNet), one line of
 space-separated floats per input line. Independent of tq: token ids from
 transformers' BertTokenizer on the folder's vocab.txt; the encoder written
 out in float64 PyTorch from transformers' modeling_bert/_roberta/_mpnet.py
-(this machine's torch is too old for transformers' model classes), one text
+(.venv's transformers refuses this machine's torch 1.13; with --classes,
+under .venv-bench's transformers 4.36, its own model classes), one text
 at a time (no padding): RoBERTa's and MPNet's position ids from their
 create_position_ids_from_input_ids (padding_idx + 1 onwards), MPNet's
 relative position bias from MPNetEncoder.compute_position_bias with the same
@@ -147,12 +148,26 @@ def encoder(cfg, W):
     return run
 
 
+def classes(tdir):
+    """transformers' own model class for the folder (AutoModel: BertModel,
+    RobertaModel, XLMRobertaModel, MPNetModel), in float64: the tokens'
+    last hidden states of one text. For a transformers that runs on this
+    machine's torch (.venv-bench's 4.36; .venv's is too new for it)."""
+    m = transformers.AutoModel.from_pretrained(tdir).double().eval()
+
+    def run(ids, types=None):
+        with torch.no_grad():
+            return m(input_ids=torch.tensor([ids])).last_hidden_state[0]
+    return run
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("--prompt")
     ap.add_argument("--prompt-name")
     ap.add_argument("--chunk", action="store_true")
+    ap.add_argument("--classes", action="store_true")
     a = ap.parse_args()
     mods = jload(a.folder, "modules.json")
     tdir = os.path.join(a.folder, next(m["path"] for m in mods if m["type"].endswith("Transformer")))
@@ -176,7 +191,7 @@ def main():
     for pre in ("bert.", "roberta.", "mpnet."):  # a task model's names
         if "embeddings.word_embeddings.weight" not in W and pre + "embeddings.word_embeddings.weight" in W:
             W = {k[len(pre):]: t for k, t in W.items() if k.startswith(pre)}
-    encode = encoder(cfg, W)
+    encode = classes(tdir) if a.classes else encoder(cfg, W)
     heads = []
     for d in dense:
         dc, w = jload(d, "config.json"), safetensors(os.path.join(d, "model.safetensors"))
