@@ -59,6 +59,7 @@ cmp -s <(tail -c "$nbytes" "$work/y.npy") <(tail -c "$nbytes" "$work/out.npy") |
 printf 'npy import %s MB: %s GB/s (target >= 1)\n' $((nbytes / 1000000)) "$(rate "$nbytes" "$t_imp")"
 printf 'npy export %s MB: %s GB/s (target >= 1)\n' $((nbytes / 1000000)) "$(rate "$nbytes" "$t_exp")"
 bash "$root/scripts/bench-embed.sh" "$BIN"
+bash "$root/scripts/bench-encoders.sh" "$BIN"
 bash "$root/scripts/bench-simmat.sh" "$BIN"
 
 # ---- attention (issue 4): tq-attend against PyTorch eager ----
