@@ -3784,6 +3784,12 @@ static void test_codescreen(void)
         codescreen_case(13, 530, 96, 4, 1);
         codescreen_case(9, 300, 40, 5, 0);
         tq_cpu_codetopk_force_portable(0);
+        /* and the AVX2 strips where the VNNI ones ran */
+        tq_cpu_code_strips_force_avx2(1);
+        codescreen_case(13, 530, 96, 4, 1);
+        codescreen_case(9, 300, 40, 5, 0);
+        codescreen_case(7, 1000, 384, 4, 3);
+        tq_cpu_code_strips_force_avx2(0);
     }
 }
 
