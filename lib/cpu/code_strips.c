@@ -108,6 +108,22 @@ __attribute__((target("avx2"))) static void tile1(const int8_t *q, const unsigne
     TILE_BODY(2, 1, ACC_AVX2);
 }
 
+/* c[a][s] += query a's groups [G0, G1) of 4 codes (q, qstride bytes apart)
+ * times strip s's (pk: x + 128, g4 groups a strip), by vpdpbusd */
+#define VNNI_GROUPS(QN, NS, G0, G1)                                                                \
+    for (int64_t g = (G0); g < (G1); g++) {                                                        \
+        __m256i x_[NS];                                                                            \
+        for (int s = 0; s < NS; s++)                                                               \
+            x_[s] = _mm256_loadu_si256((const __m256i *)(pk + ((size_t)s * g4 + g) * 32));         \
+        for (int a = 0; a < QN; a++) {                                                             \
+            int32_t qw;                                                                            \
+            memcpy(&qw, q + (size_t)a * qstride + 4 * g, 4);                                       \
+            __m256i qv = _mm256_set1_epi32(qw);                                                    \
+            for (int s = 0; s < NS; s++)                                                           \
+                c[a][s] = _mm256_dpbusd_epi32(c[a][s], x_[s], qv);                                 \
+        }                                                                                          \
+    }
+
 /* The same with VNNI: pk holds x + 128, qsum[a] the sum of query a's codes */
 #define VTILE_BODY(QN, NS)                                                                         \
     do {                                                                                           \
@@ -115,18 +131,7 @@ __attribute__((target("avx2"))) static void tile1(const int8_t *q, const unsigne
         for (int a = 0; a < QN; a++)                                                               \
             for (int s = 0; s < NS; s++)                                                           \
                 c[a][s] = _mm256_setzero_si256();                                                  \
-        for (int64_t g = 0; g < g4; g++) {                                                         \
-            __m256i b[NS];                                                                         \
-            for (int s = 0; s < NS; s++)                                                           \
-                b[s] = _mm256_loadu_si256((const __m256i *)(pk + ((size_t)s * g4 + g) * 32));      \
-            for (int a = 0; a < QN; a++) {                                                         \
-                int32_t qw;                                                                        \
-                memcpy(&qw, q + (size_t)a * qstride + 4 * g, 4);                                   \
-                __m256i qv = _mm256_set1_epi32(qw);                                                \
-                for (int s = 0; s < NS; s++)                                                       \
-                    c[a][s] = _mm256_dpbusd_epi32(c[a][s], b[s], qv);                              \
-            }                                                                                      \
-        }                                                                                          \
+        VNNI_GROUPS(QN, NS, 0, g4);                                                                \
         for (int a = 0; a < QN; a++) {                                                             \
             __m256i corr = _mm256_set1_epi32((int32_t)((uint32_t)qsum[a] << 7));                   \
             for (int s = 0; s < NS; s++)                                                           \
@@ -420,18 +425,7 @@ __attribute__((target("avx2"))) static void blk1(BLK_ARGS) { BLK_BODY(1, GROUP_A
             for (int a = 0; a < QN; a++)                                                           \
                 for (int s = 0; s < NS; s++)                                                       \
                     c[a][s] = _mm256_setzero_si256();                                              \
-            for (int64_t g = 8 * b; g < 8 * b + 8; g++) {                                          \
-                __m256i x[NS];                                                                     \
-                for (int s = 0; s < NS; s++)                                                       \
-                    x[s] = _mm256_loadu_si256((const __m256i *)(pk + ((size_t)s * g4 + g) * 32));  \
-                for (int a = 0; a < QN; a++) {                                                     \
-                    int32_t qw;                                                                    \
-                    memcpy(&qw, q + (size_t)a * qstride + 4 * g, 4);                               \
-                    __m256i qv = _mm256_set1_epi32(qw);                                            \
-                    for (int s = 0; s < NS; s++)                                                   \
-                        c[a][s] = _mm256_dpbusd_epi32(c[a][s], x[s], qv);                          \
-                }                                                                                  \
-            }                                                                                      \
+            VNNI_GROUPS(QN, NS, 8 * b, 8 * b + 8);                                                 \
             for (int a = 0; a < QN; a++) {                                                         \
                 __m256 dq = _mm256_set1_ps(qd[(size_t)a * (size_t)nb + (size_t)b]);                \
                 __m256i corr = _mm256_set1_epi32(                                                  \

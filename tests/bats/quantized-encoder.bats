@@ -216,30 +216,15 @@ PY
     tq-quantize --model "$T/m" -o "$T/m8"
     W="$T/m8/model.int8.safetensors"
     run py - "$T/m/model.safetensors" "$W" <<'PY'
-import json, struct, sys
-def load(p):
-    raw = open(p, 'rb').read()
-    n = struct.unpack('<Q', raw[:8])[0]
-    h = json.loads(raw[8:8 + n])
-    meta = h.pop('__metadata__', {})
-    return meta, {k: (v['dtype'], v['shape'], raw[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]])
-                  for k, v in h.items()}
+import sys
+from st_raw import load, save
 _, f32 = load(sys.argv[1])
 meta, q = load(sys.argv[2])
 name = 'embeddings.word_embeddings.weight'
 q[name] = next(v for k, v in f32.items() if k.endswith(name))
 del q[name + '_scale']
 meta['version'] = '1'
-size = {'F32': 4, 'I64': 8, 'BF16': 2, 'I8': 1}
-order = sorted(q, key=lambda k: -size[q[k][0]])
-h, off = {'__metadata__': meta}, 0
-for k in order:
-    h[k] = {'dtype': q[k][0], 'shape': q[k][1], 'data_offsets': [off, off + len(q[k][2])]}
-    off += len(q[k][2])
-j = json.dumps(h).encode()
-j += b' ' * (-len(j) % 8)
-with open(sys.argv[2], 'wb') as f:
-    f.write(struct.pack('<Q', len(j)) + j + b''.join(q[k][2] for k in order))
+save(sys.argv[2], meta, q)
 PY
     assert_success
     run tq-embed -m "$T/m8" "$T/in.txt"
@@ -389,14 +374,8 @@ PY
     bert_model "$T/m" --pool mean --hidden 64 --inter 128
     tq-quantize --model "$T/m" -o "$T/m8"
     run py - "$T/m/model.safetensors" "$T/m8/model.int8.safetensors" <<'PY'
-import json, struct, sys
-def load(p):
-    raw = open(p, 'rb').read()
-    n = struct.unpack('<Q', raw[:8])[0]
-    h = json.loads(raw[8:8 + n])
-    meta = h.pop('__metadata__', {})
-    return meta, {k: (v['dtype'], v['shape'], raw[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]])
-                  for k, v in h.items()}
+import sys
+from st_raw import load, save
 _, f32 = load(sys.argv[1])
 meta, q = load(sys.argv[2])
 for k in list(q):
@@ -406,16 +385,7 @@ for k in list(q):
         assert d == 'F32', d
         q[k] = (d, shape, b)
 meta['ffn_out'] = 'f32'
-size = {'F32': 4, 'I64': 8, 'BF16': 2, 'I8': 1}
-order = sorted(q, key=lambda k: -size[q[k][0]])
-h, off = {'__metadata__': meta}, 0
-for k in order:
-    h[k] = {'dtype': q[k][0], 'shape': q[k][1], 'data_offsets': [off, off + len(q[k][2])]}
-    off += len(q[k][2])
-j = json.dumps(h).encode()
-j += b' ' * (-len(j) % 8)
-with open(sys.argv[2], 'wb') as f:
-    f.write(struct.pack('<Q', len(j)) + j + b''.join(q[k][2] for k in order))
+save(sys.argv[2], meta, q)
 PY
     assert_success
     vectors "$T/q.npy" -m "$T/m8"
