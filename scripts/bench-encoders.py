@@ -9,7 +9,9 @@ from the fast tokenizer of the folder's vocab.txt, batches of 32 texts
   cross  AutoModelForSequenceClassification, then sigmoid (one label),
          INPUT lines QID<TAB>QUERY<TAB>DOCID<TAB>TEXT.
 Prints the best of 2 seconds of the whole loop (tokenizing included); the
-vectors or scores go to OUT.npy for their agreement with tq's."""
+vectors or scores go to OUT.npy for their agreement with tq's.
+bench-encoders.py tokjson FOLDER - OUT.json writes that fast tokenizer as a
+tokenizer.json (for the ONNX Runtime peer, bench-ort.py: the same ids)."""
 import json
 import os
 import sys
@@ -31,6 +33,9 @@ else:  # [CLS] A [SEP][SEP] B [SEP], as tq-score lays out a pair of these famili
     tok = transformers.MPNetTokenizerFast(vocab, bos_token="[CLS]", eos_token="[SEP]",
                                           sep_token="[SEP]", cls_token="[CLS]", unk_token="[UNK]",
                                           pad_token="[PAD]", mask_token="[MASK]")
+if kind == "tokjson":
+    tok.backend_tokenizer.save(out)
+    sys.exit(0)
 lines = open(path, encoding="utf-8").read().split("\n")[:-1]
 if kind == "embed":
     sb = json.load(open(os.path.join(folder, "sentence_bert_config.json")))

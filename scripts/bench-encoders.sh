@@ -13,7 +13,10 @@
 #           against XLMRobertaForSequenceClassification + sigmoid, as
 #           CrossEncoder.predict() runs it, with the largest score difference.
 # The peer is .venv-bench's transformers 4.36 on Debian's torch 1.13 (PyPI's
-# own torch wheels are not reachable here). Reported, never enforced.
+# own torch wheels are not reachable here); and ONNX Runtime (.venv-ort, CPU
+# provider, all graph optimizations) on the models exported by
+# export-onnx.py, timed in-process after loading (bench-ort.py, as for
+# MiniLM in bench-embed.sh). Reported, never enforced.
 set -euo pipefail
 BIN=${1:?usage: bench-encoders.sh BINDIR}
 export PATH="$BIN:$PATH"
@@ -29,6 +32,25 @@ if ! [ -x "$PYB" ] || ! "$PYB" -c 'import torch, transformers; transformers.MPNe
     exit 0
 fi
 export PYTHONPATH="$root/tests/lib"
+PYO="$root/.venv-ort/bin/python"
+threads=$(nproc)
+why_ort=$(py_why "$PYO" onnxruntime tokenizers numpy)
+# t_ort: ONNX Runtime's seconds for FOLDER (embed or cross) on INPUT, its
+# outputs to OUT.npy; empty (and why_ort set) when it cannot run
+ort_time() { # KIND FOLDER INPUT OUT.npy [--pairs WINDOW]
+    t_ort=""
+    [ -z "$why_ort" ] || return 0
+    local k=$1 f=$2 in=$3 o=$4
+    shift 4
+    if ! "$PYB" "$root/scripts/export-onnx.py" "$f" "$f.onnx" $([ "$k" = cross ] && echo cross) \
+        > "$work/export.log" 2>&1 ||
+       ! "$PYB" "$root/scripts/bench-encoders.py" tokjson "$f" - "$f.tok.json" 2>> "$work/export.log"; then
+        why_ort="the export to ONNX failed: $(grep . "$work/export.log" | tail -n 1)"
+        return 0
+    fi
+    t_ort=$("$PYO" "$root/scripts/bench-ort.py" "$f.onnx" "$f.tok.json" "$in" "$threads" "$o" "$@" \
+        2> "$work/ort.err") || { t_ort=""; why_ort="bench-ort.py failed: $(grep . "$work/ort.err" | tail -n 1)"; }
+}
 
 # best of 3 wall-clock seconds of a shell command
 best3() {
@@ -68,6 +90,18 @@ c = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 print('%.7f' % c.min())")
 printf 'MPNet (12 x 768), 400 sentences: tq-embed %.1f/s whole process; transformers 4.36 MPNetModel (f32, batches of 32) %.1f/s; ratio %.2f; min cosine %s\n' \
     "$(echo "400 / $t_tq" | bc -l)" "$(echo "400 / $t_pe" | bc -l)" "$(echo "$t_pe / $t_tq" | bc -l)" "$cos"
+ort_time embed "$work/mpnet" "$work/s.txt" "$work/ov.npy"
+if [ -n "$t_ort" ]; then
+    cos=$("$PYV" -c "
+import numpy as np
+a = np.loadtxt('$work/v.txt'); b = np.load('$work/ov.npy')
+c = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+print('%.7f' % c.min())")
+    printf 'MPNet (12 x 768), 400 sentences: ONNX Runtime (f32) %.1f/s (encoding only); tq-embed ratio %.2f; min cosine %s\n' \
+        "$(echo "400 / $t_ort" | bc -l)" "$(echo "$t_ort / $t_tq" | bc -l)" "$cos"
+else
+    not_measured "ONNX Runtime (MPNet)" "$why_ort"
+fi
 if grep -qw avx512_bf16 /proc/cpuinfo; then
     t_bf=$(best3 "tq-embed --precision bf16 -m '$work/mpnet' '$work/s.txt' > /dev/null")
     printf 'MPNet (12 x 768), 400 sentences, --precision bf16: tq-embed %.1f/s (%.2fx its f32), ratio %.2f to the f32 peer\n' \
@@ -76,11 +110,22 @@ fi
 
 # ---- XLM-RoBERTa cross-encoder reranking ----
 t_tq=$(best3 "tq-score --cross-encoder '$work/rerank' -o '$work/s.tq' '$work/p.tsv'")
-tq-cat -t tsv --name score "$work/s.tq" | tail -n +2 > "$work/s.txt"
+tq-cat -t tsv --name score "$work/s.tq" | tail -n +2 > "$work/sc.txt"
 t_pe=$("$PYB" "$root/scripts/bench-encoders.py" cross "$work/rerank" "$work/p.tsv" "$work/ps.npy")
 dif=$("$PYV" -c "
 import numpy as np
-a = np.loadtxt('$work/s.txt'); b = np.load('$work/ps.npy')
+a = np.loadtxt('$work/sc.txt'); b = np.load('$work/ps.npy')
 print('%.2g' % np.abs(a - b).max())")
 printf 'XLM-RoBERTa cross-encoder (12 x 768), 400 pairs: tq-score %.1f pairs/s whole process; transformers 4.36 XLMRobertaForSequenceClassification (f32, batches of 32) %.1f/s; ratio %.2f; largest score difference %s\n' \
     "$(echo "400 / $t_tq" | bc -l)" "$(echo "400 / $t_pe" | bc -l)" "$(echo "$t_pe / $t_tq" | bc -l)" "$dif"
+ort_time cross "$work/rerank" "$work/p.tsv" "$work/os.npy" --pairs 128
+if [ -n "$t_ort" ]; then
+    dif=$("$PYV" -c "
+import numpy as np
+a = np.loadtxt('$work/sc.txt'); b = np.load('$work/os.npy')
+print('%.2g' % np.abs(a - b).max())")
+    printf 'XLM-RoBERTa cross-encoder (12 x 768), 400 pairs: ONNX Runtime (f32) %.1f pairs/s (scoring only); tq-score ratio %.2f; largest score difference %s\n' \
+        "$(echo "400 / $t_ort" | bc -l)" "$(echo "$t_ort / $t_tq" | bc -l)" "$dif"
+else
+    not_measured "ONNX Runtime (XLM-RoBERTa cross-encoder)" "$why_ort"
+fi
